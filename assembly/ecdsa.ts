@@ -1,0 +1,279 @@
+// ECDSA over the selected curve: RFC 6979 deterministic signing (HMAC-SHA256 DRBG, optional
+// extra data k' per §3.6), low-s normalisation, recovery ids, verification, public-key recovery,
+// ECDH and the BIP32 tweak helpers. Digests are 32 bytes read as a big-endian integer and
+// reduced mod n (for 256-bit curves bits2int is the identity). Secret paths are constant time
+// except the data-independent retry of RFC 6979 (probability ~2^-128).
+import { hmacSha256Init, hmacSha256Update, hmacSha256Final } from './hash/sha256';
+import { SC_N, FP_P } from './curve';
+import {
+  sc_fromBytes, sc_toBytes, sc_isZero, sc_isHigh, sc_mul, sc_add, sc_neg, sc_toMont, sc_invMont, sc_copy,
+} from './scalar';
+import { fe_fromBytes, fe_toBytes, fe_isOdd, fe_sqr, fe_mul, fe_equal, fe_isZero } from './field';
+import { JAC, AFF, pt_toAffine, pt_madd_var, pt_isInf } from './point';
+import { mulG_ct, mul_ct, mulDouble_var } from './mult';
+import { decodePoint, encodePoint, decompress } from './codec';
+import { FE, cmov40, limbsToBytes } from './limbs';
+import {
+  S_ECDSA, S_HMAC, OK, E_PRIVATE_KEY, E_PUBLIC_KEY, E_SIGNATURE, E_RECOVERY_ID, E_TWEAK, E_SIGN_FAILED,
+} from './layout';
+
+// secret scratch
+const D: usize = S_ECDSA + 0; //      private key scalar
+const E: usize = S_ECDSA + 40; //     digest scalar
+const K: usize = S_ECDSA + 80; //     nonce scalar
+const RS: usize = S_ECDSA + 120; //   r
+const SS: usize = S_ECDSA + 160; //   s
+const W1: usize = S_ECDSA + 200;
+const W2: usize = S_ECDSA + 240;
+const W3: usize = S_ECDSA + 280;
+const PJ: usize = S_ECDSA + 320; //   Jacobian point (120)
+const PA: usize = S_ECDSA + 448; //   affine point (80)
+const QA: usize = S_ECDSA + 528; //   affine point (80)
+const KB: usize = S_ECDSA + 608; //   32 bytes
+const XB: usize = S_ECDSA + 640; //   32 bytes
+const EB: usize = S_ECDSA + 672; //   32 bytes
+const UB1: usize = S_ECDSA + 704; //  32 bytes
+const UB2: usize = S_ECDSA + 736; //  32 bytes
+const FX: usize = S_ECDSA + 768; //   field element
+const FT: usize = S_ECDSA + 808; //   field element
+const NB: usize = S_ECDSA + 848; //   32 bytes (n)
+
+// RFC 6979 HMAC-DRBG state. CTXK holds the HMAC key schedule (inner/outer midstates) of the
+// current K, cloned for every HMAC under that K instead of re-deriving it.
+const RK: usize = S_HMAC + 0; //      K (32)
+const RV: usize = S_HMAC + 32; //     V (32)
+const RB: usize = S_HMAC + 64; //     1-byte separator
+const CTX: usize = S_HMAC + 128; //   working HMAC ctx (224)
+const CTXK: usize = S_HMAC + 384; //  HMAC ctx keyed with K (224)
+const ZERO_KEY_CTX: usize = memory.data(224, 16); // HMAC ctx for K = 0^32 (public constant)
+let zeroCtxReady = false;
+let drbgFresh = true;
+
+/** K ← HMAC_K(V ‖ sep ‖ x ‖ h ‖ extra), then re-key CTXK */
+function drbgReseed(sep: u8, x: usize, h: usize, extra: usize, extraLen: u32): void {
+  store<u8>(RB, sep);
+  memory.copy(CTX, CTXK, 224);
+  hmacSha256Update(CTX, RV, 32);
+  hmacSha256Update(CTX, RB, 1);
+  if (x != 0) {
+    hmacSha256Update(CTX, x, 32);
+    hmacSha256Update(CTX, h, 32);
+    if (extraLen != 0) hmacSha256Update(CTX, extra, extraLen);
+  }
+  hmacSha256Final(CTX, RK);
+  hmacSha256Init(CTXK, RK, 32);
+}
+
+/** V ← HMAC_K(V) */
+function drbgStep(): void {
+  memory.copy(CTX, CTXK, 224);
+  hmacSha256Update(CTX, RV, 32);
+  hmacSha256Final(CTX, RV);
+}
+
+/** RFC 6979 §3.2 steps b–f for private key bytes x and bits2octets(h1) = h. */
+export function drbgInit(x: usize, h: usize, extra: usize, extraLen: u32): void {
+  memory.fill(RV, 1, 32);
+  memory.fill(RK, 0, 32);
+  if (!zeroCtxReady) {
+    hmacSha256Init(ZERO_KEY_CTX, RK, 32);
+    zeroCtxReady = true;
+  }
+  memory.copy(CTXK, ZERO_KEY_CTX, 224);
+  drbgReseed(0, x, h, extra, extraLen);
+  drbgStep();
+  drbgReseed(1, x, h, extra, extraLen);
+  drbgStep();
+  drbgFresh = true;
+}
+
+/** Next candidate T (32 bytes) into out (§3.2 step h, including the retry update). */
+export function drbgNext(out: usize): void {
+  if (!drbgFresh) {
+    drbgReseed(0, 0, 0, 0, 0);
+    drbgStep();
+  }
+  drbgFresh = false;
+  drbgStep();
+  memory.copy(out, RV, 32);
+}
+
+/** Parse a private key: D = key; returns 1 if 1 ≤ key < n. */
+export function loadPrivateKey(d: usize, key: usize): u32 {
+  let over = sc_fromBytes(d, key);
+  return (over | sc_isZero(d)) ^ 1;
+}
+
+/** Sign the digest at dig with the key at key. Writes r‖s (64) at outSig and the recovery id at outRec. */
+export function ecdsaSign(
+  dig: usize, key: usize, extra: usize, extraLen: u32, lowS: bool, outSig: usize, outRec: usize,
+): u32 {
+  if (!loadPrivateKey(D, key)) return E_PRIVATE_KEY;
+  sc_fromBytes(E, dig);
+  sc_toBytes(EB, E);
+  drbgInit(key, EB, extra, extraLen);
+  for (let attempt = 0; attempt < 64; attempt++) {
+    drbgNext(KB);
+    let over = sc_fromBytes(K, KB);
+    if (over | sc_isZero(K)) continue; // k ∉ [1, n): next candidate (public event, ~2^-128)
+    if (signWithNonce(outSig, outRec, lowS)) return OK;
+  }
+  return E_SIGN_FAILED;
+}
+
+/** r, s, recovery id from D, E, K/KB. Returns false if r or s is 0 (caller retries). */
+function signWithNonce(outSig: usize, outRec: usize, lowS: bool): bool {
+  mulG_ct(PJ, KB);
+  pt_toAffine(PA, PJ);
+  fe_toBytes(XB, PA);
+  let xOver = sc_fromBytes(RS, XB); // r = x mod n
+  if (sc_isZero(RS)) return false;
+  let rec = fe_isOdd(PA + FE) | (xOver << 1);
+  // s = k⁻¹ (e + r d)
+  sc_toMont(W1, K);
+  sc_invMont(W1, W1); //       k⁻¹·R
+  sc_toMont(W2, RS);
+  sc_mul(W2, W2, D); //        r·d
+  sc_add(W2, W2, E); //        e + r·d
+  sc_mul(SS, W1, W2); //       s
+  if (sc_isZero(SS)) return false;
+  return finishSig(outSig, outRec, rec, lowS);
+}
+
+/** finishSig for r, s held elsewhere (batch signing). */
+export function finishSigFrom(r: usize, s: usize, outSig: usize, outRec: usize, rec: u32, lowS: bool): void {
+  sc_copy(RS, r);
+  sc_copy(SS, s);
+  finishSig(outSig, outRec, rec, lowS);
+}
+
+/** Low-s normalisation (constant time) and output of RS, SS. */
+export function finishSig(outSig: usize, outRec: usize, rec: u32, lowS: bool): bool {
+  let flip = sc_isHigh(SS) & (lowS ? 1 : 0);
+  sc_neg(W3, SS);
+  cmov40(SS, W3, flip);
+  sc_toBytes(outSig, RS);
+  sc_toBytes(outSig + 32, SS);
+  store<u8>(outRec, <u8>(rec ^ flip));
+  return true;
+}
+
+/** Public key of the private key at key (33 or 65 bytes at out). */
+export function getPublicKey(key: usize, compressed: bool, out: usize): u32 {
+  if (!loadPrivateKey(D, key)) return E_PRIVATE_KEY;
+  mulG_ct(PJ, key);
+  pt_toAffine(PA, PJ);
+  encodePoint(out, PA, compressed);
+  return OK;
+}
+
+/** r, s from 64 bytes; returns 1 if both are in [1, n). */
+function loadRS(sig: usize): u32 {
+  let bad = sc_fromBytes(RS, sig) | sc_isZero(RS) | sc_fromBytes(SS, sig + 32) | sc_isZero(SS);
+  return bad ^ 1;
+}
+
+/** 32-byte big-endian a + n → out; returns the carry. */
+function addN(out: usize, a: usize): u32 {
+  limbsToBytes(NB, SC_N);
+  let c: u32 = 0;
+  for (let i: i32 = 31; i >= 0; i--) {
+    let t = <u32>load<u8>(a + <usize>i) + <u32>load<u8>(NB + <usize>i) + c;
+    store<u8>(out + <usize>i, <u8>t);
+    c = t >> 8;
+  }
+  return c;
+}
+
+/** Verify r‖s at sig for the digest at dig and the SEC1 key at pub. OK if valid. Variable time. */
+export function ecdsaVerify(sig: usize, dig: usize, pub: usize, pubLen: u32, strictLowS: bool): u32 {
+  if (!decodePoint(QA, pub, pubLen)) return E_PUBLIC_KEY;
+  if (!loadRS(sig)) return E_SIGNATURE;
+  if (strictLowS && sc_isHigh(SS)) return E_SIGNATURE;
+  sc_fromBytes(E, dig);
+  sc_toMont(W1, SS);
+  sc_invMont(W1, W1); //          s⁻¹·R
+  sc_mul(W2, W1, E); //           u1 = e/s
+  sc_mul(W3, W1, RS); //          u2 = r/s
+  sc_toBytes(UB1, W2);
+  sc_toBytes(UB2, W3);
+  mulDouble_var(PJ, UB1, UB2, QA);
+  if (pt_isInf(PJ)) return E_SIGNATURE;
+  // x(R) ≡ r (mod n)  ⇔  X == r'·Z² for r' ∈ {r, r + n} with r' < p
+  fe_sqr(FT, PJ + 2 * FE);
+  fe_fromBytes(FX, sig); // r < n < p
+  fe_mul(FX, FX, FT);
+  if (fe_equal(FX, PJ)) return OK;
+  if (addN(UB1, sig) != 0) return E_SIGNATURE;
+  if (!fe_fromBytes(FX, UB1)) return E_SIGNATURE;
+  fe_mul(FX, FX, FT);
+  if (fe_equal(FX, PJ)) return OK;
+  return E_SIGNATURE;
+}
+
+/** Recover the public key from (digest, r‖s, recovery id). Variable time (public inputs). */
+export function ecdsaRecover(dig: usize, sig: usize, recid: u32, compressed: bool, out: usize): u32 {
+  if (recid > 3) return E_RECOVERY_ID;
+  if (!loadRS(sig)) return E_SIGNATURE;
+  memory.copy(XB, sig, 32);
+  if (recid & 2) {
+    if (addN(XB, sig) != 0) return E_SIGNATURE;
+  }
+  if (!fe_fromBytes(PA, XB)) return E_SIGNATURE;
+  if (!decompress(PA, recid & 1)) return E_SIGNATURE;
+  sc_fromBytes(E, dig);
+  sc_toMont(W1, RS);
+  sc_invMont(W1, W1); //          r⁻¹·R
+  sc_mul(W2, W1, E);
+  sc_neg(W2, W2); //              u1 = −e/r
+  sc_mul(W3, W1, SS); //          u2 = s/r
+  sc_toBytes(UB1, W2);
+  sc_toBytes(UB2, W3);
+  mulDouble_var(PJ, UB1, UB2, PA);
+  if (pt_isInf(PJ)) return E_SIGNATURE;
+  pt_toAffine(QA, PJ);
+  encodePoint(out, QA, compressed);
+  return OK;
+}
+
+/** x-coordinate of key·pub (32 bytes at out). */
+export function ecdh(key: usize, pub: usize, pubLen: u32, out: usize): u32 {
+  if (!loadPrivateKey(D, key)) return E_PRIVATE_KEY;
+  if (!decodePoint(QA, pub, pubLen)) return E_PUBLIC_KEY;
+  mul_ct(PJ, QA, key);
+  pt_toAffine(PA, PJ);
+  fe_toBytes(out, PA);
+  return OK;
+}
+
+/** (key + tweak) mod n → out. */
+export function privateKeyTweakAdd(key: usize, tweak: usize, out: usize): u32 {
+  if (!loadPrivateKey(D, key)) return E_PRIVATE_KEY;
+  if (sc_fromBytes(W1, tweak)) return E_TWEAK;
+  sc_add(W1, W1, D);
+  if (sc_isZero(W1)) return E_TWEAK;
+  sc_toBytes(out, W1);
+  return OK;
+}
+
+/** pub + tweak·G → out (SEC1). */
+export function publicKeyTweakAdd(pub: usize, pubLen: u32, tweak: usize, compressed: bool, out: usize): u32 {
+  if (!decodePoint(QA, pub, pubLen)) return E_PUBLIC_KEY;
+  if (sc_fromBytes(W1, tweak)) return E_TWEAK;
+  mulG_ct(PJ, tweak);
+  pt_madd_var(PJ, PJ, QA);
+  if (pt_isInf(PJ)) return E_TWEAK;
+  pt_toAffine(PA, PJ);
+  encodePoint(out, PA, compressed);
+  return OK;
+}
+
+export function isValidPublicKey(pub: usize, pubLen: u32): u32 {
+  return decodePoint(QA, pub, pubLen) ? OK : E_PUBLIC_KEY;
+}
+
+export function convertPublicKey(pub: usize, pubLen: u32, compressed: bool, out: usize): u32 {
+  if (!decodePoint(QA, pub, pubLen)) return E_PUBLIC_KEY;
+  encodePoint(out, QA, compressed);
+  return OK;
+}

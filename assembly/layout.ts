@@ -1,0 +1,64 @@
+// Static memory layout of the core. Nothing is allocated at run time: every buffer below is
+// reserved once in the data segment.
+//
+// I/O region (the only memory the host touches): the host copies inputs into IN at the fixed
+// offsets below, calls an exported function, and reads the results from OUT.
+
+export const IO_SIZE: usize = 32768;
+export const IN: usize = memory.data(<i32>IO_SIZE, 16);
+export const OUT: usize = memory.data(<i32>IO_SIZE, 16);
+
+// single-operation input slots (byte offsets into IN)
+export const IN_DIGEST: usize = 0; //  32: message digest
+export const IN_KEY: usize = 32; //    32: private key
+export const IN_RAND: usize = 64; //   32: host randomness (scalar-inversion blinding)
+export const IN_TWEAK: usize = 96; //  32: BIP32 tweak
+export const IN_SIG: usize = 128; //   64: r ‖ s
+export const IN_PUB: usize = 256; //   33 or 65: SEC1 public key
+export const IN_EXTRA: usize = 512; // up to EXTRA_MAX: RFC 6979 §3.6 extra data k'
+export const EXTRA_MAX: u32 = 1024;
+// single-operation output slots (byte offsets into OUT)
+export const OUT_SIG: usize = 0; //    64: r ‖ s
+export const OUT_REC: usize = 64; //    1: recovery id
+export const OUT_PUB: usize = 128; //  33 or 65: SEC1 public key
+export const OUT_SECRET: usize = 256; // 32: ECDH x-coordinate or tweaked private key
+
+// batch signing
+export const BATCH_MAX: u32 = 256;
+export const IN_B_DIGESTS: usize = 0; //      32 * N
+export const IN_B_KEYS: usize = 8192; //      32 * N (or 32 with one key for all)
+export const IN_B_RAND: usize = 16384; //     32
+export const OUT_B_SIGS: usize = 0; //        64 * N
+export const OUT_B_RECS: usize = 16384; //    N
+
+// Secret scratch: every temporary that can hold key-, nonce- or secret-point-derived data
+// lives here and the region is zeroed before each exported secret operation returns.
+export const SECRET_SCRATCH_SIZE: usize = 8192;
+export const SECRET: usize = memory.data(<i32>SECRET_SCRATCH_SIZE, 16);
+// Per-item state of a batch signature (k, R, prefix products...), zeroed after each batch.
+export const BATCH_STRIDE: usize = 512;
+export const BATCH_SCRATCH: usize = memory.data(<i32>(BATCH_STRIDE * <usize>BATCH_MAX), 16);
+// Public scratch (tables derived from public points, wNAF digits): not wiped.
+export const PUBLIC: usize = memory.data(16384, 16);
+
+// status codes returned by every exported function (0 = ok)
+export const OK: u32 = 0;
+export const E_PRIVATE_KEY: u32 = 1;
+export const E_PUBLIC_KEY: u32 = 2;
+export const E_DIGEST: u32 = 3;
+export const E_SIGNATURE: u32 = 4;
+export const E_RECOVERY_ID: u32 = 5;
+export const E_TWEAK: u32 = 6;
+export const E_LENGTH: u32 = 7;
+export const E_SIGN_FAILED: u32 = 8;
+export const E_CURVE: u32 = 9;
+export const E_ARGUMENT: u32 = 10;
+
+// secret scratch sub-blocks (offsets into SECRET), one per module so nested calls never collide
+export const S_FIELD: usize = SECRET + 0; //     1024
+export const S_SCALAR: usize = SECRET + 1024; // 1024
+export const S_POINT: usize = SECRET + 2048; //  1536
+export const S_MULT: usize = SECRET + 3584; //   1024
+export const S_ECDSA: usize = SECRET + 4608; //  2048
+export const S_HMAC: usize = SECRET + 6656; //   1024 (3 HMAC ctx of 224 bytes + 32-byte buffers)
+export const S_INV: usize = SECRET + 7680; //    512 (safegcd state)

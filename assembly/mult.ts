@@ -1,0 +1,284 @@
+// Scalar multiplication.
+//   mulG_ct      k·G over the precomputed comb (64 windows x 15 affine multiples), constant time
+//   mul_ct       k·P for a public point P (ECDH, 4-bit fixed windows), constant time in k
+//   mulDouble_var  u1·G + u2·Q for verification/recovery (Strauss–Shamir with wNAF), variable time
+// Scalars are passed as 32 big-endian bytes and must be < n.
+import { G_COMB, G_WNAF, IS_K1 } from './curve';
+import { glvSplit_var, FP_BETA } from './glv';
+import { fe_setOne, fe_inv, fe_mul, fe_isZero, fe_neg } from './field';
+import {
+  JAC, AFF, pt_dbl, pt_madd, pt_add, pt_cmov, pt_setInf, pt_fromAffine, pt_madd_var, pt_add_var, pt_negAffine,
+  pt_copy, pt_toAffineWithInv,
+} from './point';
+import { FE, eqMask, cmov40 } from './limbs';
+import { S_MULT, PUBLIC } from './layout';
+
+const ENTRY: usize = S_MULT; //          80: looked-up affine entry
+const TMP: usize = S_MULT + 128; //      120: candidate sum
+const ENTRYJ: usize = S_MULT + 256; //   120: entry as a Jacobian point
+const NEGY: usize = S_MULT + 384; //     40
+const KW: usize = S_MULT + 448; //       scalar as 10 little-endian words
+
+// public scratch for mul_ct's table of P multiples and the wNAF machinery
+const PT_J: usize = PUBLIC; //               15 Jacobian multiples of P (1800)
+const PT_A: usize = PUBLIC + 2048; //        15 affine multiples of P (1200)
+const PT_PREFIX: usize = PUBLIC + 3328; //   15 prefix products (600)
+const PT_INV: usize = PUBLIC + 3968; //       40 + 40
+const WNAF1: usize = PUBLIC + 4096; //        260 digits (i8)
+const WNAF2: usize = PUBLIC + 4416; //        260
+const SCW: usize = PUBLIC + 4736; //          scalar as 12 little-endian words
+const QODD: usize = PUBLIC + 4800; //         8 Jacobian odd multiples of Q (960)
+const NEGA: usize = PUBLIC + 5824; //         80
+const NEGJ: usize = PUBLIC + 5952; //         120
+const ACCV: usize = PUBLIC + 6144; //         120
+const WNAF3: usize = PUBLIC + 6400; //        260
+const WNAF4: usize = PUBLIC + 6720; //        260
+const QAFF: usize = PUBLIC + 7040; //         8 affine odd multiples of Q (640)
+const QLAM: usize = PUBLIC + 7680; //         8 affine odd multiples of λQ (640; ends 8320)
+const SPLIT: usize = PUBLIC + 8320; //        4 x 32 bytes of split scalars (ends 8448)
+const G_LAM: usize = PUBLIC + 9216; //        64 affine odd multiples of λG (5120)
+
+// @ts-ignore: decorator
+@inline
+function nibble(k: usize, w: u32): u32 {
+  let b = <u32>load<u8>(k + 31 - <usize>(w >> 1));
+  return (w & 1) != 0 ? b >> 4 : b & 15;
+}
+
+/** out = table[d − 1] (80-byte entries, `count` of them) or all zeros when d = 0; reads every entry. */
+function lookupAff(out: usize, table: usize, count: u32, d: u32): void {
+  let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0), a4 = i32x4.splat(0);
+  let e = table;
+  for (let j: u32 = 1; j <= count; j++) {
+    let m = i32x4.splat(-(<i32>eqMask(j, d)));
+    a0 = v128.or(a0, v128.and(v128.load(e, 0), m));
+    a1 = v128.or(a1, v128.and(v128.load(e, 16), m));
+    a2 = v128.or(a2, v128.and(v128.load(e, 32), m));
+    a3 = v128.or(a3, v128.and(v128.load(e, 48), m));
+    a4 = v128.or(a4, v128.and(v128.load(e, 64), m));
+    e += AFF;
+  }
+  v128.store(out, a0, 0);
+  v128.store(out, a1, 16);
+  v128.store(out, a2, 32);
+  v128.store(out, a3, 48);
+  v128.store(out, a4, 64);
+}
+
+/** acc += entry (affine, looked up for digit d), tracking "acc is infinity" in inf (1/0). Returns new inf.
+ *  Exceptional additions (acc = ±entry) cannot occur for scalars in [1, n) (see callers). */
+// @ts-ignore: decorator
+@inline
+function addDigit(acc: usize, d: u32, inf: u32): u32 {
+  let nz = 1 ^ eqMask(d, 0);
+  pt_madd(TMP, acc, ENTRY);
+  pt_cmov(acc, TMP, nz & (inf ^ 1));
+  pt_fromAffine(ENTRYJ, ENTRY);
+  pt_cmov(acc, ENTRYJ, nz & inf);
+  return inf & (nz ^ 1);
+}
+
+/** r = k·G (Jacobian), k < n as 32 big-endian bytes. Constant time.
+ *  k is recoded into 43 signed base-64 digits d_w ∈ [−31, 32]; window w adds d_w·64^w·G from the
+ *  table (|d_w| looked up by a full scan, y negated by cmov for d_w < 0). The partial sum S before
+ *  window w satisfies |S| < 0.51·64^w, so S ≢ ±d_w·64^w (mod n) for 0 < k < n: for w ≤ 41 no
+ *  wrap-around is possible, and for the top window S ≡ D forces k = 2D − n with D ≥ 15.49·2^252,
+ *  i.e. d = 16 and k > n. The sum is infinity only while every digit so far is 0 (tracked by inf).
+ *  k = 0 gives infinity. */
+export function mulG_ct(r: usize, k: usize): void {
+  for (let i: usize = 0; i < 8; i++) store<u32>(KW + 4 * i, bswap<u32>(load<u32>(k + 28 - 4 * i)));
+  store<u64>(KW + 32, 0);
+  let inf: u32 = 1;
+  let carry: u32 = 0;
+  pt_setInf(r);
+  let table = G_COMB;
+  for (let w: u32 = 0; w < 43; w++) {
+    let pos = 6 * w;
+    let v = <u32>(load<u64>(KW + 4 * <usize>(pos >> 5)) >> <u64>(pos & 31)) & 63;
+    v += carry;
+    carry = (v + 31) >> 6; //   v ≥ 33 → digit v − 64 (negative), carry 1
+    let neg = carry;
+    let d = v - (carry << 6); // as i32: in [−31, 32]
+    let mag = (d ^ (0 - neg)) + neg; // |d|
+    lookupAff(ENTRY, table, 32, mag);
+    fe_neg(NEGY, ENTRY + FE);
+    cmov40(ENTRY + FE, NEGY, neg);
+    inf = addDigit(r, mag, inf);
+    table += 32 * AFF;
+  }
+  store<u64>(KW, 0, 0);
+  store<u64>(KW, 0, 8);
+  store<u64>(KW, 0, 16);
+  store<u64>(KW, 0, 24);
+  // k = 0: make sure Z = 0
+  let z = r + 2 * FE;
+  let m: u64 = <u64>0 - <u64>inf;
+  store<u64>(z, load<u64>(z, 0) & ~m, 0);
+  store<u64>(z, load<u64>(z, 8) & ~m, 8);
+  store<u64>(z, load<u64>(z, 16) & ~m, 16);
+  store<u64>(z, load<u64>(z, 24) & ~m, 24);
+  store<u64>(z, load<u64>(z, 32) & ~m, 32);
+}
+
+/** Affine table of 1P..15P for a public affine point P (variable time in P only). */
+function buildTable(p: usize): void {
+  pt_fromAffine(PT_J, p);
+  pt_dbl(PT_J + JAC, PT_J);
+  for (let i: usize = 2; i < 15; i++) pt_madd(PT_J + JAC * i, PT_J + JAC * (i - 1), p);
+  batchToAffine(PT_A, PT_J, 15);
+}
+
+/** r = k·P (Jacobian) for a public affine point P (on the curve, not infinity), k < n as 32 big-endian
+ *  bytes; constant time in k. Left-to-right 4-bit windows: before each addition the accumulator
+ *  is 16·A·P with 1 ≤ 16·A ≤ k < n, and the addend d·P with d < 16, so no exceptional case. */
+export function mul_ct(r: usize, p: usize, k: usize): void {
+  buildTable(p);
+  let inf: u32 = 1;
+  pt_setInf(r);
+  for (let w: i32 = 63; w >= 0; w--) {
+    if (w != 63) {
+      pt_dbl(r, r);
+      pt_dbl(r, r);
+      pt_dbl(r, r);
+      pt_dbl(r, r);
+    }
+    let d = nibble(k, <u32>w);
+    lookupAff(ENTRY, PT_A, 15, d);
+    inf = addDigit(r, d, inf);
+  }
+  let z = r + 2 * FE;
+  let m: u64 = <u64>0 - <u64>inf;
+  store<u64>(z, load<u64>(z, 0) & ~m, 0);
+  store<u64>(z, load<u64>(z, 8) & ~m, 8);
+  store<u64>(z, load<u64>(z, 16) & ~m, 16);
+  store<u64>(z, load<u64>(z, 24) & ~m, 24);
+  store<u64>(z, load<u64>(z, 32) & ~m, 32);
+}
+
+// ---- variable time ----
+
+/** wNAF digits of the 32-byte big-endian scalar k into out (i8[257]); returns the number of digits. */
+function wnaf_var(out: usize, k: usize, w: u32): i32 {
+  for (let i: usize = 0; i < 8; i++) store<u32>(SCW + 4 * i, bswap<u32>(load<u32>(k + 28 - 4 * i)));
+  store<u64>(SCW + 32, 0);
+  store<u64>(SCW + 40, 0);
+  memory.fill(out, 0, 260);
+  let carry: u32 = 0;
+  let bit: u32 = 0;
+  let last: i32 = -1;
+  const len: u32 = 257;
+  while (bit < len) {
+    let b = <u32>((load<u32>(SCW + 4 * <usize>(bit >> 5)) >> (bit & 31)) & 1);
+    if (b == carry) {
+      bit++;
+      continue;
+    }
+    let now = w;
+    if (now > len - bit) now = len - bit;
+    let word = <i32>(<u32>(load<u64>(SCW + 4 * <usize>(bit >> 5)) >> <u64>(bit & 31)) & ((1 << now) - 1)) + <i32>carry;
+    carry = (<u32>word >> (w - 1)) & 1;
+    word -= <i32>(carry << w);
+    store<i8>(out + <usize>bit, <i8>word);
+    last = <i32>bit;
+    bit += now;
+  }
+  return last + 1;
+}
+
+/** outAff[i] = affine of inJac[i] for i < count (one shared inversion; points must not be infinity). */
+function batchToAffine(outAff: usize, inJac: usize, count: usize): void {
+  memory.copy(PT_PREFIX, inJac + 2 * FE, FE);
+  for (let i: usize = 1; i < count; i++) fe_mul(PT_PREFIX + FE * i, PT_PREFIX + FE * (i - 1), inJac + JAC * i + 2 * FE);
+  fe_inv(PT_INV, PT_PREFIX + FE * (count - 1));
+  for (let i = <isize>count - 1; i >= 0; i--) {
+    let zi = PT_INV + FE;
+    let p = inJac + JAC * <usize>i;
+    if (i > 0) {
+      fe_mul(zi, PT_INV, PT_PREFIX + FE * <usize>(i - 1));
+      fe_mul(PT_INV, PT_INV, p + 2 * FE);
+    } else memory.copy(zi, PT_INV, FE);
+    pt_toAffineWithInv(outAff + AFF * <usize>i, p, zi);
+  }
+}
+
+/** r += sign(d)·table[(|d| − 1)/2] (affine odd multiples), negated again if neg. Variable time. */
+// @ts-ignore: decorator
+@inline
+function addWnaf_var(r: usize, d: i32, table: usize, neg: bool): void {
+  let e = table + AFF * <usize>(((d < 0 ? -d : d) - 1) >> 1);
+  if ((d < 0) != neg) {
+    pt_negAffine(NEGA, e);
+    pt_madd_var(r, r, NEGA);
+  } else pt_madd_var(r, r, e);
+}
+
+let gLamReady = false;
+
+/** r = u1·G + u2·Q (Jacobian); u1, u2 as 32 big-endian bytes (< n), Q affine on the curve.
+ *  Strauss–Shamir over wNAF digits (window 8 for G from the generated table, 5 for Q); on
+ *  secp256k1 both scalars are first split with the endomorphism, giving four ~128-bit streams
+ *  (G, λG, Q, λQ) and half the doublings. Variable time: only for public inputs. */
+export function mulDouble_var(r: usize, u1: usize, u2: usize, q: usize): void {
+  // odd multiples Q, 3Q, ..., 15Q, made affine with one inversion
+  pt_fromAffine(QODD, q);
+  pt_dbl(ACCV, QODD);
+  for (let i: usize = 1; i < 8; i++) pt_add_var(QODD + JAC * i, QODD + JAC * (i - 1), ACCV);
+  batchToAffine(QAFF, QODD, 8);
+  let streams = 2;
+  let n1: i32, n2: i32, n3: i32 = 0, n4: i32 = 0;
+  let f1: u32 = 0, f2: u32 = 0;
+  if (IS_K1) {
+    if (!gLamReady) {
+      for (let j: usize = 0; j < 64; j++) {
+        fe_mul(G_LAM + AFF * j, G_WNAF + AFF * j, FP_BETA);
+        memory.copy(G_LAM + AFF * j + FE, G_WNAF + AFF * j + FE, FE);
+      }
+      gLamReady = true;
+    }
+    for (let j: usize = 0; j < 8; j++) {
+      fe_mul(QLAM + AFF * j, QAFF + AFF * j, FP_BETA);
+      memory.copy(QLAM + AFF * j + FE, QAFF + AFF * j + FE, FE);
+    }
+    f1 = glvSplit_var(u1, SPLIT, SPLIT + 32);
+    f2 = glvSplit_var(u2, SPLIT + 64, SPLIT + 96);
+    n1 = wnaf_var(WNAF1, SPLIT, 8);
+    n3 = wnaf_var(WNAF3, SPLIT + 32, 8);
+    n2 = wnaf_var(WNAF2, SPLIT + 64, 5);
+    n4 = wnaf_var(WNAF4, SPLIT + 96, 5);
+    streams = 4;
+  } else {
+    n1 = wnaf_var(WNAF1, u1, 8);
+    n2 = wnaf_var(WNAF2, u2, 5);
+  }
+  let top = max(max(n1, n2), max(n3, n4));
+  pt_setInf(r);
+  let inf = true;
+  let neg1 = (f1 & 1) != 0, neg3 = (f1 & 2) != 0, neg2 = (f2 & 1) != 0, neg4 = (f2 & 2) != 0;
+  for (let i = top - 1; i >= 0; i--) {
+    if (!inf) pt_dbl(r, r);
+    let any = false;
+    let d = <i32>load<i8>(WNAF1 + <usize>i);
+    if (d != 0) {
+      addWnaf_var(r, d, G_WNAF, neg1);
+      any = true;
+    }
+    d = <i32>load<i8>(WNAF2 + <usize>i);
+    if (d != 0) {
+      addWnaf_var(r, d, QAFF, neg2);
+      any = true;
+    }
+    if (streams == 4) {
+      d = <i32>load<i8>(WNAF3 + <usize>i);
+      if (d != 0) {
+        addWnaf_var(r, d, G_LAM, neg3);
+        any = true;
+      }
+      d = <i32>load<i8>(WNAF4 + <usize>i);
+      if (d != 0) {
+        addWnaf_var(r, d, QLAM, neg4);
+        any = true;
+      }
+    }
+    if (any) inf = fe_isZero(r + 2 * FE) != 0;
+  }
+}

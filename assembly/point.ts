@@ -1,0 +1,248 @@
+// Group law in Jacobian coordinates (X, Y, Z) ↦ (X/Z², Y/Z³); infinity is Z = 0.
+// A Jacobian point is 120 bytes (X, Y, Z), an affine point 80 bytes (x, y).
+// The formulas without `_var` are straight-line code (constant time) and do not handle the
+// exceptional cases (equal inputs, infinity); callers that feed secrets guarantee those cannot
+// occur or repair them with cmov. The `_var` versions branch on their (public) inputs.
+// Doubling is the only place the two curves differ (a = 0 vs a = −3), chosen by IS_K1 (public).
+import { IS_K1 } from './curve';
+import {
+  fe_mul, fe_sqr, fe_add, fe_sub, fe_neg, fe_mulInt, fe_setOne, fe_setZero, fe_isZero, fe_inv, fe_equal,
+  fe_curveRhs,
+} from './field';
+import { FE, copy40, cmov40 } from './limbs';
+import { S_POINT } from './layout';
+
+export const JAC: usize = 120;
+export const AFF: usize = 80;
+
+const t0: usize = S_POINT + 0;
+const t1: usize = S_POINT + 40;
+const t2: usize = S_POINT + 80;
+const t3: usize = S_POINT + 120;
+const t4: usize = S_POINT + 160;
+const t5: usize = S_POINT + 200;
+const t6: usize = S_POINT + 240;
+const t7: usize = S_POINT + 280;
+const t8: usize = S_POINT + 320;
+const t9: usize = S_POINT + 360;
+const t10: usize = S_POINT + 400;
+const t11: usize = S_POINT + 440;
+const t12: usize = S_POINT + 480;
+const u0: usize = S_POINT + 520; // scratch of the _var wrappers / conversions
+const u1: usize = S_POINT + 560;
+
+/** r = 2p (r may alias p). Doubling infinity gives infinity (Z stays 0); no point of order 2 exists. */
+export function pt_dbl(r: usize, p: usize): void {
+  let X = p, Y = p + FE, Z = p + 2 * FE;
+  if (IS_K1) {
+    // a = 0: dbl-2009-l
+    fe_sqr(t0, X); //                A = X²
+    fe_sqr(t1, Y); //                B = Y²
+    fe_sqr(t2, t1); //               C = B²
+    fe_add(t3, X, t1);
+    fe_sqr(t3, t3);
+    fe_sub(t3, t3, t0);
+    fe_sub(t3, t3, t2);
+    fe_add(t3, t3, t3); //           D = 2((X+B)² − A − C)
+    fe_mulInt(t4, t0, 3); //         E = 3A
+    fe_sqr(t5, t4); //               F = E²
+    fe_mul(t6, Y, Z); //             Y·Z
+    fe_add(t7, t3, t3);
+    fe_sub(r, t5, t7); //            X3 = F − 2D
+    fe_sub(t3, t3, r);
+    fe_mul(t3, t4, t3);
+    fe_mulInt(t2, t2, 8);
+    fe_sub(r + FE, t3, t2); //       Y3 = E(D − X3) − 8C
+    fe_add(r + 2 * FE, t6, t6); //   Z3 = 2YZ
+  } else {
+    // a = −3: dbl-2001-b
+    fe_sqr(t0, Z); //                delta
+    fe_sqr(t1, Y); //                gamma
+    fe_mul(t2, X, t1); //            beta
+    fe_sub(t3, X, t0);
+    fe_add(t4, X, t0);
+    fe_mul(t3, t3, t4);
+    fe_mulInt(t3, t3, 3); //         alpha = 3(X − delta)(X + delta)
+    fe_add(t5, Y, Z);
+    fe_sqr(t5, t5);
+    fe_sub(t5, t5, t1);
+    fe_sub(t5, t5, t0); //           Z3 = (Y + Z)² − gamma − delta
+    fe_sqr(t6, t3);
+    fe_mulInt(t7, t2, 8);
+    fe_sub(r, t6, t7); //            X3 = alpha² − 8 beta
+    fe_mulInt(t2, t2, 4);
+    fe_sub(t2, t2, r);
+    fe_mul(t2, t3, t2);
+    fe_sqr(t1, t1);
+    fe_mulInt(t1, t1, 8);
+    fe_sub(r + FE, t2, t1); //       Y3 = alpha(4 beta − X3) − 8 gamma²
+    copy40(r + 2 * FE, t5);
+  }
+}
+
+/** r = p + q with q affine (madd-2004-hmv, 8M + 3S). Not valid when p = ±q or p is infinity.
+ *  r may alias p. */
+export function pt_madd(r: usize, p: usize, q: usize): void {
+  let X1 = p, Y1 = p + FE, Z1 = p + 2 * FE, X2 = q, Y2 = q + FE;
+  fe_sqr(t1, Z1); //                 Z1²
+  fe_mul(t2, t1, Z1); //             Z1³
+  fe_mul(t1, t1, X2); //             U2 = X2·Z1²
+  fe_mul(t2, t2, Y2); //             S2 = Y2·Z1³
+  fe_sub(t1, t1, X1); //             H
+  fe_sub(t2, t2, Y1); //             R
+  fe_mul(r + 2 * FE, Z1, t1); //     Z3 = Z1·H
+  fe_sqr(t4, t1); //                 H²
+  fe_mul(t3, t4, t1); //             H³
+  fe_mul(t4, t4, X1); //             X1·H²
+  fe_mul(t5, Y1, t3); //             Y1·H³
+  fe_add(t1, t4, t4);
+  fe_add(t1, t1, t3); //             H³ + 2·X1·H²
+  fe_sqr(t6, t2);
+  fe_sub(r, t6, t1); //              X3 = R² − H³ − 2·X1·H²
+  fe_sub(t4, t4, r);
+  fe_mul(t4, t4, t2);
+  fe_sub(r + FE, t4, t5); //         Y3 = R(X1·H² − X3) − Y1·H³
+}
+
+/** r = p + q, both Jacobian (add-2007-bl). Not valid when p = ±q or either is infinity. r may alias p or q. */
+export function pt_add(r: usize, p: usize, q: usize): void {
+  let X1 = p, Y1 = p + FE, Z1 = p + 2 * FE, X2 = q, Y2 = q + FE, Z2 = q + 2 * FE;
+  fe_sqr(t0, Z1); //                 Z1Z1
+  fe_sqr(t1, Z2); //                 Z2Z2
+  fe_mul(t2, X1, t1); //             U1
+  fe_mul(t3, X2, t0); //             U2
+  fe_mul(t4, Y1, Z2);
+  fe_mul(t4, t4, t1); //             S1
+  fe_mul(t5, Y2, Z1);
+  fe_mul(t5, t5, t0); //             S2
+  fe_sub(t6, t3, t2); //             H
+  fe_add(t7, t6, t6);
+  fe_sqr(t7, t7); //                 I = (2H)²
+  fe_mul(t8, t6, t7); //             J
+  fe_sub(t9, t5, t4);
+  fe_add(t9, t9, t9); //             rr = 2(S2 − S1)
+  fe_mul(t10, t2, t7); //            V = U1·I
+  fe_add(t11, Z1, Z2);
+  fe_sqr(t11, t11);
+  fe_sub(t11, t11, t0);
+  fe_sub(t11, t11, t1);
+  fe_mul(r + 2 * FE, t11, t6); //    Z3 = ((Z1 + Z2)² − Z1Z1 − Z2Z2)·H
+  fe_mul(t12, t4, t8);
+  fe_add(t12, t12, t12); //          2·S1·J
+  fe_sqr(t0, t9);
+  fe_sub(t0, t0, t8);
+  fe_sub(t0, t0, t10);
+  fe_sub(r, t0, t10); //             X3 = rr² − J − 2V
+  fe_sub(t10, t10, r);
+  fe_mul(t10, t9, t10);
+  fe_sub(r + FE, t10, t12); //       Y3 = rr(V − X3) − 2·S1·J
+}
+
+export function pt_setInf(r: usize): void {
+  fe_setOne(r);
+  fe_setOne(r + FE);
+  fe_setZero(r + 2 * FE);
+}
+
+/** 1 if p is the point at infinity (constant time). */
+export function pt_isInf(p: usize): u32 {
+  return fe_isZero(p + 2 * FE);
+}
+
+export function pt_copy(r: usize, p: usize): void {
+  copy40(r, p);
+  copy40(r + FE, p + FE);
+  copy40(r + 2 * FE, p + 2 * FE);
+}
+
+/** r = p if flag, constant time (Jacobian). */
+export function pt_cmov(r: usize, p: usize, flag: u32): void {
+  cmov40(r, p, flag);
+  cmov40(r + FE, p + FE, flag);
+  cmov40(r + 2 * FE, p + 2 * FE, flag);
+}
+
+/** Jacobian r = affine a (Z = 1). */
+export function pt_fromAffine(r: usize, a: usize): void {
+  copy40(r, a);
+  copy40(r + FE, a + FE);
+  fe_setOne(r + 2 * FE);
+}
+
+/** affine r = Jacobian p (constant-time inversion). p must not be infinity. */
+export function pt_toAffine(r: usize, p: usize): void {
+  fe_inv(u0, p + 2 * FE);
+  pt_toAffineWithInv(r, p, u0);
+}
+
+/** affine r = Jacobian p given zi = 1/Z. */
+export function pt_toAffineWithInv(r: usize, p: usize, zi: usize): void {
+  fe_sqr(u1, zi);
+  fe_mul(r, p, u1);
+  fe_mul(u1, u1, zi);
+  fe_mul(r + FE, p + FE, u1);
+}
+
+/** 1 if affine (x, y) satisfies y² = x³ + ax + b. */
+export function pt_isOnCurve(a: usize): u32 {
+  fe_curveRhs(u0, a);
+  fe_sqr(u1, a + FE);
+  return fe_equal(u0, u1);
+}
+
+// ---- variable time (public inputs only) ----
+
+/** r = p + q (q affine), handling every case. r may alias p. */
+export function pt_madd_var(r: usize, p: usize, q: usize): void {
+  if (fe_isZero(p + 2 * FE)) {
+    pt_fromAffine(r, q);
+    return;
+  }
+  // H = X2·Z1² − X1 and S2 − Y1 decide the exceptional cases
+  fe_sqr(u0, p + 2 * FE);
+  fe_mul(u1, q, u0);
+  if (fe_equal(u1, p)) {
+    fe_mul(u0, u0, p + 2 * FE);
+    fe_mul(u0, u0, q + FE);
+    if (fe_equal(u0, p + FE)) pt_dbl(r, p);
+    else pt_setInf(r);
+    return;
+  }
+  pt_madd(r, p, q);
+}
+
+/** r = p + q (both Jacobian), handling every case. r may alias p or q. */
+export function pt_add_var(r: usize, p: usize, q: usize): void {
+  if (fe_isZero(q + 2 * FE)) {
+    if (r != p) pt_copy(r, p);
+    return;
+  }
+  if (fe_isZero(p + 2 * FE)) {
+    if (r != q) pt_copy(r, q);
+    return;
+  }
+  // U1 = X1·Z2², U2 = X2·Z1²
+  fe_sqr(u0, q + 2 * FE);
+  fe_mul(u0, p, u0);
+  fe_sqr(u1, p + 2 * FE);
+  fe_mul(u1, q, u1);
+  if (fe_equal(u0, u1)) {
+    // S1 = Y1·Z2³, S2 = Y2·Z1³
+    fe_sqr(u0, q + 2 * FE);
+    fe_mul(u0, u0, q + 2 * FE);
+    fe_mul(u0, u0, p + FE);
+    fe_sqr(u1, p + 2 * FE);
+    fe_mul(u1, u1, p + 2 * FE);
+    fe_mul(u1, u1, q + FE);
+    if (fe_equal(u0, u1)) pt_dbl(r, p);
+    else pt_setInf(r);
+    return;
+  }
+  pt_add(r, p, q);
+}
+
+/** affine r = −a */
+export function pt_negAffine(r: usize, a: usize): void {
+  if (r != a) copy40(r, a);
+  fe_neg(r + FE, a + FE);
+}

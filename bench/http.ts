@@ -1,0 +1,212 @@
+/**
+ * HTTP request-path benchmark (issue 3 "Measure and report").
+ *
+ * Through the real kmas server (started in-process on 127.0.0.1:0 with a fresh temporary DATA_DIR)
+ * versus a trivial node:http server answering a fixed JSON body, in the same run, over loopback,
+ * from 1 and 16 concurrent keep-alive clients:
+ *   - trivial   : POST → fixed JSON (the floor: node:http + the client loop)
+ *   - whoami    : stamped POST /public/v1/query/whoami (stamp check + lookups + JSON reply)
+ *   - submit    : stamped POST /public/v1/submit/create_user_tag with a unique name per request
+ *                 (stamp check, validation, SQLite write transaction committed before the reply)
+ * Requests are stamped before the timed loop (client-side signing is not measured). Reported:
+ * requests/s, p50 and p99 latency, and the ratio of requests/s to the trivial server at the same
+ * concurrency. The SQLite `synchronous` setting is read from the server's configuration
+ * (env SQLITE_SYNCHRONOUS, default of src/config.ts) and passed to the server explicitly.
+ *
+ * Run: npx tsc -p tsconfig.json && node dist/bench/http.js   (or: node dist/bench/run.js http)
+ * Each (scenario, concurrency) cell is measured in BENCH_HTTP_ROUNDS rounds (default 3), the scenarios
+ * interleaved round by round so that background load hits them alike; the round with the median
+ * requests/s is reported.
+ * Env: BENCH_HTTP_REQUESTS (timed requests per round, default 2000), BENCH_HTTP_ROUNDS (default 3).
+ */
+import http from 'node:http';
+import { mkdtempSync, rmSync, mkdirSync, writeFileSync, readFileSync, readdirSync } from 'node:fs';
+import { tmpdir, cpus } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { p256 } from '@noble/curves/nist.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import Database from 'better-sqlite3';
+import { startServer } from '../src/server.js';
+import { loadConfig } from '../src/config.js';
+
+interface Prepared { path: string; body: string; headers: Record<string, string> }
+
+export interface HttpBenchRow {
+  scenario: 'trivial' | 'whoami' | 'submit';
+  concurrency: number;
+  requests: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** rps / trivial rps at the same concurrency */
+  ratio: number;
+  errors: number;
+}
+
+export interface HttpBenchResult {
+  date: string;
+  node: string;
+  cpu: string;
+  sqliteSynchronous: string;
+  sqliteJournalMode: string;
+  requestsPerScenario: number;
+  rounds: number;
+  rows: HttpBenchRow[];
+}
+
+const b64url = (s: string) => Buffer.from(s, 'utf8').toString('base64').replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+
+function stamp(body: string, key: { publicKey: string; privateKey: string }): string {
+  const sig = p256.sign(new TextEncoder().encode(body), hexToBytes(key.privateKey), { format: 'der', lowS: false });
+  return b64url(JSON.stringify({ publicKey: key.publicKey, scheme: 'SIGNATURE_SCHEME_TK_API_P256', signature: bytesToHex(sig) }));
+}
+
+function post(agent: http.Agent, port: number, req: Prepared): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const r = http.request({ host: '127.0.0.1', port, method: 'POST', path: req.path, agent, headers: { ...req.headers, 'Content-Length': Buffer.byteLength(req.body) } }, (res) => {
+      res.on('data', () => {});
+      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.on('error', reject);
+    });
+    r.on('error', reject);
+    r.end(req.body);
+  });
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i]!;
+}
+
+/** Sends every prepared request once from `concurrency` keep-alive workers; returns timings. */
+async function load(port: number, reqs: Prepared[], concurrency: number): Promise<{ wallMs: number; lat: number[]; errors: number }> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const lat: number[] = new Array(reqs.length);
+  let next = 0;
+  let errors = 0;
+  const t0 = process.hrtime.bigint();
+  const worker = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= reqs.length) return;
+      const s = process.hrtime.bigint();
+      const status = await post(agent, port, reqs[i]!);
+      lat[i] = Number(process.hrtime.bigint() - s) / 1e6;
+      if (status !== 200) errors++;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  agent.destroy();
+  return { wallMs, lat, errors };
+}
+
+export async function run(opts: { requests?: number; rounds?: number; write?: boolean; print?: boolean } = {}): Promise<HttpBenchResult> {
+  const n = opts.requests ?? Number(process.env.BENCH_HTTP_REQUESTS ?? 2000);
+  const rounds = Math.max(1, opts.rounds ?? Number(process.env.BENCH_HTTP_ROUNDS ?? 3));
+  const warm = Math.min(300, Math.ceil(n / 10));
+  const cfg = loadConfig({ env: process.env });
+  const dataDir = mkdtempSync(join(tmpdir(), 'kmas-bench-http-'));
+  const server = await startServer({ host: '127.0.0.1', port: 0, dataDir, logLevel: 'silent', sqliteSynchronous: cfg.sqliteSynchronous });
+  const fixed = JSON.stringify({ organizationId: 'fixed', organizationName: 'fixed', userId: 'fixed', username: 'fixed' });
+  const trivial = http.createServer((req, res) => {
+    req.on('data', () => {});
+    req.on('end', () => { res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(fixed) }); res.end(fixed); });
+  });
+  await new Promise<void>((r) => trivial.listen(0, '127.0.0.1', () => r()));
+  const trivialPort = (trivial.address() as { port: number }).port;
+
+  try {
+    const key = server.rootApiKey ?? JSON.parse(readFileSync(join(dataDir, 'root-api-key.json'), 'utf8'));
+    const orgId = server.bootstrap.organizationId;
+    const whoBody = JSON.stringify({ organizationId: orgId });
+    const whoReq: Prepared = { path: '/public/v1/query/whoami', body: whoBody, headers: { 'Content-Type': 'application/json', 'X-Stamp': stamp(whoBody, key) } };
+    let seq = 0;
+    const submitReqs = (count: number): Prepared[] => Array.from({ length: count }, () => {
+      const body = JSON.stringify({ parameters: { userTagName: `bench-${process.pid}-${seq++}`, userIds: [] }, organizationId: orgId, timestampMs: String(Date.now()), type: 'ACTIVITY_TYPE_CREATE_USER_TAG' });
+      return { path: '/public/v1/submit/create_user_tag', body, headers: { 'Content-Type': 'application/json', 'X-Stamp': stamp(body, key) } };
+    });
+    const same = (r: Prepared, count: number) => Array.from({ length: count }, () => r);
+    const trivialReq: Prepared = { path: '/public/v1/query/whoami', body: whoBody, headers: whoReq.headers };
+
+    const rows: HttpBenchRow[] = [];
+    for (const concurrency of [1, 16]) {
+      const scenarios: [HttpBenchRow['scenario'], number, () => Prepared[]][] = [
+        ['trivial', trivialPort, () => same(trivialReq, n)],
+        ['whoami', server.port, () => same(whoReq, n)],
+        ['submit', server.port, () => submitReqs(n)],
+      ];
+      for (const [scenario, port, make] of scenarios) {
+        await load(port, scenario === 'submit' ? submitReqs(warm) : make().slice(0, warm), concurrency);
+      }
+      const measured = new Map<string, { rps: number; lat: number[]; errors: number }[]>();
+      for (let round = 0; round < rounds; round++) {
+        for (const [scenario, port, make] of scenarios) {
+          const reqs = make();
+          const { wallMs, lat, errors } = await load(port, reqs, concurrency);
+          const list = measured.get(scenario) ?? [];
+          list.push({ rps: (reqs.length / wallMs) * 1000, lat, errors });
+          measured.set(scenario, list);
+        }
+      }
+      const median = (scenario: string) => {
+        const list = [...(measured.get(scenario) ?? [])].sort((a, b) => a.rps - b.rps);
+        return list[Math.floor(list.length / 2)]!;
+      };
+      const trivialRps = median('trivial').rps;
+      for (const [scenario] of scenarios) {
+        const m = median(scenario);
+        const sorted = [...m.lat].sort((a, b) => a - b);
+        const errors = (measured.get(scenario) ?? []).reduce((acc, x) => acc + x.errors, 0);
+        rows.push({ scenario, concurrency, requests: n, rps: m.rps, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), ratio: m.rps / trivialRps, errors });
+      }
+    }
+
+    const dbFile = readdirSync(dataDir).find((f) => /\.(sqlite|sqlite3|db)$/.test(f));
+    let journal = 'unknown';
+    if (dbFile) {
+      const db = new Database(join(dataDir, dbFile), { readonly: true, fileMustExist: true });
+      try { journal = String(db.pragma('journal_mode', { simple: true })).toUpperCase(); } finally { db.close(); }
+    }
+    const synchronous = 'config' in server ? (server as { config: { sqliteSynchronous: string } }).config.sqliteSynchronous : cfg.sqliteSynchronous;
+
+    const result: HttpBenchResult = {
+      date: new Date().toISOString(), node: process.version, cpu: `${cpus()[0]?.model ?? 'unknown'} ×${cpus().length}`,
+      sqliteSynchronous: synchronous, sqliteJournalMode: journal, requestsPerScenario: n, rounds, rows,
+    };
+    const table = toMarkdown(result);
+    if (opts.print !== false) console.log(table);
+    if (opts.write !== false) {
+      const dir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bench', 'results');
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, `http-${result.date.slice(0, 10)}.json`), JSON.stringify(result, null, 2) + '\n');
+      writeFileSync(join(dir, 'http-latest.md'), table + '\n');
+    }
+    return result;
+  } finally {
+    await new Promise<void>((r) => trivial.close(() => r()));
+    await server.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+export function toMarkdown(r: HttpBenchResult): string {
+  const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '—');
+  const lines = [
+    `## HTTP request path (${r.date})`,
+    '',
+    `Node ${r.node}, ${r.cpu}; loopback, keep-alive node:http clients; ${r.requestsPerScenario} timed requests per round, ${r.rounds} interleaved rounds, median round shown (requests stamped before timing).`,
+    `SQLite PRAGMA synchronous = ${r.sqliteSynchronous}, journal_mode = ${r.sqliteJournalMode}; every submit is committed before its reply.`,
+    '',
+    '| scenario | clients | requests/s | p50 (ms) | p99 (ms) | ratio to trivial | errors |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...r.rows.map((x) => `| ${x.scenario === 'trivial' ? 'trivial node:http (fixed JSON)' : x.scenario === 'whoami' ? 'stamped whoami' : 'stamped submit (create_user_tag)'} | ${x.concurrency} | ${f(x.rps, 0)} | ${f(x.p50Ms, 3)} | ${f(x.p99Ms, 3)} | ${f(x.ratio, 3)} | ${x.errors} |`),
+  ];
+  return lines.join('\n');
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  run().catch((e) => { console.error(e instanceof Error ? e.message : e); process.exit(1); });
+}

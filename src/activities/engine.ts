@@ -1,0 +1,174 @@
+/**
+ * The activity engine: envelope checks, idempotency by body fingerprint, and one SQLite
+ * transaction that runs the handler and stores the activity (COMPLETED, or FAILED with the
+ * reason when the operation fails after acceptance). Refusals before acceptance store nothing.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { ApiError, invalidArgument, permissionDenied } from '../errors.js';
+import { timestamp } from '../domain/records.js';
+import type { Principal } from '../domain/principal.js';
+import type { ActivityRow, OrganizationRow, Store } from '../storage/types.js';
+import type { ExecContext, QueryOperation, SubmitOperation } from './types.js';
+import type { Obj } from './validate.js';
+
+export const STATUS_COMPLETED = 'ACTIVITY_STATUS_COMPLETED';
+export const STATUS_FAILED = 'ACTIVITY_STATUS_FAILED';
+export const QUERY_ACTIVITY_TYPE = 'ACTIVITY_TYPE_UNKNOWN_V1';
+
+export function fingerprintOf(body: Uint8Array): string {
+  return `sha256:${createHash('sha256').update(body).digest('hex')}`;
+}
+
+export interface Envelope {
+  type: string;
+  timestampMs: string;
+  organizationId: string;
+  parameters: Obj;
+}
+
+/** Checks the submit envelope shape and that `type` is a version of the path's operation. */
+export function parseEnvelope(op: SubmitOperation, body: Obj): Envelope {
+  const v: { field: string; description: string }[] = [];
+  const { type, timestampMs, organizationId, parameters } = body;
+  if (typeof type !== 'string' || type === '') v.push({ field: 'type', description: 'is required (a string)' });
+  if (typeof timestampMs !== 'string' || !/^\d{1,16}$/.test(timestampMs)) {
+    v.push({ field: 'timestampMs', description: 'is required: milliseconds since the epoch as a decimal string' });
+  }
+  if (typeof organizationId !== 'string') v.push({ field: 'organizationId', description: 'is required (a string)' });
+  if (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters)) {
+    v.push({ field: 'parameters', description: 'is required (an object)' });
+  }
+  if (v.length > 0) throw invalidArgument(`invalid request: ${v[0]!.field} ${v[0]!.description}`, v);
+  if (!Object.hasOwn(op.types, type as string)) {
+    throw invalidArgument(
+      `activity type ${String(type).slice(0, 100)} is not accepted at /public/v1/submit/${op.path}; expected one of ${Object.keys(op.types).join(', ')}`,
+      [{ field: 'type', description: `must be one of ${Object.keys(op.types).join(', ')}` }],
+    );
+  }
+  return { type: type as string, timestampMs: timestampMs as string, organizationId: organizationId as string, parameters: parameters as Obj };
+}
+
+export function checkTimestamp(timestampMs: string, nowMs: number, windowMs: number, futureMs: number): void {
+  const ts = Number(timestampMs);
+  if (ts < nowMs - windowMs) {
+    throw invalidArgument(`timestampMs is too old: the request must be sent within ${windowMs} ms of its timestampMs`,
+      [{ field: 'timestampMs', description: `must be within ${windowMs} ms before the server time` }]);
+  }
+  if (ts > nowMs + futureMs) {
+    throw invalidArgument(`timestampMs is in the future by more than ${futureMs} ms`,
+      [{ field: 'timestampMs', description: `must be at most ${futureMs} ms after the server time` }]);
+  }
+}
+
+export interface SubmitOutcome { activity: Record<string, unknown>; reused: boolean }
+
+/** Validates, authorizes, executes and stores one submit. */
+export function runSubmit(
+  store: Store,
+  op: SubmitOperation,
+  env: Envelope,
+  principal: Principal,
+  organization: OrganizationRow,
+  fingerprint: string,
+  nowMs: number,
+): SubmitOutcome {
+  if (principal.access !== 'member') {
+    throw permissionDenied('a parent organization may only read its sub-organizations', 'ORGANIZATION_MISMATCH');
+  }
+  // Identical body → the activity it already created (checked before re-validating, so a
+  // resubmission returns the same activity even if the state has moved on since).
+  const existing = store.activities.byFingerprint(fingerprint);
+  if (existing) return { activity: reuse(existing, organization), reused: true };
+
+  const intent = op.validate(env.parameters, env.type);
+  op.authorize(principal, intent, store);
+  const keys = op.types[env.type]!;
+
+  return store.transaction(() => {
+    const again = store.activities.byFingerprint(fingerprint);
+    if (again) return { activity: reuse(again, organization), reused: true };
+
+    const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID };
+    let result: unknown;
+    let failure: ApiError | undefined;
+    try {
+      // Nested transaction = savepoint: a failing handler leaves no partial change behind.
+      result = store.transaction(() => op.execute(ctx, intent));
+    } catch (e) {
+      if (!(e instanceof ApiError)) throw e;
+      failure = e;
+    }
+    const id = randomUUID();
+    const record: Record<string, unknown> = {
+      id,
+      organizationId: organization.id,
+      status: failure ? STATUS_FAILED : STATUS_COMPLETED,
+      type: env.type,
+      timestampMs: env.timestampMs,
+      intent: { [keys.intentKey]: intent },
+      result: failure ? {} : {
+        [keys.resultKey]: result,
+        activity: {
+          type: env.type,
+          intent: { [keys.specIntentKey]: op.specIntent ? op.specIntent(intent) : intent },
+          result: { [keys.specResultKey]: result },
+        },
+      },
+      votes: [],
+      fingerprint,
+      canApprove: false,
+      canReject: false,
+      createdAt: timestamp(nowMs),
+      updatedAt: timestamp(nowMs),
+    };
+    if (failure) record.failure = failure.toStatus();
+    const row: ActivityRow = {
+      id, organizationId: organization.id, type: env.type, status: record.status as string, fingerprint,
+      createdMs: nowMs, updatedMs: nowMs, record,
+    };
+    store.activities.insert(row);
+    return { activity: record, reused: false };
+  });
+}
+
+function reuse(existing: ActivityRow, organization: OrganizationRow): Record<string, unknown> {
+  if (existing.organizationId !== organization.id) {
+    // Same bytes can only name one organization; a mismatch means the body named another.
+    throw permissionDenied('this request was already submitted to another organization', 'ORGANIZATION_MISMATCH');
+  }
+  return existing.record;
+}
+
+/** Runs a query and adds the specification's `activity` wrapper (replies.md). */
+export function runQuery(
+  store: Store,
+  op: QueryOperation,
+  body: Obj,
+  principal: Principal,
+  organization: OrganizationRow,
+  fingerprint: string,
+  nowMs: number,
+): Record<string, unknown> {
+  const q = op.validate(body);
+  const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID };
+  const reply = op.execute(ctx, q);
+  if (op.specWrapper === 'none') return reply;
+  return {
+    ...reply,
+    activity: {
+      id: randomUUID(),
+      organizationId: organization.id,
+      status: STATUS_COMPLETED,
+      type: QUERY_ACTIVITY_TYPE,
+      timestampMs: String(nowMs),
+      intent: {},
+      result: reply,
+      votes: [],
+      fingerprint,
+      canApprove: false,
+      canReject: false,
+      createdAt: timestamp(nowMs),
+      updatedAt: timestamp(nowMs),
+    },
+  };
+}

@@ -1,0 +1,57 @@
+/** set_organization_feature, remove_organization_feature (result: the whole resulting feature list). */
+import { notFound } from '../../errors.js';
+import { requireRoot } from '../../domain/principal.js';
+import { FEATURE_NAMES } from '../../domain/enums.js';
+import { featuresRecord } from '../../domain/records.js';
+import { keysFor, type SubmitOperation } from '../types.js';
+import { Validator } from '../validate.js';
+
+type FeatureName = (typeof FEATURE_NAMES)[number];
+
+function isHttpUrl(s: string): boolean {
+  try {
+    const u = new URL(s);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch { return false; }
+}
+
+export const setOrganizationFeature: SubmitOperation<{ name: FeatureName; value: string }, { features: { name: string; value: string }[] }> = {
+  kind: 'submit',
+  path: 'set_organization_feature',
+  types: { ACTIVITY_TYPE_SET_ORGANIZATION_FEATURE: keysFor('ACTIVITY_TYPE_SET_ORGANIZATION_FEATURE') },
+  validate(params) {
+    const v = new Validator();
+    const name = v.enumOf(params, 'name', 'name', FEATURE_NAMES);
+    let value = params.value === undefined || params.value === null ? '' : v.string(params, 'value', 'value', { max: 4096 });
+    if (name === 'FEATURE_NAME_WEBHOOK' && value !== undefined && !isHttpUrl(value)) {
+      v.fail('value', 'FEATURE_NAME_WEBHOOK needs an http(s) URL');
+      value = undefined;
+    }
+    v.done();
+    return { name: name!, value: value! };
+  },
+  authorize(p) { requireRoot(p, 'change organization features'); },
+  execute(ctx, i) {
+    ctx.store.features.set(ctx.organization.id, i.name, i.value);
+    ctx.store.organizations.touch(ctx.organization.id, ctx.nowMs);
+    return { features: featuresRecord(ctx.store, ctx.organization.id) };
+  },
+};
+
+export const removeOrganizationFeature: SubmitOperation<{ name: FeatureName }, { features: { name: string; value: string }[] }> = {
+  kind: 'submit',
+  path: 'remove_organization_feature',
+  types: { ACTIVITY_TYPE_REMOVE_ORGANIZATION_FEATURE: keysFor('ACTIVITY_TYPE_REMOVE_ORGANIZATION_FEATURE') },
+  validate(params) {
+    const v = new Validator();
+    const name = v.enumOf(params, 'name', 'name', FEATURE_NAMES);
+    v.done();
+    return { name: name! };
+  },
+  authorize(p) { requireRoot(p, 'change organization features'); },
+  execute(ctx, i) {
+    if (!ctx.store.features.remove(ctx.organization.id, i.name)) throw notFound(`feature ${i.name} is not set`, 'FEATURE_NOT_FOUND');
+    ctx.store.organizations.touch(ctx.organization.id, ctx.nowMs);
+    return { features: featuresRecord(ctx.store, ctx.organization.id) };
+  },
+};

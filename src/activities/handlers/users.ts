@@ -1,0 +1,265 @@
+/** create_users, delete_users, update_user, list_users, get_user. */
+import { ApiError, Grpc, failedPrecondition, notFound, permissionDenied } from '../../errors.js';
+import { isRoot, requireRoot, requireSelfOrRoot } from '../../domain/principal.js';
+import { apiKeyParamsIntent, assertRootStillReachable, insertApiKeys, readApiKeyParams, requireUser, type ApiKeyParams } from '../../domain/apiKeys.js';
+import { userRecord } from '../../domain/records.js';
+import type { Store } from '../../storage/types.js';
+import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
+import { E164, EMAIL, MAX_NAME, Validator, type Obj } from '../validate.js';
+
+interface NewUser {
+  userName: string;
+  userEmail?: string;
+  userPhoneNumber?: string;
+  apiKeys: ApiKeyParams[];
+  authenticators: unknown[];
+  oauthProviders: unknown[];
+  userTags: string[];
+}
+
+function requireTags(store: Store, organizationId: string, tagIds: string[], type: 'TAG_TYPE_USER' | 'TAG_TYPE_PRIVATE_KEY'): void {
+  for (const id of tagIds) {
+    const t = store.tags.get(organizationId, id);
+    if (!t || t.type !== type) throw notFound(`${type === 'TAG_TYPE_USER' ? 'user' : 'private key'} tag ${id} not found`, 'TAG_NOT_FOUND');
+  }
+}
+export { requireTags };
+
+export const createUsers: SubmitOperation<{ users: NewUser[] }, { userIds: string[] }> = {
+  kind: 'submit',
+  path: 'create_users',
+  types: {
+    ACTIVITY_TYPE_CREATE_USERS_V4: keysFor('ACTIVITY_TYPE_CREATE_USERS_V4', { resultKey: 'createUsersResult', specResultKey: 'createUsersResult' }),
+    ACTIVITY_TYPE_CREATE_USERS_V3: keysFor('ACTIVITY_TYPE_CREATE_USERS_V3', { resultKey: 'createUsersResult', specResultKey: 'createUsersResult' }),
+    ACTIVITY_TYPE_CREATE_USERS_V2: keysFor('ACTIVITY_TYPE_CREATE_USERS_V2', { resultKey: 'createUsersResult', specResultKey: 'createUsersResult' }),
+  },
+  validate(params: Obj, type: string) {
+    const v = new Validator();
+    const list = v.array(params, 'users', 'users', { required: true, nonEmpty: true }) ?? [];
+    const users: NewUser[] = [];
+    list.forEach((item, i) => {
+      const f = `users[${i}]`;
+      const o = v.object(item, f);
+      if (!o) return;
+      const userName = v.string(o, 'userName', `${f}.userName`, { required: true, max: MAX_NAME });
+      const userEmail = v.string(o, 'userEmail', `${f}.userEmail`, { max: 320, pattern: EMAIL, patternDesc: 'must be an e-mail address' }) || undefined;
+      const userPhoneNumber = type === 'ACTIVITY_TYPE_CREATE_USERS_V2' ? undefined
+        : v.string(o, 'userPhoneNumber', `${f}.userPhoneNumber`, { max: 16, pattern: E164, patternDesc: 'must be an E.164 phone number such as +13214567890' }) || undefined;
+      const apiKeys = readApiKeyParams(v, v.array(o, 'apiKeys', `${f}.apiKeys`), `${f}.apiKeys`,
+        type === 'ACTIVITY_TYPE_CREATE_USERS_V4' ? undefined : 'API_KEY_CURVE_P256');
+      const authenticators = v.array(o, 'authenticators', `${f}.authenticators`) ?? [];
+      if (authenticators.length > 0) v.fail(`${f}.authenticators`, 'WebAuthn authenticators are not supported yet; send an empty array');
+      const oauthProviders = type === 'ACTIVITY_TYPE_CREATE_USERS_V2' ? [] : (v.array(o, 'oauthProviders', `${f}.oauthProviders`) ?? []);
+      if (oauthProviders.length > 0) v.fail(`${f}.oauthProviders`, 'OAuth providers are not supported yet; send an empty array');
+      const userTags = v.stringArray(o, 'userTags', `${f}.userTags`) ?? [];
+      if (userName === undefined) return;
+      users.push({
+        userName,
+        ...(userEmail !== undefined ? { userEmail } : {}),
+        ...(userPhoneNumber !== undefined ? { userPhoneNumber } : {}),
+        apiKeys, authenticators: [], oauthProviders: [], userTags,
+      });
+    });
+    const allKeys = users.flatMap((u) => u.apiKeys.map((k) => k.publicKey));
+    if (new Set(allKeys).size !== allKeys.length) v.fail('users', 'the same public key appears twice');
+    v.done();
+    return { users: users.map((u) => ({ ...u, apiKeys: apiKeyParamsIntent(u.apiKeys) as unknown as ApiKeyParams[] })) };
+  },
+  authorize(p) { requireRoot(p, 'create users'); },
+  execute(ctx, intent) {
+    const { store, organization, nowMs } = ctx;
+    const userIds: string[] = [];
+    for (const u of intent.users) {
+      requireTags(store, organization.id, u.userTags, 'TAG_TYPE_USER');
+      const id = ctx.newId();
+      store.users.insert({
+        id, organizationId: organization.id, name: u.userName, email: u.userEmail ?? null, phoneNumber: u.userPhoneNumber ?? null,
+        isRoot: false, createdMs: nowMs, updatedMs: nowMs,
+      });
+      insertApiKeys(store, organization.id, id, u.apiKeys, nowMs, ctx.newId);
+      for (const t of u.userTags) store.tags.attach(t, id);
+      userIds.push(id);
+    }
+    return { userIds };
+  },
+};
+
+export const deleteUsers: SubmitOperation<{ userIds: string[] }, { userIds: string[] }> = {
+  kind: 'submit',
+  path: 'delete_users',
+  types: { ACTIVITY_TYPE_DELETE_USERS: keysFor('ACTIVITY_TYPE_DELETE_USERS') },
+  validate(params) {
+    const v = new Validator();
+    const userIds = v.stringArray(params, 'userIds', 'userIds', { required: true, nonEmpty: true });
+    v.done();
+    return { userIds: userIds! };
+  },
+  authorize(p) { requireRoot(p, 'delete users'); },
+  execute(ctx, intent) {
+    const { store, organization } = ctx;
+    for (const id of intent.userIds) {
+      const u = requireUser(store, organization.id, id);
+      if (u.isRoot) throw failedPrecondition(`user ${id} is a member of the root quorum and cannot be deleted`);
+    }
+    for (const id of intent.userIds) {
+      for (const k of store.apiKeys.listByUser(organization.id, id)) store.apiKeys.delete(organization.id, k.id);
+      store.tags.detachAll(id);
+      store.users.delete(organization.id, id);
+    }
+    return { userIds: intent.userIds };
+  },
+};
+
+interface UpdateUser { userId: string; userName?: string; userEmail?: string; userPhoneNumber?: string; userTagIds?: string[] }
+
+function sameSet(a: string[], b: string[]): boolean {
+  if (a.length !== b.length) return false;
+  const s = new Set(a);
+  return b.every((x) => s.has(x));
+}
+
+/** Shared by update_user and its single-field variants. */
+function applyUserUpdate(store: Store, organizationId: string, u: UpdateUser, nowMs: number): { userId: string } {
+  const row = requireUser(store, organizationId, u.userId);
+  if (u.userTagIds !== undefined) {
+    requireTags(store, organizationId, u.userTagIds, 'TAG_TYPE_USER');
+    const current = store.tags.tagsOf(u.userId).filter((t) => store.tags.get(organizationId, t)?.type === 'TAG_TYPE_USER');
+    for (const t of current) if (!u.userTagIds.includes(t)) store.tags.detach(t, u.userId);
+    for (const t of u.userTagIds) store.tags.attach(t, u.userId);
+  }
+  store.users.update({
+    ...row,
+    name: u.userName ?? row.name,
+    email: u.userEmail === undefined ? row.email : (u.userEmail === '' ? null : u.userEmail),
+    phoneNumber: u.userPhoneNumber === undefined ? row.phoneNumber : (u.userPhoneNumber === '' ? null : u.userPhoneNumber),
+    updatedMs: nowMs,
+  });
+  return { userId: u.userId };
+}
+
+function readUserUpdate(v: Validator, params: Obj, fields: { name?: boolean; email?: boolean; phone?: boolean; tags?: boolean }, required: Partial<Record<'name' | 'email' | 'phone', boolean>> = {}): UpdateUser {
+  const userId = v.string(params, 'userId', 'userId', { required: true, max: 100 });
+  const out: UpdateUser = { userId: userId ?? '' };
+  if (fields.name) {
+    const n = v.string(params, 'userName', 'userName', { required: required.name, nonEmpty: true, max: MAX_NAME });
+    if (n !== undefined) out.userName = n;
+  }
+  if (fields.email) {
+    const raw = params.userEmail;
+    if (raw === '' && !required.email) out.userEmail = '';
+    else {
+      const e = v.string(params, 'userEmail', 'userEmail', { required: required.email, max: 320, pattern: EMAIL, patternDesc: 'must be an e-mail address' });
+      if (e !== undefined) out.userEmail = e;
+    }
+  }
+  if (fields.phone) {
+    const raw = params.userPhoneNumber;
+    if (raw === '' && !required.phone) out.userPhoneNumber = '';
+    else {
+      const p = v.string(params, 'userPhoneNumber', 'userPhoneNumber', { required: required.phone, max: 16, pattern: E164, patternDesc: 'must be an E.164 phone number such as +13214567890' });
+      if (p !== undefined) out.userPhoneNumber = p;
+    }
+  }
+  if (fields.tags) {
+    const t = v.stringArray(params, 'userTagIds', 'userTagIds');
+    if (t !== undefined) out.userTagIds = t;
+  }
+  return out;
+}
+
+function authorizeUserUpdate(p: Parameters<typeof requireSelfOrRoot>[0], u: UpdateUser, store: Store): void {
+  requireSelfOrRoot(p, u.userId, 'update a user');
+  if (!isRoot(p) && u.userTagIds !== undefined) {
+    const current = store.tags.tagsOf(u.userId).filter((t) => store.tags.get(p.organization.id, t)?.type === 'TAG_TYPE_USER');
+    if (!sameSet(current, u.userTagIds)) throw permissionDenied('only a root user may change tag membership');
+  }
+}
+
+export const updateUser: SubmitOperation<UpdateUser, { userId: string }> = {
+  kind: 'submit',
+  path: 'update_user',
+  types: { ACTIVITY_TYPE_UPDATE_USER: keysFor('ACTIVITY_TYPE_UPDATE_USER') },
+  validate(params) {
+    const v = new Validator();
+    const u = readUserUpdate(v, params, { name: true, email: true, phone: true, tags: true });
+    v.done();
+    return u;
+  },
+  authorize: authorizeUserUpdate,
+  execute: (ctx, u) => applyUserUpdate(ctx.store, ctx.organization.id, u, ctx.nowMs),
+};
+
+export const updateUserName: SubmitOperation<UpdateUser, { userId: string }> = {
+  kind: 'submit',
+  path: 'update_user_name',
+  types: { ACTIVITY_TYPE_UPDATE_USER_NAME: keysFor('ACTIVITY_TYPE_UPDATE_USER_NAME') },
+  validate(params) {
+    const v = new Validator();
+    const u = readUserUpdate(v, params, { name: true }, { name: true });
+    v.done();
+    return u;
+  },
+  authorize: authorizeUserUpdate,
+  execute: (ctx, u) => applyUserUpdate(ctx.store, ctx.organization.id, u, ctx.nowMs),
+};
+
+export const updateUserEmail: SubmitOperation<UpdateUser, { userId: string }> = {
+  kind: 'submit',
+  path: 'update_user_email',
+  types: { ACTIVITY_TYPE_UPDATE_USER_EMAIL: keysFor('ACTIVITY_TYPE_UPDATE_USER_EMAIL') },
+  validate(params) {
+    const v = new Validator();
+    const u = readUserUpdate(v, params, { email: true });
+    if (u.userEmail === undefined) v.fail('userEmail', 'is required');
+    v.done();
+    return u;
+  },
+  authorize: authorizeUserUpdate,
+  execute: (ctx, u) => applyUserUpdate(ctx.store, ctx.organization.id, u, ctx.nowMs),
+};
+
+export const updateUserPhoneNumber: SubmitOperation<UpdateUser, { userId: string }> = {
+  kind: 'submit',
+  path: 'update_user_phone_number',
+  types: { ACTIVITY_TYPE_UPDATE_USER_PHONE_NUMBER: keysFor('ACTIVITY_TYPE_UPDATE_USER_PHONE_NUMBER') },
+  validate(params) {
+    const v = new Validator();
+    const u = readUserUpdate(v, params, { phone: true });
+    if (u.userPhoneNumber === undefined) v.fail('userPhoneNumber', 'is required');
+    v.done();
+    return u;
+  },
+  authorize: authorizeUserUpdate,
+  execute: (ctx, u) => applyUserUpdate(ctx.store, ctx.organization.id, u, ctx.nowMs),
+};
+
+export const listUsers: QueryOperation<object> = {
+  kind: 'query',
+  path: 'list_users',
+  parentMayRead: true,
+  specWrapper: 'wrap',
+  validate: () => ({}),
+  execute(ctx) {
+    return { users: ctx.store.users.list(ctx.organization.id).map((u) => userRecord(ctx.store, u)) };
+  },
+};
+
+export const getUser: QueryOperation<{ userId: string }> = {
+  kind: 'query',
+  path: 'get_user',
+  parentMayRead: true,
+  specWrapper: 'wrap',
+  validate(body) {
+    const v = new Validator();
+    const userId = v.string(body, 'userId', 'userId', { required: true, max: 100 });
+    v.done();
+    return { userId: userId! };
+  },
+  execute(ctx, q) {
+    const u = ctx.store.users.get(ctx.organization.id, q.userId);
+    if (!u) throw new ApiError(Grpc.NOT_FOUND, `user ${q.userId} not found`, { turnkeyErrorCode: 'USER_NOT_FOUND' });
+    return { user: userRecord(ctx.store, u) };
+  },
+};
+
+export { assertRootStillReachable };

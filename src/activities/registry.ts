@@ -1,0 +1,43 @@
+/** Path → operation. Adding an operation = writing its handler and listing it here. */
+import type { Operation, QueryOperation, SubmitOperation } from './types.js';
+import { getActivity, listActivities } from './handlers/activities.js';
+import { getOrganization, getOrganizationConfigs, whoami } from './handlers/organizations.js';
+import { createUsers, deleteUsers, getUser, listUsers, updateUser, updateUserEmail, updateUserName, updateUserPhoneNumber } from './handlers/users.js';
+import { createApiKeys, deleteApiKeys, getApiKey, getApiKeys } from './handlers/apiKeys.js';
+import {
+  createPrivateKeyTag, createUserTag, deletePrivateKeyTags, deleteUserTags, listPrivateKeyTags, listUserTags,
+  updatePrivateKeyTag, updateUserTag,
+} from './handlers/tags.js';
+import { removeOrganizationFeature, setOrganizationFeature } from './handlers/features.js';
+
+const QUERIES: QueryOperation<any>[] = [
+  getActivity, listActivities, whoami, getOrganization, getOrganizationConfigs,
+  listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags,
+];
+const SUBMITS: SubmitOperation<any, any>[] = [
+  createUsers, deleteUsers, updateUser, updateUserName, updateUserEmail, updateUserPhoneNumber,
+  createApiKeys, deleteApiKeys,
+  createUserTag, updateUserTag, deleteUserTags, createPrivateKeyTag, updatePrivateKeyTag, deletePrivateKeyTags,
+  setOrganizationFeature, removeOrganizationFeature,
+];
+
+export class Registry {
+  private readonly queries = new Map<string, QueryOperation<any>>();
+  private readonly submits = new Map<string, SubmitOperation<any, any>>();
+
+  constructor(ops: Operation[]) {
+    for (const op of ops) {
+      const m = op.kind === 'query' ? this.queries : this.submits;
+      if (m.has(op.path)) throw new Error(`duplicate operation ${op.kind}/${op.path}`);
+      (m as Map<string, Operation>).set(op.path, op);
+    }
+  }
+  query(path: string): QueryOperation<any> | undefined { return this.queries.get(path); }
+  submit(path: string): SubmitOperation<any, any> | undefined { return this.submits.get(path); }
+  queryPaths(): string[] { return [...this.queries.keys()]; }
+  submitPaths(): string[] { return [...this.submits.keys()]; }
+}
+
+export function defaultRegistry(): Registry {
+  return new Registry([...QUERIES, ...SUBMITS]);
+}

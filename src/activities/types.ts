@@ -1,0 +1,77 @@
+/** The shapes every operation handler implements; the registry maps paths to them. */
+import type { Principal } from '../domain/principal.js';
+import type { OrganizationRow, Store } from '../storage/types.js';
+import type { Obj } from './validate.js';
+
+export interface ExecContext {
+  store: Store;
+  principal: Principal;
+  /** The organization the request addresses (after resolution). */
+  organization: OrganizationRow;
+  nowMs: number;
+  newId(): string;
+}
+
+export interface TypeVersion {
+  /** Key of the intent in activity.intent (the clients' swagger v1Intent member). */
+  intentKey: string;
+  /** Key under which the clients read the result (wire-compat §2.5 / v1Result member). */
+  resultKey: string;
+  /** The specification's intent member name (replies.md: result.activity.intent). */
+  specIntentKey: string;
+  /** The specification's result member name (result.activity.result). */
+  specResultKey: string;
+}
+
+export interface SubmitOperation<I = unknown, R = unknown> {
+  kind: 'submit';
+  /** Path suffix after /public/v1/submit/. */
+  path: string;
+  /** Accepted activity types (versions of this operation) and their member keys. */
+  types: Record<string, TypeVersion>;
+  /** parameters → normalized intent (throws InvalidArgument with field violations). */
+  validate(params: Obj, type: string): I;
+  /** Throws PermissionDenied (nothing is stored). Reads only. */
+  authorize(principal: Principal, intent: I, store: Store): void;
+  /** Runs inside the activity transaction; an ApiError thrown here marks the activity FAILED. */
+  execute(ctx: ExecContext, intent: I): R;
+  /** The intent as the specification names its fields, when it differs from the clients' form. */
+  specIntent?(intent: I): unknown;
+}
+
+export interface QueryOperation<Q = unknown> {
+  kind: 'query';
+  /** Path suffix after /public/v1/query/. */
+  path: string;
+  /** Whether a credential of the parent organization may call it for a sub-organization. */
+  parentMayRead: boolean;
+  /** whoami: the body may name the parent organization of the credential's sub-organization. */
+  resolvesFromParent?: boolean;
+  validate(body: Obj): Q;
+  /** The reply object exactly as the clients read it. */
+  execute(ctx: ExecContext, query: Q): Record<string, unknown>;
+  /**
+   * How the specification's `activity` wrapper is added (replies.md): 'wrap' adds
+   * {activity: {…, result: reply}}; 'none' leaves the reply as it is (get_activity).
+   */
+  specWrapper: 'wrap' | 'none';
+}
+
+export type Operation = SubmitOperation<any, any> | QueryOperation<any>;
+
+/** Builds the member keys of a type from the swagger naming rule (camelCase + Intent + version suffix). */
+export function keysFor(type: string, over: Partial<TypeVersion> = {}): TypeVersion {
+  const m = /^ACTIVITY_TYPE_(.+?)(?:_(V\d+))?$/.exec(type);
+  if (!m) throw new Error(`bad activity type ${type}`);
+  const base = m[1]!.toLowerCase().replace(/_([a-z0-9])/g, (_s, c: string) => c.toUpperCase());
+  const v = m[2] ?? '';
+  const intentKey = `${base}Intent${v}`;
+  const resultKey = `${base}Result${v}`;
+  return {
+    intentKey,
+    resultKey,
+    specIntentKey: intentKey,
+    specResultKey: resultKey,
+    ...over,
+  };
+}

@@ -1,0 +1,96 @@
+/**
+ * First start: root organization, one root user, one P-256 API key (ROOT_API_PUBLIC_KEY, or a
+ * generated pair written to DATA_DIR/root-api-key.json, mode 0600); DATA_DIR/bootstrap.json
+ * names them. Later starts read the same state back.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from './config.js';
+import type { Logger } from './log.js';
+import type { Store } from './storage/types.js';
+import { generateP256ApiKeyPair, type ApiKeyPair } from './domain/keypair.js';
+
+export interface BootstrapInfo {
+  organizationId: string;
+  organizationName: string;
+  userId: string;
+  apiKeyId: string;
+  apiPublicKey: string;
+  signerPublicKey?: string;
+}
+
+export const BOOTSTRAP_FILE = 'bootstrap.json';
+export const ROOT_KEY_FILE = 'root-api-key.json';
+
+function writeFileAtomic(file: string, content: string, mode: number): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, content, { mode });
+  fs.chmodSync(tmp, mode);
+  fs.renameSync(tmp, file);
+}
+
+export function ensureBootstrap(store: Store, config: Config, log: Logger): { info: BootstrapInfo; rootApiKey?: ApiKeyPair } {
+  const bootstrapFile = path.join(config.dataDir, BOOTSTRAP_FILE);
+  const keyFile = path.join(config.dataDir, ROOT_KEY_FILE);
+
+  if (store.organizations.count() > 0) {
+    const info = readBootstrapFile(bootstrapFile);
+    if (!info) throw new Error(`${bootstrapFile} is missing or unreadable although the database is initialised`);
+    if (config.rootApiPublicKey && config.rootApiPublicKey !== info.apiPublicKey) {
+      log.warn('ROOT_API_PUBLIC_KEY differs from the registered root key and is ignored (it applies on first start only)');
+    }
+    const rootApiKey = readKeyFile(keyFile);
+    return { info, rootApiKey: rootApiKey && rootApiKey.publicKey === info.apiPublicKey ? rootApiKey : undefined };
+  }
+
+  let rootApiKey: ApiKeyPair | undefined;
+  let publicKey: string;
+  if (config.rootApiPublicKey) {
+    publicKey = config.rootApiPublicKey;
+  } else {
+    rootApiKey = generateP256ApiKeyPair();
+    publicKey = rootApiKey.publicKey;
+    writeFileAtomic(keyFile, JSON.stringify(rootApiKey, null, 2) + '\n', 0o600);
+  }
+  const now = Date.now();
+  const info: BootstrapInfo = {
+    organizationId: randomUUID(),
+    organizationName: config.rootOrganizationName,
+    userId: randomUUID(),
+    apiKeyId: randomUUID(),
+    apiPublicKey: publicKey,
+  };
+  store.transaction(() => {
+    store.organizations.insert({ id: info.organizationId, name: info.organizationName, parentId: null, rootQuorumThreshold: 1, createdMs: now, updatedMs: now });
+    store.users.insert({ id: info.userId, organizationId: info.organizationId, name: config.rootUserName, email: null, phoneNumber: null, isRoot: true, createdMs: now, updatedMs: now });
+    store.apiKeys.insert({
+      id: info.apiKeyId, organizationId: info.organizationId, userId: info.userId, name: 'root API key', publicKey,
+      curve: 'API_KEY_CURVE_P256', credentialType: 'CREDENTIAL_TYPE_API_KEY_P256', expirationSeconds: null, expiresAtMs: null,
+      createdMs: now, updatedMs: now,
+    });
+  });
+  writeFileAtomic(bootstrapFile, JSON.stringify(info, null, 2) + '\n', 0o644);
+  log.info('bootstrap: created the root organization', {
+    ...info,
+    bootstrapFile,
+    ...(rootApiKey ? { rootApiKeyFile: keyFile } : { rootApiKeyFrom: 'ROOT_API_PUBLIC_KEY' }),
+  });
+  return { info, rootApiKey };
+}
+
+function readBootstrapFile(file: string): BootstrapInfo | undefined {
+  try {
+    const o = JSON.parse(fs.readFileSync(file, 'utf8')) as BootstrapInfo;
+    if (typeof o.organizationId === 'string' && typeof o.userId === 'string' && typeof o.apiKeyId === 'string') return o;
+  } catch { /* fallthrough */ }
+  return undefined;
+}
+
+function readKeyFile(file: string): ApiKeyPair | undefined {
+  try {
+    const o = JSON.parse(fs.readFileSync(file, 'utf8')) as ApiKeyPair;
+    if (typeof o.publicKey === 'string' && typeof o.privateKey === 'string') return o;
+  } catch { /* no generated key */ }
+  return undefined;
+}

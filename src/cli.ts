@@ -1,0 +1,81 @@
+/** `kmas` command line: serve, init, api-key, --help. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ConfigError, loadConfig, settingsHelp } from './config.js';
+import { createLogger } from './log.js';
+import { openSqliteStore } from './storage/sqlite.js';
+import { ensureBootstrap } from './bootstrap.js';
+import { generateP256ApiKeyPair } from './domain/keypair.js';
+import { DB_FILE, startServer } from './server.js';
+
+const USAGE = `kmas — self-hostable key-management service (Turnkey wire-compatible)
+
+Usage:
+  kmas serve [options]     start the API server (creates the root organization on first start)
+  kmas init [options]      create DATA_DIR and the root organization, print bootstrap.json, exit
+  kmas api-key             print a new P-256 API key pair as JSON {publicKey, privateKey}
+                           (compressed public key hex, 32-byte private key hex: @turnkey/api-key-stamper's form)
+  kmas --help              this text
+
+Options (flag / environment variable / meaning):
+${settingsHelp()}
+
+Bad values stop start-up with a one-line message and exit code 2.
+`;
+
+export async function main(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
+  const [cmd, ...rest] = argv;
+  if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help' || rest.includes('--help')) {
+    process.stdout.write(USAGE);
+    return cmd === undefined ? 1 : 0;
+  }
+  try {
+    switch (cmd) {
+      case 'api-key': {
+        if (rest.length > 0) throw new ConfigError('api-key takes no options');
+        process.stdout.write(JSON.stringify(generateP256ApiKeyPair(), null, 2) + '\n');
+        return 0;
+      }
+      case 'init': {
+        const config = loadConfig({ env, argv: rest });
+        fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+        const store = openSqliteStore(path.join(config.dataDir, DB_FILE), { synchronous: config.sqliteSynchronous });
+        try {
+          const { info } = ensureBootstrap(store, config, createLogger(config.logLevel, (l) => process.stderr.write(l)));
+          process.stdout.write(JSON.stringify(info, null, 2) + '\n');
+        } finally {
+          store.close();
+        }
+        return 0;
+      }
+      case 'serve': {
+        const config = loadConfig({ env, argv: rest });
+        const server = await startServer(config);
+        let stopping = false;
+        const stop = (signal: string) => {
+          if (stopping) return;
+          stopping = true;
+          process.stderr.write(`${signal}: stopping\n`);
+          void server.stop().then(() => process.exit(0));
+        };
+        process.on('SIGINT', () => stop('SIGINT'));
+        process.on('SIGTERM', () => stop('SIGTERM'));
+        return -1; // keep running
+      }
+      default:
+        throw new ConfigError(`unknown command "${cmd}" (see kmas --help)`);
+    }
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`kmas: ${e.message}\n`);
+      return 2;
+    }
+    const err = e as NodeJS.ErrnoException;
+    if (err && (err.code === 'EADDRINUSE' || err.code === 'EACCES' || err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND')) {
+      process.stderr.write(`kmas: cannot listen: ${err.message}\n`);
+      return 2;
+    }
+    process.stderr.write(`kmas: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}

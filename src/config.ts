@@ -1,0 +1,136 @@
+/**
+ * Server settings: each has a default, an environment variable and a CLI flag.
+ * Bad values stop start-up with a one-line message (ConfigError, exit code 2 in the CLI).
+ */
+import path from 'node:path';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+export type SqliteSynchronous = 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA';
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  /** Compressed P-256 public key (hex) registered as the root API key on first start. */
+  rootApiPublicKey?: string;
+  rootOrganizationName: string;
+  rootUserName: string;
+  /** How old a submit's timestampMs may be (ms). */
+  timestampWindowMs: number;
+  /** How far in the future a submit's timestampMs may be (ms). */
+  timestampFutureMs: number;
+  logLevel: LogLevel;
+  bodyLimit: number;
+  sqliteSynchronous: SqliteSynchronous;
+  corsOrigin: string;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) { super(message); this.name = 'ConfigError'; }
+}
+
+interface Setting {
+  key: keyof Config;
+  env: string;
+  flag: string;
+  def: string | undefined;
+  doc: string;
+  parse: (raw: string, name: string) => unknown;
+}
+
+const int = (min: number, max: number) => (raw: string, name: string): number => {
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+  const n = Number(raw.trim());
+  if (n < min || n > max) throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+  return n;
+};
+const oneOf = <T extends string>(values: readonly T[], upper = false) => (raw: string, name: string): T => {
+  const v = (upper ? raw.trim().toUpperCase() : raw.trim().toLowerCase()) as T;
+  if (!values.includes(v)) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+  return v;
+};
+const nonEmpty = (raw: string, name: string): string => {
+  if (raw.trim() === '') throw new ConfigError(`${name} must not be empty`);
+  return raw.trim();
+};
+const size = (raw: string, name: string): number => {
+  const m = /^(\d+)\s*(b|kb|kib|mb|mib)?$/i.exec(raw.trim());
+  if (!m) throw new ConfigError(`${name} must be a size like 1048576, 512kb or 1mb, got "${raw}"`);
+  const unit = (m[2] ?? 'b').toLowerCase();
+  const mult = unit === 'b' ? 1 : unit.startsWith('k') ? 1024 : 1024 * 1024;
+  const n = Number(m[1]) * mult;
+  if (n < 1024 || n > 64 * 1024 * 1024) throw new ConfigError(`${name} must be between 1 KiB and 64 MiB, got "${raw}"`);
+  return n;
+};
+const compressedP256 = (raw: string, name: string): string => {
+  const v = raw.trim().toLowerCase();
+  if (!/^0[23][0-9a-f]{64}$/.test(v)) {
+    throw new ConfigError(`${name} must be a compressed P-256 public key (66 hex characters starting 02 or 03)`);
+  }
+  return v;
+};
+
+export const SETTINGS: readonly Setting[] = [
+  { key: 'host', env: 'HOST', flag: '--host', def: '127.0.0.1', doc: 'Address to listen on', parse: nonEmpty },
+  { key: 'port', env: 'PORT', flag: '--port', def: '8080', doc: 'TCP port (0 = any free port)', parse: int(0, 65535) },
+  { key: 'dataDir', env: 'DATA_DIR', flag: '--data-dir', def: './data', doc: 'Directory holding kmas.sqlite, bootstrap.json, root-api-key.json', parse: nonEmpty },
+  { key: 'rootApiPublicKey', env: 'ROOT_API_PUBLIC_KEY', flag: '--root-api-public-key', def: undefined, doc: 'Compressed P-256 public key (hex) for the root user on first start; if unset a key pair is generated into DATA_DIR/root-api-key.json', parse: compressedP256 },
+  { key: 'rootOrganizationName', env: 'ROOT_ORGANIZATION_NAME', flag: '--root-organization-name', def: 'Root Organization', doc: 'Name of the root organization created on first start', parse: nonEmpty },
+  { key: 'rootUserName', env: 'ROOT_USER_NAME', flag: '--root-user-name', def: 'root', doc: 'Name of the root user created on first start', parse: nonEmpty },
+  { key: 'timestampWindowMs', env: 'TIMESTAMP_WINDOW_MS', flag: '--timestamp-window-ms', def: '300000', doc: 'Maximum age of a submit\'s timestampMs (ms)', parse: int(1000, 86_400_000) },
+  { key: 'timestampFutureMs', env: 'TIMESTAMP_FUTURE_MS', flag: '--timestamp-future-ms', def: '60000', doc: 'Maximum lead of a submit\'s timestampMs over the server clock (ms)', parse: int(0, 86_400_000) },
+  { key: 'logLevel', env: 'LOG_LEVEL', flag: '--log-level', def: 'info', doc: 'debug | info | warn | error | silent', parse: oneOf(['debug', 'info', 'warn', 'error', 'silent'] as const) },
+  { key: 'bodyLimit', env: 'BODY_LIMIT', flag: '--body-limit', def: '1048576', doc: 'Largest accepted request body (bytes, or 512kb / 1mb)', parse: size },
+  { key: 'sqliteSynchronous', env: 'SQLITE_SYNCHRONOUS', flag: '--sqlite-synchronous', def: 'FULL', doc: 'SQLite PRAGMA synchronous: FULL (durable at commit), NORMAL, OFF, EXTRA', parse: oneOf(['OFF', 'NORMAL', 'FULL', 'EXTRA'] as const, true) },
+  { key: 'corsOrigin', env: 'CORS_ORIGIN', flag: '--cors-origin', def: '*', doc: 'Access-Control-Allow-Origin value for browser clients', parse: nonEmpty },
+];
+
+/** Reads settings from (in rising priority) defaults, env, CLI flags, then explicit overrides. */
+export function loadConfig(opts: {
+  env?: Record<string, string | undefined>;
+  argv?: string[];
+  overrides?: Partial<Record<keyof Config, unknown>>;
+} = {}): Config {
+  const env = opts.env ?? {};
+  const flags = parseFlags(opts.argv ?? []);
+  const out: Record<string, unknown> = {};
+  for (const s of SETTINGS) {
+    let raw: string | undefined = s.def;
+    let name = s.env;
+    const fromEnv = env[s.env];
+    if (fromEnv !== undefined && fromEnv !== '') { raw = fromEnv; name = s.env; }
+    if (flags.has(s.flag)) { raw = flags.get(s.flag); name = s.flag; }
+    const ov = opts.overrides?.[s.key];
+    if (ov !== undefined && ov !== null) {
+      raw = typeof ov === 'string' ? ov : typeof ov === 'number' ? String(ov) : undefined;
+      name = s.key;
+      if (raw === undefined) throw new ConfigError(`${s.key} has an invalid value`);
+    }
+    out[s.key] = raw === undefined ? undefined : s.parse(raw, name);
+  }
+  const cfg = out as unknown as Config;
+  cfg.dataDir = path.resolve(cfg.dataDir);
+  return cfg;
+}
+
+function parseFlags(argv: string[]): Map<string, string> {
+  const known = new Set(SETTINGS.map((s) => s.flag));
+  const m = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (!a.startsWith('--')) throw new ConfigError(`unexpected argument "${a}" (see kmas --help)`);
+    const eq = a.indexOf('=');
+    const flag = eq >= 0 ? a.slice(0, eq) : a;
+    if (!known.has(flag)) throw new ConfigError(`unknown option ${flag} (see kmas --help)`);
+    let value: string | undefined;
+    if (eq >= 0) value = a.slice(eq + 1);
+    else { value = argv[i + 1]; i++; }
+    if (value === undefined) throw new ConfigError(`option ${flag} needs a value`);
+    m.set(flag, value);
+  }
+  return m;
+}
+
+export function settingsHelp(): string {
+  return SETTINGS.map((s) => `  ${(s.flag + ' <v>').padEnd(32)} ${s.env.padEnd(24)} ${s.doc}${s.def !== undefined ? ` (default ${s.def})` : ''}`).join('\n');
+}

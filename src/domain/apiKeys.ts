@@ -1,0 +1,106 @@
+/** API key parameters (validation) and registration rules. */
+import { p256 } from '@noble/curves/nist.js';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { alreadyExists, failedPrecondition, notFound } from '../errors.js';
+import type { ApiKeyCurve, ApiKeyRow, Store } from '../storage/types.js';
+import { API_KEY_CURVES } from './enums.js';
+import { MAX_NAME, type Obj, type Validator } from '../activities/validate.js';
+
+export interface ApiKeyParams {
+  apiKeyName: string;
+  publicKey: string;
+  curveType: ApiKeyCurve;
+  expirationSeconds?: string;
+}
+
+export const CREDENTIAL_TYPE: Record<ApiKeyCurve, string> = {
+  API_KEY_CURVE_P256: 'CREDENTIAL_TYPE_API_KEY_P256',
+  API_KEY_CURVE_SECP256K1: 'CREDENTIAL_TYPE_API_KEY_SECP256K1',
+  API_KEY_CURVE_ED25519: 'CREDENTIAL_TYPE_API_KEY_ED25519',
+};
+
+/** The public key in the exact form stamps carry it (compressed SEC1 / raw Ed25519, lowercase hex); undefined if invalid. */
+export function normalizePublicKey(curve: ApiKeyCurve, hex: string): string | undefined {
+  const h = hex.toLowerCase();
+  try {
+    if (curve === 'API_KEY_CURVE_ED25519') {
+      if (!/^[0-9a-f]{64}$/.test(h)) return undefined;
+      ed25519.Point.fromHex(h);
+      return h;
+    }
+    if (!/^(0[23][0-9a-f]{64}|04[0-9a-f]{128})$/.test(h)) return undefined;
+    const point = (curve === 'API_KEY_CURVE_P256' ? p256 : secp256k1).Point.fromHex(h);
+    return point.toHex(true);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Reads an array of API key parameters; `defaultCurve` for the older shapes without curveType. */
+export function readApiKeyParams(v: Validator, list: unknown[] | undefined, field: string, defaultCurve?: ApiKeyCurve): ApiKeyParams[] {
+  const out: ApiKeyParams[] = [];
+  if (!list) return out;
+  const seen = new Set<string>();
+  list.forEach((item, i) => {
+    const f = `${field}[${i}]`;
+    const o = v.object(item, f);
+    if (!o) return;
+    const apiKeyName = v.string(o, 'apiKeyName', `${f}.apiKeyName`, { required: true, max: MAX_NAME });
+    const curveType = defaultCurve && (o.curveType === undefined || o.curveType === null)
+      ? defaultCurve
+      : v.enumOf(o, 'curveType', `${f}.curveType`, API_KEY_CURVES);
+    const rawKey = v.string(o, 'publicKey', `${f}.publicKey`, { required: true, max: 200 });
+    const expirationSeconds = v.uintString(o, 'expirationSeconds', `${f}.expirationSeconds`, { min: 1, max: 100 * 365 * 86400 });
+    if (rawKey === undefined || curveType === undefined || apiKeyName === undefined) return;
+    const publicKey = normalizePublicKey(curveType, rawKey);
+    if (!publicKey) {
+      v.fail(`${f}.publicKey`, curveType === 'API_KEY_CURVE_ED25519'
+        ? 'must be a 32-byte Ed25519 public key in hex'
+        : `must be a valid ${curveType === 'API_KEY_CURVE_P256' ? 'P-256' : 'secp256k1'} public key in hex (compressed, 33 bytes)`);
+      return;
+    }
+    if (seen.has(publicKey)) { v.fail(`${f}.publicKey`, 'is a duplicate'); return; }
+    seen.add(publicKey);
+    out.push({ apiKeyName, publicKey, curveType, ...(expirationSeconds !== undefined ? { expirationSeconds } : {}) });
+  });
+  return out;
+}
+
+/** The intent's echo of an API key parameter list. */
+export function apiKeyParamsIntent(keys: ApiKeyParams[]): Obj[] {
+  return keys.map((k) => ({ ...k }));
+}
+
+/** Registers keys for a user; a public key may appear only once per organization. */
+export function insertApiKeys(store: Store, organizationId: string, userId: string, keys: ApiKeyParams[], nowMs: number, newId: () => string): string[] {
+  return keys.map((k) => {
+    if (store.apiKeys.byPublicKey(k.publicKey).some((r) => r.organizationId === organizationId)) {
+      throw alreadyExists(`public key ${k.publicKey} is already registered in this organization`);
+    }
+    const row: ApiKeyRow = {
+      id: newId(), organizationId, userId, name: k.apiKeyName, publicKey: k.publicKey, curve: k.curveType,
+      credentialType: CREDENTIAL_TYPE[k.curveType],
+      expirationSeconds: k.expirationSeconds ?? null,
+      expiresAtMs: k.expirationSeconds !== undefined ? nowMs + Number(k.expirationSeconds) * 1000 : null,
+      createdMs: nowMs, updatedMs: nowMs,
+    };
+    store.apiKeys.insert(row);
+    return row.id;
+  });
+}
+
+/** Refuses a change that would leave no root user holding an API key (the organization would be locked out). */
+export function assertRootStillReachable(store: Store, organizationId: string): void {
+  const reachable = store.users.rootUserIds(organizationId)
+    .some((id) => store.apiKeys.listByUser(organizationId, id).length > 0);
+  if (!reachable) {
+    throw failedPrecondition('this change would leave no root user with an API key; the organization would be locked out');
+  }
+}
+
+export function requireUser(store: Store, organizationId: string, userId: string) {
+  const u = store.users.get(organizationId, userId);
+  if (!u) throw notFound(`user ${userId} not found in this organization`, 'USER_NOT_FOUND');
+  return u;
+}

@@ -1,0 +1,203 @@
+/**
+ * X-Stamp parsing and signature verification over the exact raw body bytes.
+ * One verifier per scheme. Measured per verify (Node 20, one core): P-256 node:crypto ≈ 137 µs vs
+ * wasm core ≈ 224 µs; secp256k1 node:crypto ≈ 646 µs vs wasm core ≈ 263 µs. So P-256 and Ed25519
+ * use node:crypto (KeyObjects cached per public key) and secp256k1 uses the wasm core, falling
+ * back to node:crypto / @noble/curves when build/kmas.wasm cannot be loaded.
+ */
+import { createHash, createPublicKey, verify as nodeVerify, type KeyObject } from 'node:crypto';
+import type { CurveCore } from '../core/api.js';
+import { keccak_256 } from '@noble/hashes/sha3.js';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { unauthenticated } from '../errors.js';
+import type { ApiKeyCurve } from '../storage/types.js';
+
+export type StampScheme =
+  | 'SIGNATURE_SCHEME_TK_API_P256'
+  | 'SIGNATURE_SCHEME_TK_API_SECP256K1'
+  | 'SIGNATURE_SCHEME_TK_API_SECP256K1_EIP191'
+  | 'SIGNATURE_SCHEME_TK_API_ED25519';
+
+export interface Stamp {
+  /** Lowercase hex. */
+  publicKey: string;
+  scheme: StampScheme;
+  /** Lowercase hex. */
+  signature: string;
+}
+
+/** Which registered API key curve each scheme uses. */
+export const SCHEME_CURVE: Record<StampScheme, ApiKeyCurve> = {
+  SIGNATURE_SCHEME_TK_API_P256: 'API_KEY_CURVE_P256',
+  SIGNATURE_SCHEME_TK_API_SECP256K1: 'API_KEY_CURVE_SECP256K1',
+  SIGNATURE_SCHEME_TK_API_SECP256K1_EIP191: 'API_KEY_CURVE_SECP256K1',
+  SIGNATURE_SCHEME_TK_API_ED25519: 'API_KEY_CURVE_ED25519',
+};
+
+/** The wasm core's secp256k1, when it loads. */
+let coreSecp256k1: CurveCore | undefined;
+try {
+  coreSecp256k1 = (await import('../core/node.js')).core.secp256k1;
+} catch {
+  coreSecp256k1 = undefined;
+}
+
+/** Which implementation verifies each curve (reported at start-up). */
+export const VERIFIER_BACKENDS = {
+  p256: 'node:crypto',
+  secp256k1: coreSecp256k1 ? 'wasm core' : 'node:crypto',
+  secp256k1Eip191: coreSecp256k1 ? 'wasm core' : '@noble/curves',
+  ed25519: 'node:crypto',
+} as const;
+
+function coreVerifyK1(compact: Uint8Array, digest: Uint8Array, publicKeyHex: string): boolean | undefined {
+  if (!coreSecp256k1) return undefined;
+  try {
+    return coreSecp256k1.verify(compact, digest, Buffer.from(publicKeyHex, 'hex'), { format: 'compact' });
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * DER SEQUENCE{INTEGER r, INTEGER s} → 64-byte r‖s. Lenient on one point only: integers may carry
+ * non-minimal leading zero bytes, because @turnkey/crypto's toDerSignature (used by the
+ * wallet-stamper for EIP-191 stamps) always writes 32-byte integers. Negative integers, values
+ * longer than 32 bytes, long-form lengths beyond 0x81 and trailing bytes are refused.
+ */
+export function derToCompact(sig: Uint8Array): Uint8Array | undefined {
+  if (sig.length < 8 || sig.length > 80 || sig[0] !== 0x30) return undefined;
+  let pos = 1;
+  let len = sig[pos++]!;
+  if (len === 0x81) len = sig[pos++]!;
+  else if (len > 0x7f) return undefined;
+  if (pos + len !== sig.length) return undefined;
+  const out = new Uint8Array(64);
+  for (let i = 0; i < 2; i++) {
+    if (sig[pos++] !== 0x02) return undefined;
+    const l = sig[pos++];
+    if (l === undefined || l === 0 || l > 0x7f || pos + l > sig.length) return undefined;
+    let start = pos;
+    const end = pos + l;
+    if ((sig[start]! & 0x80) !== 0) return undefined; // negative
+    while (start < end && sig[start] === 0) start++;
+    if (end - start > 32) return undefined;
+    out.set(sig.subarray(start, end), i * 32 + 32 - (end - start));
+    pos = end;
+  }
+  return pos === sig.length ? out : undefined;
+}
+
+const MAX_STAMP_HEADER = 4096;
+const HEX = /^[0-9a-fA-F]*$/;
+
+/** Decodes an X-Stamp header value: base64url (padding optional) of a JSON object. */
+export function parseStamp(header: string): Stamp {
+  const bad = (why: string) => unauthenticated(`malformed X-Stamp header: ${why}`, 'SIGNATURE_INVALID');
+  if (header.length > MAX_STAMP_HEADER) throw bad('too long');
+  const trimmed = header.trim();
+  if (!/^[A-Za-z0-9_\-+/]+={0,2}$/.test(trimmed)) throw bad('not base64url');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(trimmed.replace(/-/g, '+').replace(/_/g, '/'), 'base64').toString('utf8'));
+  } catch {
+    throw bad('not base64url-encoded JSON');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw bad('not a JSON object');
+  const o = parsed as Record<string, unknown>;
+  const { publicKey, scheme, signature } = o;
+  if (typeof publicKey !== 'string' || publicKey === '' || !HEX.test(publicKey)) throw bad('publicKey must be hex');
+  if (typeof signature !== 'string' || signature === '' || !HEX.test(signature) || signature.length % 2 !== 0) {
+    throw bad('signature must be hex');
+  }
+  if (typeof scheme !== 'string' || !(scheme in SCHEME_CURVE)) {
+    throw unauthenticated(`unsupported stamp scheme ${typeof scheme === 'string' ? JSON.stringify(scheme.slice(0, 64)) : ''}`.trim(), 'SIGNATURE_INVALID');
+  }
+  return { publicKey: publicKey.toLowerCase(), scheme: scheme as StampScheme, signature: signature.toLowerCase() };
+}
+
+// SubjectPublicKeyInfo prefixes: SEQUENCE { AlgorithmIdentifier, BIT STRING 00 || key }.
+const SPKI_P256_COMPRESSED = Buffer.from('3039301306072a8648ce3d020106082a8648ce3d030107032200', 'hex');
+const SPKI_SECP256K1_COMPRESSED = Buffer.from('3036301006072a8648ce3d020106052b8104000a032200', 'hex');
+const SPKI_ED25519 = Buffer.from('302a300506032b6570032100', 'hex');
+
+const keyCache = new Map<string, KeyObject | null>();
+const KEY_CACHE_MAX = 10_000;
+
+function cachedKey(cacheKey: string, make: () => KeyObject): KeyObject | null {
+  const hit = keyCache.get(cacheKey);
+  if (hit !== undefined) return hit;
+  let k: KeyObject | null;
+  try { k = make(); } catch { k = null; }
+  if (keyCache.size >= KEY_CACHE_MAX) keyCache.clear();
+  keyCache.set(cacheKey, k);
+  return k;
+}
+
+function ecKey(prefix: Buffer, tag: string, publicKeyHex: string): KeyObject | null {
+  if (!/^0[23][0-9a-f]{64}$/.test(publicKeyHex)) return null;
+  return cachedKey(`${tag}:${publicKeyHex}`, () =>
+    createPublicKey({ key: Buffer.concat([prefix, Buffer.from(publicKeyHex, 'hex')]), format: 'der', type: 'spki' }));
+}
+
+/** ECDSA P-256, SHA-256 over the body, DER signature, high-s accepted. */
+export function verifyP256(body: Uint8Array, signatureHex: string, publicKeyHex: string): boolean {
+  const key = ecKey(SPKI_P256_COMPRESSED, 'p256', publicKeyHex);
+  const compact = derToCompact(Buffer.from(signatureHex, 'hex'));
+  if (!key || !compact) return false;
+  try {
+    return nodeVerify('sha256', body, { key, dsaEncoding: 'ieee-p1363' }, compact);
+  } catch { return false; }
+}
+
+/** ECDSA secp256k1, SHA-256 over the body, DER signature, high-s accepted. */
+export function verifySecp256k1(body: Uint8Array, signatureHex: string, publicKeyHex: string): boolean {
+  if (!/^0[23][0-9a-f]{64}$/.test(publicKeyHex)) return false;
+  const compact = derToCompact(Buffer.from(signatureHex, 'hex'));
+  if (!compact) return false;
+  const viaCore = coreVerifyK1(compact, createHash('sha256').update(body).digest(), publicKeyHex);
+  if (viaCore !== undefined) return viaCore;
+  const key = ecKey(SPKI_SECP256K1_COMPRESSED, 'k1', publicKeyHex);
+  if (!key) return false;
+  try {
+    return nodeVerify('sha256', body, { key, dsaEncoding: 'ieee-p1363' }, compact);
+  } catch { return false; }
+}
+
+/** ECDSA secp256k1 over keccak256("\x19Ethereum Signed Message:\n" + len + body) (EIP-191), DER signature. */
+export function verifySecp256k1Eip191(body: Uint8Array, signatureHex: string, publicKeyHex: string): boolean {
+  if (!/^0[23][0-9a-f]{64}$/.test(publicKeyHex)) return false;
+  const prefix = Buffer.from(`\x19Ethereum Signed Message:\n${body.length}`, 'utf8');
+  const digest = keccak_256(Buffer.concat([prefix, body]));
+  const compact = derToCompact(Buffer.from(signatureHex, 'hex'));
+  if (!compact) return false;
+  const viaCore = coreVerifyK1(compact, digest, publicKeyHex);
+  if (viaCore !== undefined) return viaCore;
+  try {
+    return secp256k1.verify(compact, digest, Buffer.from(publicKeyHex, 'hex'),
+      { prehash: false, lowS: false, format: 'compact' });
+  } catch { return false; }
+}
+
+/** Pure Ed25519 over the body; raw 32-byte public key and 64-byte signature. */
+export function verifyEd25519(body: Uint8Array, signatureHex: string, publicKeyHex: string): boolean {
+  if (!/^[0-9a-f]{64}$/.test(publicKeyHex) || signatureHex.length !== 128) return false;
+  const key = cachedKey(`ed:${publicKeyHex}`, () =>
+    createPublicKey({ key: Buffer.concat([SPKI_ED25519, Buffer.from(publicKeyHex, 'hex')]), format: 'der', type: 'spki' }));
+  if (!key) return false;
+  try {
+    return nodeVerify(null, body, key, Buffer.from(signatureHex, 'hex'));
+  } catch { return false; }
+}
+
+const VERIFIERS: Record<StampScheme, (body: Uint8Array, sig: string, pub: string) => boolean> = {
+  SIGNATURE_SCHEME_TK_API_P256: verifyP256,
+  SIGNATURE_SCHEME_TK_API_SECP256K1: verifySecp256k1,
+  SIGNATURE_SCHEME_TK_API_SECP256K1_EIP191: verifySecp256k1Eip191,
+  SIGNATURE_SCHEME_TK_API_ED25519: verifyEd25519,
+};
+
+/** True when the stamp's signature is valid for these exact body bytes. */
+export function verifyStamp(stamp: Stamp, body: Uint8Array): boolean {
+  return VERIFIERS[stamp.scheme](body, stamp.signature, stamp.publicKey);
+}

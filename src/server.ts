@@ -1,0 +1,73 @@
+/** startServer(opts) per docs/design.md §3. */
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { loadConfig, type Config } from './config.js';
+import { createLogger } from './log.js';
+import { openSqliteStore } from './storage/sqlite.js';
+import { defaultRegistry } from './activities/registry.js';
+import { createApp } from './http/app.js';
+import { ensureBootstrap, type BootstrapInfo } from './bootstrap.js';
+import { VERIFIER_BACKENDS } from './http/stamp.js';
+import type { ApiKeyPair } from './domain/keypair.js';
+
+export interface StartOptions extends Partial<Omit<Config, 'dataDir'>> {
+  dataDir: string;
+  host?: string;
+  port?: number;
+  rootApiPublicKey?: string;
+  timestampWindowMs?: number;
+  logLevel?: Config['logLevel'];
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  dataDir: string;
+  bootstrap: BootstrapInfo;
+  rootApiKey?: ApiKeyPair;
+  config: Config;
+  stop(): Promise<void>;
+}
+
+export const DB_FILE = 'kmas.sqlite';
+
+/** Opens (and on first start initialises) DATA_DIR, then listens. */
+export async function startServer(opts: StartOptions | Config): Promise<RunningServer> {
+  const config = loadConfig({ overrides: opts as Partial<Record<keyof Config, unknown>> });
+  const log = createLogger(config.logLevel);
+  fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const store = openSqliteStore(path.join(config.dataDir, DB_FILE), { synchronous: config.sqliteSynchronous });
+  let boot: ReturnType<typeof ensureBootstrap>;
+  try {
+    boot = ensureBootstrap(store, config, log);
+  } catch (e) {
+    store.close();
+    throw e;
+  }
+  const app = createApp({ store, registry: defaultRegistry(), config, log });
+  const server = http.createServer(app);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => { server.off('error', reject); resolve(); });
+  }).catch((e: unknown) => { store.close(); throw e; });
+  const port = (server.address() as AddressInfo).port;
+  const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${hostForUrl}:${port}`;
+  log.info('listening', { url, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, stampVerifiers: VERIFIER_BACKENDS });
+
+  let stopped: Promise<void> | undefined;
+  return {
+    url, port, dataDir: config.dataDir, bootstrap: boot.info, rootApiKey: boot.rootApiKey, config,
+    stop() {
+      stopped ??= new Promise<void>((resolve) => {
+        server.close(() => { store.close(); resolve(); });
+        server.closeIdleConnections();
+        setTimeout(() => server.closeAllConnections(), 2000).unref();
+      });
+      return stopped;
+    },
+  };
+}

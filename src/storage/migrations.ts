@@ -1,0 +1,88 @@
+/**
+ * Versioned schema migrations. Append new entries; never edit an applied one.
+ * Applied versions are recorded in schema_migrations.
+ */
+export interface Migration { version: number; name: string; sql: string }
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'organizations, users, api keys, tags, features, activities',
+    sql: `
+      CREATE TABLE organizations (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        parent_id TEXT REFERENCES organizations(id),
+        root_quorum_threshold INTEGER NOT NULL DEFAULT 1,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL
+      );
+      CREATE INDEX organizations_parent ON organizations(parent_id);
+
+      CREATE TABLE users (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        name TEXT NOT NULL,
+        email TEXT,
+        phone_number TEXT,
+        is_root INTEGER NOT NULL DEFAULT 0,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL
+      );
+      CREATE INDEX users_org ON users(organization_id, created_ms);
+
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        user_id TEXT NOT NULL REFERENCES users(id),
+        name TEXT NOT NULL,
+        public_key TEXT NOT NULL,
+        curve TEXT NOT NULL,
+        credential_type TEXT NOT NULL,
+        expiration_seconds TEXT,
+        expires_at_ms INTEGER,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL
+      );
+      CREATE INDEX api_keys_public_key ON api_keys(public_key);
+      CREATE INDEX api_keys_user ON api_keys(organization_id, user_id);
+
+      CREATE TABLE tags (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        name TEXT NOT NULL,
+        type TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL
+      );
+      CREATE UNIQUE INDEX tags_name ON tags(organization_id, type, name);
+
+      CREATE TABLE tag_members (
+        tag_id TEXT NOT NULL REFERENCES tags(id) ON DELETE CASCADE,
+        member_id TEXT NOT NULL,
+        PRIMARY KEY (tag_id, member_id)
+      );
+      CREATE INDEX tag_members_member ON tag_members(member_id);
+
+      CREATE TABLE features (
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        name TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (organization_id, name)
+      );
+
+      CREATE TABLE activities (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        organization_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        status TEXT NOT NULL,
+        fingerprint TEXT NOT NULL UNIQUE,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        record TEXT NOT NULL
+      );
+      CREATE INDEX activities_org ON activities(organization_id, seq);
+    `,
+  },
+];

@@ -1,0 +1,142 @@
+/**
+ * Repository interfaces. Handlers and domain code see only these; the SQLite implementation
+ * lives in sqlite.ts (a postgres one can follow). Times are milliseconds since the epoch.
+ */
+
+export type ApiKeyCurve = 'API_KEY_CURVE_P256' | 'API_KEY_CURVE_SECP256K1' | 'API_KEY_CURVE_ED25519';
+export type TagType = 'TAG_TYPE_USER' | 'TAG_TYPE_PRIVATE_KEY';
+
+export interface OrganizationRow {
+  id: string;
+  name: string;
+  parentId: string | null;
+  rootQuorumThreshold: number;
+  createdMs: number;
+  updatedMs: number;
+}
+
+export interface UserRow {
+  id: string;
+  organizationId: string;
+  name: string;
+  email: string | null;
+  phoneNumber: string | null;
+  /** Member of the organization's root quorum. */
+  isRoot: boolean;
+  createdMs: number;
+  updatedMs: number;
+}
+
+export interface ApiKeyRow {
+  id: string;
+  organizationId: string;
+  userId: string;
+  name: string;
+  /** Lowercase hex, as stamps carry it. */
+  publicKey: string;
+  curve: ApiKeyCurve;
+  credentialType: string;
+  /** Decimal string, as the API carries it; null = never expires. */
+  expirationSeconds: string | null;
+  /** createdMs + expirationSeconds·1000, or null. */
+  expiresAtMs: number | null;
+  createdMs: number;
+  updatedMs: number;
+}
+
+export interface TagRow {
+  id: string;
+  organizationId: string;
+  name: string;
+  type: TagType;
+  createdMs: number;
+  updatedMs: number;
+}
+
+export interface FeatureRow { name: string; value: string }
+
+export interface ActivityRow {
+  id: string;
+  organizationId: string;
+  type: string;
+  status: string;
+  fingerprint: string;
+  createdMs: number;
+  updatedMs: number;
+  /** The whole v1Activity record as served. */
+  record: Record<string, unknown>;
+}
+
+export interface ActivityListQuery {
+  organizationId: string;
+  statuses?: string[];
+  types?: string[];
+  limit: number;
+  /** Newer than this activity (the page just before it in newest-first order). */
+  beforeId?: string;
+  /** Older than this activity. */
+  afterId?: string;
+}
+
+export interface Store {
+  /** Runs fn inside one write transaction (all or nothing). */
+  transaction<T>(fn: () => T): T;
+  isReady(): boolean;
+  close(): void;
+
+  organizations: {
+    get(id: string): OrganizationRow | undefined;
+    insert(row: OrganizationRow): void;
+    childrenOf(id: string): OrganizationRow[];
+    touch(id: string, ms: number): void;
+    count(): number;
+  };
+  users: {
+    get(organizationId: string, id: string): UserRow | undefined;
+    list(organizationId: string): UserRow[];
+    insert(row: UserRow): void;
+    update(row: UserRow): void;
+    delete(organizationId: string, id: string): void;
+    rootUserIds(organizationId: string): string[];
+  };
+  apiKeys: {
+    get(organizationId: string, id: string): ApiKeyRow | undefined;
+    /** Every key with this public key, in any organization. */
+    byPublicKey(publicKey: string): ApiKeyRow[];
+    listByUser(organizationId: string, userId: string): ApiKeyRow[];
+    listByOrganization(organizationId: string): ApiKeyRow[];
+    insert(row: ApiKeyRow): void;
+    delete(organizationId: string, id: string): void;
+  };
+  tags: {
+    get(organizationId: string, id: string): TagRow | undefined;
+    byName(organizationId: string, type: TagType, name: string): TagRow | undefined;
+    list(organizationId: string, type: TagType): TagRow[];
+    insert(row: TagRow): void;
+    update(row: TagRow): void;
+    delete(organizationId: string, id: string): void;
+    /** Tag ids attached to a member (user id or private key id). */
+    tagsOf(memberId: string): string[];
+    members(tagId: string): string[];
+    attach(tagId: string, memberId: string): void;
+    detach(tagId: string, memberId: string): void;
+    /** Removes a member from every tag. */
+    detachAll(memberId: string): void;
+  };
+  privateKeys: {
+    /** Whether a private key with this id exists in the organization (keys arrive in a later issue). */
+    exists(organizationId: string, id: string): boolean;
+  };
+  features: {
+    list(organizationId: string): FeatureRow[];
+    set(organizationId: string, name: string, value: string): void;
+    remove(organizationId: string, name: string): boolean;
+  };
+  activities: {
+    get(organizationId: string, id: string): ActivityRow | undefined;
+    byFingerprint(fingerprint: string): ActivityRow | undefined;
+    insert(row: ActivityRow): void;
+    list(q: ActivityListQuery): ActivityRow[] | undefined;
+    count(organizationId: string): number;
+  };
+}

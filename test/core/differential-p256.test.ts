@@ -1,0 +1,2 @@
+import { differentialSuite } from './differential.js';
+differentialSuite('p256', 0x7032);

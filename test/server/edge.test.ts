@@ -1,0 +1,142 @@
+// Edge cases of the wire format and of robustness (wire-compat §1.1, §2.1; issue 3 "Errors").
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import {
+  startTestServer, newP256Key, submitBody, stampFor, base64url, enc, signBody, uniqueName, allActivities,
+  newestActivityId, rawRequest, type TestServer,
+} from './harness.js';
+import { checkError, checkSubmitReply, fingerprintOf, QUERY, SUBMIT } from './checks.js';
+
+let ts: TestServer;
+beforeAll(async () => { ts = await startTestServer(); });
+afterAll(async () => { await ts?.stop(); });
+
+const whoBody = () => JSON.stringify({ organizationId: ts.orgId });
+
+describe('stamp encodings', () => {
+  it('accepts the stamp JSON in Go key order (publicKey, signature, scheme)', async () => {
+    const body = whoBody();
+    const json = `{"publicKey":"${ts.rootKey.publicKey}","signature":"${signBody(enc.encode(body), { ...ts.rootKey, scheme: 'SIGNATURE_SCHEME_TK_API_P256' })}","scheme":"SIGNATURE_SCHEME_TK_API_P256"}`;
+    const r = await ts.raw(QUERY('whoami'), body, { stamp: base64url(enc.encode(json)) });
+    expect(r.status, r.text).toBe(200);
+  });
+
+  it('accepts base64url with "=" padding (padding optional)', async () => {
+    // find a stamp whose unpadded length is not a multiple of 4, then pad it
+    for (let i = 0; i < 20; i++) {
+      const body = JSON.stringify({ organizationId: ts.orgId, n: i });
+      const s = stampFor(body, ts.rootKey);
+      if (s.length % 4 === 0) continue;
+      const padded = s + '='.repeat(4 - (s.length % 4));
+      const r = await ts.raw(QUERY('whoami'), body, { stamp: padded });
+      expect(r.status, r.text).toBe(200);
+      return;
+    }
+    throw new Error('no stamp length needing padding found');
+  });
+
+  it('accepts the X-Stamp header of a real @turnkey/api-key-stamper stamp over a body with non-ASCII UTF-8', async () => {
+    const name = uniqueName('名前-😀-é');
+    const r: any = await ts.sdk.createUserTag({ userTagName: name, userIds: [] });
+    const list: any = await ts.sdk.listUserTags();
+    expect(list.userTags.find((t: any) => t.tagId === r.userTagId).tagName).toBe(name);
+    // and the fingerprint is over the raw UTF-8 bytes
+    const body = submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', ts.orgId, { userTagName: uniqueName('ü'), userIds: [] });
+    const raw = await ts.raw(SUBMIT('create_user_tag'), body);
+    expect(raw.status, raw.text).toBe(200);
+    expect(raw.json.activity.fingerprint).toBe(fingerprintOf(enc.encode(body)));
+  });
+});
+
+describe('robustness', () => {
+  it('deeply nested JSON in an ignored parameter is not a 500', async () => {
+    const depth = 100_000;
+    const deep = '['.repeat(depth) + ']'.repeat(depth);
+    const body = `{"parameters":{"userTagName":"${uniqueName('deep')}","userIds":[],"junk":${deep}},"organizationId":"${ts.orgId}","timestampMs":"${Date.now()}","type":"ACTIVITY_TYPE_CREATE_USER_TAG"}`;
+    const r = await ts.raw(SUBMIT('create_user_tag'), body);
+    expect(r.status, r.text.slice(0, 300)).toBeLessThan(500);
+    if (r.status !== 200) checkError(r, [400, 413], 'deep JSON');
+    const q = await ts.raw(QUERY('whoami'), `{"organizationId":"${ts.orgId}","junk":${deep}}`);
+    expect(q.status, q.text.slice(0, 300)).toBeLessThan(500);
+    expect((await ts.raw(QUERY('whoami'), whoBody())).status).toBe(200);
+  });
+
+  it('deeply nested JSON in a validated parameter is a 400, not a 500', async () => {
+    const depth = 50_000;
+    const deep = '['.repeat(depth) + ']'.repeat(depth);
+    const body = `{"parameters":{"userTagName":"x","userIds":${deep}},"organizationId":"${ts.orgId}","timestampMs":"${Date.now()}","type":"ACTIVITY_TYPE_CREATE_USER_TAG"}`;
+    const before = await newestActivityId(ts);
+    const r = await ts.raw(SUBMIT('create_user_tag'), body);
+    checkError(r, 400, 'deeply nested userIds');
+    expect(await newestActivityId(ts)).toBe(before);
+  });
+
+  it('50 concurrent distinct submits from two clients all complete, each stored once', async () => {
+    const before = (await allActivities(ts)).length;
+    const bodies = Array.from({ length: 50 }, (_, i) => submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', ts.orgId, { userTagName: uniqueName(`c${i}`), userIds: [] }));
+    const replies = await Promise.all(bodies.map((b) => ts.raw(SUBMIT('create_user_tag'), b)));
+    for (const r of replies) expect(r.status, r.text).toBe(200);
+    expect(new Set(replies.map((r) => r.json.activity.id)).size).toBe(50);
+    expect((await allActivities(ts)).length).toBe(before + 50);
+  });
+
+  it('16 concurrent identical submits yield one activity (idempotency under concurrency)', async () => {
+    const before = (await allActivities(ts)).length;
+    const body = submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', ts.orgId, { userTagName: uniqueName('same'), userIds: [] });
+    const replies = await Promise.all(Array.from({ length: 16 }, () => ts.raw(SUBMIT('create_user_tag'), body)));
+    for (const r of replies) expect(r.status, r.text).toBe(200);
+    expect(new Set(replies.map((r) => r.json.activity.id)).size).toBe(1);
+    expect((await allActivities(ts)).length).toBe(before + 1);
+  });
+
+  it('an identical body resubmitted by another (non-root) credential of the organization does not run as that credential', async () => {
+    const key = newP256Key();
+    const u: any = await ts.sdk.createUsers({ users: [{ userName: uniqueName('eve'), apiKeys: [{ apiKeyName: 'e', publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
+    expect(u.userIds).toHaveLength(1);
+    const body = submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', ts.orgId, { userTagName: uniqueName('mine'), userIds: [] });
+    // the non-root user sends it first: refused, nothing stored
+    const first = await ts.raw(SUBMIT('create_user_tag'), body, { key });
+    checkError(first, 403, 'non-root create_user_tag');
+    // root sends the same bytes: accepted (the refusal did not poison the fingerprint)
+    const ok = await ts.raw(SUBMIT('create_user_tag'), body);
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.json.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+  });
+
+  it('a refused stale resubmission of a stored body is not answered with a new activity', async () => {
+    const body = submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', ts.orgId, { userTagName: uniqueName('old'), userIds: [] }, String(Date.now() - 3_600_000));
+    const r = await ts.raw(SUBMIT('create_user_tag'), body);
+    checkError(r, [400, 401], 'stale');
+  });
+
+  it('whitespace-padded and duplicate-key bodies: the stamp covers the bytes, the fingerprint is of the bytes', async () => {
+    const name = uniqueName('ws');
+    const body = ` { "parameters" : { "userTagName" : "${name}" , "userIds" : [ ] } , "organizationId" : "${ts.orgId}" , "timestampMs" : "${Date.now()}" , "type" : "ACTIVITY_TYPE_CREATE_USER_TAG" } `;
+    const r = await ts.raw(SUBMIT('create_user_tag'), body);
+    expect(r.status, r.text).toBe(200);
+    checkSubmitReply('create_user_tag', r.json, { type: 'ACTIVITY_TYPE_CREATE_USER_TAG', intentKey: 'createUserTagIntent', resultKey: 'createUserTagResult' }, ts.orgId, body);
+  });
+
+  it('headers larger than the HTTP parser accepts (> 16 KiB X-Stamp) get the JSON error format, and the server keeps serving', async () => {
+    // straight to the server: the recording proxy's own HTTP parser would refuse first
+    const body = whoBody();
+    const r = await fetch(ts.directUrl + QUERY('whoami'), { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Stamp': 'a'.repeat(20_000) }, body });
+    const text = await r.text();
+    expect(r.status, text).toBeGreaterThanOrEqual(400);
+    expect(r.status).toBeLessThan(500);
+    let json: any;
+    try { json = JSON.parse(text); } catch { json = undefined; }
+    expect(json, `HTTP ${r.status} with body ${JSON.stringify(text)}: every failure is {code, message, details} (issue 3 "Errors")`).toMatchObject({ code: expect.any(Number), message: expect.any(String), details: expect.any(Array) });
+    expect((await rawRequest(ts.directUrl, QUERY('whoami'), body, { key: ts.rootKey })).status).toBe(200);
+  });
+
+  it('the server answers over a second connection while a slow client trickles a body', async () => {
+    const { request } = await import('node:http');
+    const u = new URL(ts.directUrl); // straight to the server, not through the recording proxy
+    const slow = request({ host: u.hostname, port: u.port, method: 'POST', path: QUERY('whoami'), headers: { 'Content-Type': 'application/json', 'Content-Length': '1000' } });
+    slow.on('error', () => {});
+    slow.write('{"organizationId":');
+    const r = await rawRequest(ts.directUrl, QUERY('whoami'), whoBody(), { key: ts.rootKey });
+    expect(r.status).toBe(200);
+    slow.destroy();
+  });
+});

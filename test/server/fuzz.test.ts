@@ -1,0 +1,140 @@
+// Property-based fuzzing (fast-check) of bodies and headers against the real server:
+// never a 5xx, every non-2xx reply is the JSON error format {code, message, details}, a refused
+// request stores nothing, and the server keeps serving. Run counts are bounded (well under a minute).
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import fc from 'fast-check';
+import { startTestServer, submitBody, stampFor, base64url, enc, newP256Key, newestActivityId, allActivities, type TestServer, type RawReply } from './harness.js';
+import { checkErrorBody, validateReply, swagger } from './swagger.js';
+import { QUERY, SUBMIT } from './checks.js';
+
+let ts: TestServer;
+let activityCountAtStart = 0;
+let accepted = 0; // submits the fuzzer legitimately got accepted (200), counted to check the total at the end
+
+beforeAll(async () => {
+  ts = await startTestServer();
+  await ts.sdk.createUserTag({ userTagName: 'fuzz-seed', userIds: [] });
+  activityCountAtStart = (await allActivities(ts)).length;
+});
+afterAll(async () => { await ts?.stop(); });
+
+const QUERY_OPS = ['whoami', 'get_activity', 'list_activities', 'get_organization', 'get_organization_configs', 'list_users', 'get_user', 'get_api_key', 'get_api_keys', 'list_user_tags', 'list_private_key_tags'];
+const SUBMIT_OPS = ['create_users', 'delete_users', 'update_user', 'create_api_keys', 'delete_api_keys', 'create_user_tag', 'update_user_tag', 'delete_user_tags', 'create_private_key_tag', 'update_private_key_tag', 'delete_private_key_tags', 'set_organization_feature', 'remove_organization_feature'];
+const PATHS = [...QUERY_OPS.map(QUERY), ...SUBMIT_OPS.map(SUBMIT)];
+
+/** The invariants every reply must satisfy. */
+function checkReply(r: RawReply, path: string, what: string) {
+  if (r.status >= 500) throw new Error(`${what}: ${path} answered ${r.status}: ${r.text.slice(0, 300)}`);
+  if (r.status >= 300) {
+    const errs = checkErrorBody(r.json);
+    if (errs.length) throw new Error(`${what}: ${path} ${r.status} is not {code,message,details}: ${errs.join('; ')} — ${r.text.slice(0, 300)}`);
+    if (/\n\s+at |node:internal/.test(r.text)) throw new Error(`${what}: stack trace in reply: ${r.text.slice(0, 300)}`);
+  } else if (path in swagger.paths) {
+    const errs = validateReply(path, r.status, r.json);
+    if (errs.length) throw new Error(`${what}: ${path} 2xx reply does not match the swagger: ${errs.slice(0, 5).join('; ')}`);
+  }
+}
+
+async function send(path: string, body: string | Uint8Array, opts: Parameters<TestServer['raw']>[2], what: string) {
+  const before = path.includes('/submit/') ? await newestActivityId(ts) : undefined;
+  const r = await ts.raw(path, body, opts);
+  checkReply(r, path, what);
+  if (path.includes('/submit/')) {
+    const after = await newestActivityId(ts);
+    if (r.status === 200) {
+      accepted += after === before ? 0 : 1;
+    } else if (after !== before) {
+      throw new Error(`${what}: refused submit (${r.status}) stored an activity: ${typeof body === 'string' ? body.slice(0, 300) : '<bytes>'}`);
+    }
+  }
+  return r;
+}
+
+const RUNS = 120;
+const pathArb = fc.oneof(fc.constantFrom(...PATHS), fc.constantFrom('/public/v1/query/x', '/public/v1/submit/', '/public/v1//submit/whoami', '/public/v1/submit/create_user_tag/extra', '/%00', '/public/v1/query/whoami?x=1'));
+
+/** Raw JSON literals JSON.stringify cannot produce: huge numbers, deep nesting, odd escapes. */
+const oddLiteral = fc.constantFrom(
+  '1e999', '-1e999', '123456789012345678901234567890', '-0', '0.0000000000000000000001', '9007199254740993',
+  '"\\u0000"', '"\\ud800"', '"' + 'é'.repeat(50) + '"', '[' .repeat(200) + ']'.repeat(200), '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{"x":1}}}',
+  'true', 'null', '""', '[]', '{}', '"' + 'a'.repeat(70_000) + '"',
+);
+
+describe('fuzzing the request path', () => {
+  it('random JSON bodies with a valid stamp on every path', async () => {
+    await fc.assert(fc.asyncProperty(pathArb, fc.json({ maxDepth: 4 }), async (path, body) => {
+      await send(path, body, {}, 'random JSON');
+    }), { numRuns: RUNS });
+  });
+
+  it('random bytes with a valid stamp', async () => {
+    await fc.assert(fc.asyncProperty(pathArb, fc.uint8Array({ maxLength: 300 }), async (path, bytes) => {
+      await send(path, bytes, {}, 'random bytes');
+    }), { numRuns: RUNS });
+  });
+
+  it('mutated valid submits (wrong types, huge numbers, missing/extra keys), validly stamped', async () => {
+    const fields = ['parameters', 'organizationId', 'timestampMs', 'type', 'parameters.userTagName', 'parameters.userIds', 'parameters.userIds[0]'];
+    await fc.assert(fc.asyncProperty(
+      fc.constantFrom(...fields), fc.oneof(fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v) ?? 'null'), oddLiteral), fc.boolean(), fc.constantFrom(...SUBMIT_OPS),
+      async (field, literal, drop, op) => {
+        const ts0 = String(Date.now());
+        const placeholders: Record<string, string> = {
+          parameters: `{"userTagName":"fz","userIds":[]}`,
+          'parameters.userTagName': `"fz-${ts0}"`, 'parameters.userIds': '[]', 'parameters.userIds[0]': '',
+          organizationId: JSON.stringify(ts.orgId), timestampMs: JSON.stringify(ts0), type: '"ACTIVITY_TYPE_CREATE_USER_TAG"',
+        };
+        const v = (f: string) => (f === field ? literal : placeholders[f]);
+        const ids = field === 'parameters.userIds[0]' ? `[${literal}]` : v('parameters.userIds');
+        const params = field === 'parameters' ? literal : `{"userTagName":${v('parameters.userTagName')},"userIds":${ids}}`;
+        const members = [`"parameters":${params}`, `"organizationId":${v('organizationId')}`, `"timestampMs":${v('timestampMs')}`, `"type":${v('type')}`];
+        const top = field.includes('.') || field.includes('[') ? 'parameters' : field;
+        const kept = drop ? members.filter((m) => !m.startsWith(`"${top}"`)) : members;
+        await send(SUBMIT(op), `{${kept.join(',')}}`, {}, `mutated ${field}${drop ? ' (dropped)' : ''}`);
+      },
+    ), { numRuns: RUNS });
+  });
+
+  it('bogus stamps and random headers never get past authentication', async () => {
+    const stampArb = fc.oneof(
+      fc.string({ maxLength: 200 }).filter((s) => /^[\x20-\x7e]*$/.test(s)),
+      fc.base64String({ maxLength: 200 }),
+      fc.jsonValue({ maxDepth: 2 }).map((v) => base64url(enc.encode(JSON.stringify(v) ?? 'null'))),
+      fc.record({
+        publicKey: fc.oneof(fc.constant(ts.rootKey.publicKey), fc.string({ maxLength: 70 }), fc.integer(), fc.constant(null)),
+        scheme: fc.oneof(fc.constantFrom('SIGNATURE_SCHEME_TK_API_P256', 'SIGNATURE_SCHEME_TK_API_SECP256K1', 'SIGNATURE_SCHEME_TK_API_SECP256K1_EIP191', 'SIGNATURE_SCHEME_TK_API_ED25519'), fc.string({ maxLength: 20 })),
+        signature: fc.oneof(fc.stringMatching(/^[0-9a-f]{0,160}$/), fc.constant('30' + '00'.repeat(70)), fc.integer(), fc.constant([])),
+      }).map((o) => base64url(enc.encode(JSON.stringify(o)))),
+    );
+    const headerArb = fc.dictionary(
+      fc.oneof(fc.stringMatching(/^x-fuzz-[a-z]{1,8}$/), fc.constantFrom('x-stamp-webauthn', 'x-client-version', 'accept', 'origin', 'content-type')),
+      fc.string({ maxLength: 100 }).filter((s) => /^[\x20-\x7e]*$/.test(s) && s.trim() === s),
+      { maxKeys: 4 },
+    );
+    await fc.assert(fc.asyncProperty(fc.constantFrom(...PATHS), stampArb, headerArb, async (path, stamp, headers) => {
+      const body = path.includes('/submit/')
+        ? submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', ts.orgId, { userTagName: 'never-' + Math.random(), userIds: [] })
+        : JSON.stringify({ organizationId: ts.orgId });
+      const r = await send(path, body, { stamp, headers }, 'bogus stamp');
+      if (r.status < 400) throw new Error(`a bogus stamp was accepted on ${path}: ${stamp}`);
+    }), { numRuns: RUNS });
+  });
+
+  it('valid stamps by an unknown key or over other bytes are always refused', async () => {
+    const stranger = newP256Key();
+    await fc.assert(fc.asyncProperty(fc.constantFrom(...PATHS), fc.boolean(), fc.string({ minLength: 1, maxLength: 20 }), async (path, useStranger, suffix) => {
+      const body = submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', ts.orgId, { userTagName: 'no-' + suffix, userIds: [] });
+      const stamp = useStranger ? stampFor(body, stranger) : stampFor(body + suffix, ts.rootKey);
+      const r = await send(path, body, { stamp }, useStranger ? 'unknown key' : 'stamp over other bytes');
+      if (r.status !== 401) throw new Error(`expected 401, got ${r.status} on ${path}`);
+    }), { numRuns: RUNS });
+  });
+
+  it('the server still serves, and only the legitimately accepted submits were stored', async () => {
+    const who: any = await ts.sdk.getWhoami();
+    expect(who.userId).toBe(ts.rootUserId);
+    for (const p of ['/healthz', '/readyz']) expect((await fetch(ts.url + p)).status).toBe(200);
+    const total = (await allActivities(ts)).length;
+    expect(total).toBe(activityCountAtStart + accepted);
+  });
+});

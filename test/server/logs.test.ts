@@ -1,0 +1,61 @@
+// Log hygiene (issue 3 "Errors", helper rules): the server's log lines never carry key material,
+// stamps, request bodies or stack traces — also for failing, malformed and hostile requests.
+// The in-process server logs through process.stdout.write (src/log.ts), captured here.
+import { describe, it, expect, afterAll } from 'vitest';
+import { startTestServer, submitBody, stampFor, newP256Key, uniqueName, replyViolations, type TestServer } from './harness.js';
+import { QUERY, SUBMIT } from './checks.js';
+
+let ts: TestServer | undefined;
+afterAll(async () => { await ts?.stop(); });
+
+describe('server log lines', () => {
+  it('are JSON lines without key material, stamps, bodies or stack traces', async () => {
+    const lines: string[] = [];
+    const orig = process.stdout.write.bind(process.stdout);
+    (process.stdout as any).write = (chunk: any, ...rest: any[]) => {
+      const s = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+      if (s.startsWith('{"time"')) { lines.push(s); const cb = rest.find((x) => typeof x === 'function'); if (cb) cb(); return true; }
+      return orig(chunk, ...rest);
+    };
+    const marker = uniqueName('BODY-MARKER');
+    const userKey = newP256Key();
+    let stamps: string[] = [];
+    try {
+      ts = await startTestServer({ logLevel: 'debug' });
+      const org = ts.orgId;
+      const body = submitBody('ACTIVITY_TYPE_CREATE_USERS_V4', org, { users: [{ userName: marker, userEmail: `${marker.toLowerCase()}@example.com`, apiKeys: [{ apiKeyName: marker, publicKey: userKey.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] });
+      const st = stampFor(body, ts.rootKey);
+      stamps.push(st);
+      expect((await ts.raw(SUBMIT('create_users'), body, { stamp: st })).status).toBe(200);
+      const q = JSON.stringify({ organizationId: org, note: marker });
+      const st2 = stampFor(q, userKey);
+      stamps.push(st2);
+      expect((await ts.raw(QUERY('whoami'), q, { stamp: st2 })).status).toBe(200);
+      // failures of every kind
+      await ts.raw(QUERY('whoami'), q, { stamp: 'garbage-' + marker });
+      await ts.raw(QUERY('whoami'), q, { key: newP256Key() });
+      await ts.raw(SUBMIT('create_user_tag'), `{"parameters":{"userTagName":"${marker}"`);
+      await ts.raw(SUBMIT('create_user_tag'), submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', org, { userTagName: 42, note: marker }));
+      await ts.raw(SUBMIT('create_user_tag'), submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', org, { userTagName: marker, userIds: ['00000000-0000-4000-8000-000000000001'] }));
+      await ts.raw(QUERY('whoami'), q, { headers: { 'Content-Encoding': 'gzip' } });
+      replyViolations.splice(0); // its 5xx is reported by probes.test.ts; here only its log line matters
+      await ts.raw(QUERY('whoami'), JSON.stringify({ organizationId: org, pad: marker + 'x'.repeat(1_100_000) }));
+      await ts.raw('/public/v1/query/no-such-op', q);
+    } finally {
+      (process.stdout as any).write = orig;
+    }
+    const text = lines.join('');
+    expect(text.length, 'the server logged something at debug level').toBeGreaterThan(0);
+    const secrets: [string, string][] = [
+      ['root private key', ts!.rootKey.privateKey],
+      ['user private key', userKey.privateKey],
+      ['a request body / parameter value', marker],
+      ...stamps.map((s, i) => [`stamp ${i}`, s.slice(0, 40)] as [string, string]),
+    ];
+    for (const [what, s] of secrets) expect(text.includes(s), `${what} appears in the log`).toBe(false);
+    expect(text, 'stack trace in the log').not.toMatch(/\n\s+at |node:internal|\.js:\d+:\d+/);
+    for (const line of text.split('\n').filter((l) => l.trim() !== '')) {
+      expect(() => JSON.parse(line), `not a JSON line: ${line.slice(0, 200)}`).not.toThrow();
+    }
+  });
+});

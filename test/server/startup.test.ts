@@ -1,0 +1,167 @@
+// The start-up contract (issue 3, design.md §3): bootstrap.json, root-api-key.json (mode 0600),
+// ROOT_API_PUBLIC_KEY, health endpoints, and bad configuration values stopping start-up with a
+// clear message (config parser and the real CLI).
+import { describe, it, expect, afterAll } from 'vitest';
+import { readFileSync, statSync, existsSync, rmSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawn, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { startTestServer, newP256Key, freshDataDir, rawRequest, type TestServer } from './harness.js';
+import { startServer } from '../../src/server.js';
+import { loadConfig, ConfigError } from '../../src/config.js';
+import { QUERY } from './checks.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const started: TestServer[] = [];
+afterAll(async () => { for (const s of started) await s.stop(); });
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+describe('first start on an empty data directory', () => {
+  it('writes bootstrap.json with the documented fields, matching RunningServer.bootstrap', async () => {
+    const ts = await startTestServer();
+    started.push(ts);
+    const b = JSON.parse(readFileSync(join(ts.dataDir, 'bootstrap.json'), 'utf8'));
+    expect(b).toMatchObject({
+      organizationId: expect.any(String), organizationName: expect.any(String), userId: expect.any(String),
+      apiKeyId: expect.any(String), apiPublicKey: expect.stringMatching(/^0[23][0-9a-f]{64}$/),
+    });
+    for (const k of ['organizationId', 'organizationName', 'userId', 'apiKeyId', 'apiPublicKey']) expect(b[k]).toBe((ts.server.bootstrap as any)[k]);
+    expect(b.organizationId).toMatch(UUID);
+    expect(ts.server.port).toBeGreaterThan(0);
+    expect(ts.server.url).toBe(`http://127.0.0.1:${ts.server.port}`);
+    expect(ts.server.dataDir).toBe(ts.dataDir);
+  });
+
+  it('generates root-api-key.json (mode 0600) in the api-key-stamper form, and that key is the root user\'s', async () => {
+    const ts = await startTestServer();
+    started.push(ts);
+    const file = join(ts.dataDir, 'root-api-key.json');
+    expect(existsSync(file)).toBe(true);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const k = JSON.parse(readFileSync(file, 'utf8'));
+    expect(k.publicKey).toMatch(/^0[23][0-9a-f]{64}$/);
+    expect(k.privateKey).toMatch(/^[0-9a-f]{64}$/);
+    expect(k.publicKey).toBe(ts.server.bootstrap.apiPublicKey);
+    expect(ts.server.rootApiKey).toEqual({ publicKey: k.publicKey, privateKey: k.privateKey });
+    const who: any = await ts.sdk.getWhoami();
+    expect(who.userId).toBe(ts.server.bootstrap.userId);
+    expect(who.organizationName).toBe(ts.server.bootstrap.organizationName);
+  });
+
+  it('with ROOT_API_PUBLIC_KEY (rootApiPublicKey) registers that key and writes no private key', async () => {
+    const key = newP256Key();
+    const dataDir = freshDataDir();
+    const server = await startServer({ host: '127.0.0.1', port: 0, dataDir, rootApiPublicKey: key.publicKey, logLevel: 'silent' });
+    try {
+      expect(server.bootstrap.apiPublicKey).toBe(key.publicKey);
+      expect(server.rootApiKey).toBeUndefined();
+      expect(existsSync(join(dataDir, 'root-api-key.json'))).toBe(false);
+      for (const f of readdirSync(dataDir)) {
+        if (statSync(join(dataDir, f)).isFile()) expect(readFileSync(join(dataDir, f)).includes(Buffer.from(key.privateKey)), `private key bytes in ${f}`).toBe(false);
+      }
+      const b = JSON.parse(readFileSync(join(dataDir, 'bootstrap.json'), 'utf8'));
+      expect(b.apiPublicKey).toBe(key.publicKey);
+      const r = await rawRequest(server.url, QUERY('whoami'), JSON.stringify({ organizationId: server.bootstrap.organizationId }), { key });
+      expect(r.status, r.text).toBe(200);
+      expect(r.json.userId).toBe(server.bootstrap.userId);
+    } finally {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('/healthz and /readyz answer 200 while serving', async () => {
+    const ts = await startTestServer();
+    started.push(ts);
+    for (const p of ['/healthz', '/readyz']) expect((await fetch(ts.url + p)).status).toBe(200);
+    await ts.stop();
+    await expect(fetch(ts.url + '/healthz')).rejects.toThrow();
+  });
+});
+
+describe('bad configuration stops start-up with a clear message', () => {
+  it('the config parser names the bad setting', () => {
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ PORT: 'abc' }, /PORT/],
+      [{ PORT: '70000' }, /PORT/],
+      [{ PORT: '-1' }, /PORT/],
+      [{ ROOT_API_PUBLIC_KEY: '04' + 'ab'.repeat(64) }, /ROOT_API_PUBLIC_KEY/],
+      [{ ROOT_API_PUBLIC_KEY: 'zz' }, /ROOT_API_PUBLIC_KEY/],
+      [{ TIMESTAMP_WINDOW_MS: 'soon' }, /TIMESTAMP_WINDOW_MS/],
+      [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
+      [{ SQLITE_SYNCHRONOUS: 'MAYBE' }, /SQLITE_SYNCHRONOUS/],
+      [{ BODY_LIMIT: 'huge' }, /BODY_LIMIT/],
+    ];
+    for (const [env, re] of cases) {
+      let err: unknown;
+      try { loadConfig({ env }); } catch (e) { err = e; }
+      expect(err, JSON.stringify(env)).toBeInstanceOf(ConfigError);
+      expect((err as Error).message).toMatch(re);
+    }
+    expect(loadConfig({ env: {} }).port).toBe(8080);
+    expect(loadConfig({ env: {} }).host).toBe('127.0.0.1');
+  });
+
+  it('startServer rejects a bad option without starting', async () => {
+    const dataDir = freshDataDir();
+    try {
+      await expect(startServer({ port: 99999, dataDir } as any)).rejects.toThrow(/port/i);
+      await expect(startServer({ port: 0, dataDir, rootApiPublicKey: 'nope' } as any)).rejects.toThrow(/root/i);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('the CLI (node bin/kmas.js serve) exits non-zero with a one-line message naming PORT', async (ctx) => {
+    const cli = join(root, 'dist/src/cli.js');
+    if (!existsSync(cli)) {
+      const b = spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: root, encoding: 'utf8' });
+      if (!existsSync(cli)) ctx.skip(`dist/src/cli.js could not be built: ${(b.stdout + b.stderr).slice(0, 300)}`);
+    }
+    const dataDir = freshDataDir();
+    try {
+      const r = spawnSync(process.execPath, [join(root, 'bin/kmas.js'), 'serve'], { cwd: root, env: { ...process.env, PORT: 'not-a-port', DATA_DIR: dataDir }, encoding: 'utf8', timeout: 30_000 });
+      expect(r.status, r.stdout + r.stderr).not.toBe(0);
+      expect(r.stderr + r.stdout).toMatch(/PORT/);
+      expect(r.stderr + r.stdout).not.toMatch(/\n\s+at /); // no stack trace
+      const r2 = spawnSync(process.execPath, [join(root, 'bin/kmas.js'), 'serve', '--port', '65536'], { cwd: root, env: { ...process.env, DATA_DIR: dataDir }, encoding: 'utf8', timeout: 30_000 });
+      expect(r2.status).not.toBe(0);
+      expect(r2.stderr + r2.stdout).toMatch(/port/i);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('the CLI serves, logs one line naming the ids and files, and answers /healthz', async (ctx) => {
+    const cli = join(root, 'dist/src/cli.js');
+    if (!existsSync(cli)) ctx.skip('dist/src/cli.js not built');
+    const dataDir = freshDataDir();
+    const child = spawn(process.execPath, [join(root, 'bin/kmas.js'), 'serve'], { cwd: root, env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' } });
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { out += d; });
+    try {
+      const deadline = Date.now() + 20_000;
+      while (!existsSync(join(dataDir, 'bootstrap.json')) || !/https?:\/\/[\d.]+:\d+/.test(out)) {
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`CLI did not start: ${out.slice(0, 500)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await new Promise((r) => setTimeout(r, 200));
+      const b = JSON.parse(readFileSync(join(dataDir, 'bootstrap.json'), 'utf8'));
+      const line = out.split('\n').find((l) => l.includes(b.organizationId));
+      expect(line, `a log line naming the organization id: ${out.slice(0, 800)}`).toBeDefined();
+      for (const v of [b.userId, b.apiKeyId]) expect(line).toContain(v);
+      expect(line).toMatch(/bootstrap\.json/);
+      expect(line).toMatch(/root-api-key\.json/);
+      const key = JSON.parse(readFileSync(join(dataDir, 'root-api-key.json'), 'utf8'));
+      expect(out, 'the private key never appears in the log').not.toContain(key.privateKey);
+      const url = /(https?:\/\/[\d.]+:\d+)/.exec(out)![1];
+      expect((await fetch(url + '/healthz')).status).toBe(200);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
