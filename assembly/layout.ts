@@ -11,7 +11,6 @@ export const OUT: usize = memory.data(<i32>IO_SIZE, 16);
 // single-operation input slots (byte offsets into IN)
 export const IN_DIGEST: usize = 0; //  32: message digest
 export const IN_KEY: usize = 32; //    32: private key
-export const IN_RAND: usize = 64; //   32: host randomness (scalar-inversion blinding)
 export const IN_TWEAK: usize = 96; //  32: BIP32 tweak
 export const IN_SIG: usize = 128; //   64: r ‖ s
 export const IN_PUB: usize = 256; //   33 or 65: SEC1 public key
@@ -27,7 +26,6 @@ export const OUT_SECRET: usize = 256; // 32: ECDH x-coordinate or tweaked privat
 export const BATCH_MAX: u32 = 256;
 export const IN_B_DIGESTS: usize = 0; //      32 * N
 export const IN_B_KEYS: usize = 8192; //      32 * N (or 32 with one key for all)
-export const IN_B_RAND: usize = 16384; //     32
 export const OUT_B_SIGS: usize = 0; //        64 * N
 export const OUT_B_RECS: usize = 16384; //    N
 
@@ -56,7 +54,6 @@ export const E_ARGUMENT: u32 = 10;
 
 // secret scratch sub-blocks (offsets into SECRET), one per module so nested calls never collide
 export const S_FIELD: usize = SECRET + 0; //     1024
-export const S_SCALAR: usize = SECRET + 1024; // 1024
 export const S_POINT: usize = SECRET + 2048; //  1536
 export const S_MULT: usize = SECRET + 3584; //   1024
 export const S_ECDSA: usize = SECRET + 4608; //  2048

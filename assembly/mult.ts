@@ -1,7 +1,8 @@
 // Scalar multiplication.
-//   mulG_ct      k·G over the precomputed comb (64 windows x 15 affine multiples), constant time
+//   mulG_ct      k·G over the precomputed table (43 signed 6-bit windows x 32 affine multiples), constant time
 //   mul_ct       k·P for a public point P (ECDH, 4-bit fixed windows), constant time in k
-//   mulDouble_var  u1·G + u2·Q for verification/recovery (Strauss–Shamir with wNAF), variable time
+//   mulDouble_var  u1·G + u2·Q for verification/recovery (Strauss–Shamir with wNAF, GLV on secp256k1),
+//                variable time
 // Scalars are passed as 32 big-endian bytes and must be < n.
 import { G_COMB, G_WNAF, IS_K1 } from './curve';
 import { glvSplit_var, FP_BETA } from './glv';
@@ -204,12 +205,13 @@ function batchToAffine(outAff: usize, inJac: usize, count: usize): void {
 /** r += sign(d)·table[(|d| − 1)/2] (affine odd multiples), negated again if neg. Variable time. */
 // @ts-ignore: decorator
 @inline
-function addWnaf_var(r: usize, d: i32, table: usize, neg: bool): void {
+function addWnaf_var(r: usize, d: i32, table: usize, neg: bool): bool {
   let e = table + AFF * <usize>(((d < 0 ? -d : d) - 1) >> 1);
   if ((d < 0) != neg) {
     pt_negAffine(NEGA, e);
-    pt_madd_var(r, r, NEGA);
-  } else pt_madd_var(r, r, e);
+    e = NEGA;
+  }
+  return pt_madd_var(r, r, e) != 0;
 }
 
 let gLamReady = false;
@@ -256,29 +258,15 @@ export function mulDouble_var(r: usize, u1: usize, u2: usize, q: usize): void {
   let neg1 = (f1 & 1) != 0, neg3 = (f1 & 2) != 0, neg2 = (f2 & 1) != 0, neg4 = (f2 & 2) != 0;
   for (let i = top - 1; i >= 0; i--) {
     if (!inf) pt_dbl(r, r);
-    let any = false;
     let d = <i32>load<i8>(WNAF1 + <usize>i);
-    if (d != 0) {
-      addWnaf_var(r, d, G_WNAF, neg1);
-      any = true;
-    }
+    if (d != 0) inf = addWnaf_var(r, d, G_WNAF, neg1);
     d = <i32>load<i8>(WNAF2 + <usize>i);
-    if (d != 0) {
-      addWnaf_var(r, d, QAFF, neg2);
-      any = true;
-    }
+    if (d != 0) inf = addWnaf_var(r, d, QAFF, neg2);
     if (streams == 4) {
       d = <i32>load<i8>(WNAF3 + <usize>i);
-      if (d != 0) {
-        addWnaf_var(r, d, G_LAM, neg3);
-        any = true;
-      }
+      if (d != 0) inf = addWnaf_var(r, d, G_LAM, neg3);
       d = <i32>load<i8>(WNAF4 + <usize>i);
-      if (d != 0) {
-        addWnaf_var(r, d, QLAM, neg4);
-        any = true;
-      }
+      if (d != 0) inf = addWnaf_var(r, d, QLAM, neg4);
     }
-    if (any) inf = fe_isZero(r + 2 * FE) != 0;
   }
 }

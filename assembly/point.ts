@@ -83,6 +83,14 @@ export function pt_dbl(r: usize, p: usize): void {
 /** r = p + q with q affine (madd-2004-hmv, 8M + 3S). Not valid when p = ±q or p is infinity.
  *  r may alias p. */
 export function pt_madd(r: usize, p: usize, q: usize): void {
+  maddStart(p, q);
+  maddFinish(r, p);
+}
+
+/** t1 = H = X2·Z1² − X1, t2 = R = Y2·Z1³ − Y1 */
+// @ts-ignore: decorator
+@inline
+function maddStart(p: usize, q: usize): void {
   let X1 = p, Y1 = p + FE, Z1 = p + 2 * FE, X2 = q, Y2 = q + FE;
   fe_sqr(t1, Z1); //                 Z1²
   fe_mul(t2, t1, Z1); //             Z1³
@@ -90,6 +98,12 @@ export function pt_madd(r: usize, p: usize, q: usize): void {
   fe_mul(t2, t2, Y2); //             S2 = Y2·Z1³
   fe_sub(t1, t1, X1); //             H
   fe_sub(t2, t2, Y1); //             R
+}
+
+// @ts-ignore: decorator
+@inline
+function maddFinish(r: usize, p: usize): void {
+  let X1 = p, Y1 = p + FE, Z1 = p + 2 * FE;
   fe_mul(r + 2 * FE, Z1, t1); //     Z3 = Z1·H
   fe_sqr(t4, t1); //                 H²
   fe_mul(t3, t4, t1); //             H³
@@ -192,23 +206,24 @@ export function pt_isOnCurve(a: usize): u32 {
 
 // ---- variable time (public inputs only) ----
 
-/** r = p + q (q affine), handling every case. r may alias p. */
-export function pt_madd_var(r: usize, p: usize, q: usize): void {
+/** r = p + q (q affine, not infinity), handling every case. r may alias p.
+ *  Returns 1 if the result is infinity (p = −q), else 0. */
+export function pt_madd_var(r: usize, p: usize, q: usize): u32 {
   if (fe_isZero(p + 2 * FE)) {
     pt_fromAffine(r, q);
-    return;
+    return 0;
   }
-  // H = X2·Z1² − X1 and S2 − Y1 decide the exceptional cases
-  fe_sqr(u0, p + 2 * FE);
-  fe_mul(u1, q, u0);
-  if (fe_equal(u1, p)) {
-    fe_mul(u0, u0, p + 2 * FE);
-    fe_mul(u0, u0, q + FE);
-    if (fe_equal(u0, p + FE)) pt_dbl(r, p);
-    else pt_setInf(r);
-    return;
+  maddStart(p, q);
+  if (fe_isZero(t1)) {
+    if (fe_isZero(t2)) {
+      pt_dbl(r, p); //   p = q (no point of order 2 exists, so never infinity)
+      return 0;
+    }
+    pt_setInf(r);
+    return 1;
   }
-  pt_madd(r, p, q);
+  maddFinish(r, p);
+  return 0;
 }
 
 /** r = p + q (both Jacobian), handling every case. r may alias p or q. */

@@ -4,13 +4,10 @@
 // with sc_toMont / sc_fromMont around chains of products. Everything here is constant time.
 //
 // (The unrolled column code was generated mechanically from the schoolbook definition.)
-import { SC_N, SC_MU, SC_R2, SC_R3, SC_N30, SC_NINV30, SC_ONE, SC_EXP_INV, SC_HALF } from './curve';
+import { SC_N, SC_MU, SC_R2, SC_R3, SC_N30, SC_NINV30, SC_ONE, SC_HALF } from './curve';
 import { modinv } from './modinv';
-import { M, FE, limbsFromBytes, limbsToBytes, limbsLess, limbsCondSub, limbsIsZero, copy40 } from './limbs';
-import { S_SCALAR } from './layout';
+import { M, limbsFromBytes, limbsToBytes, limbsLess, limbsCondSub, limbsIsZero, copy40 } from './limbs';
 
-const POW_T: usize = S_SCALAR; // 16 elements
-const T1: usize = S_SCALAR + 640;
 const PLAIN_ONE: usize = memory.data<u32>([1, 0, 0, 0, 0, 0, 0, 0, 0, 0], 16);
 
 // @ts-ignore: decorator
@@ -147,25 +144,4 @@ export function sc_copy(r: usize, a: usize): void {
 export function sc_invMont(r: usize, a: usize): void {
   modinv(r, a, SC_N30, load<u32>(SC_NINV30));
   sc_mul(r, r, SC_R3); // (aR)⁻¹ · R³ · R⁻¹ = a⁻¹R
-}
-
-/** Fermat version of sc_invMont (reference; exponent n − 2 in fixed 4-bit windows). */
-export function sc_invMontFermat(r: usize, a: usize): void {
-  copy40(POW_T, SC_ONE);
-  copy40(POW_T + FE, a);
-  for (let i: usize = 2; i < 16; i++) sc_mul(POW_T + FE * i, POW_T + FE * (i - 1), a);
-  let e = SC_EXP_INV;
-  copy40(T1, SC_ONE);
-  for (let i: usize = 0; i < 32; i++) {
-    let byte = <usize>load<u8>(e + i);
-    for (let h = 0; h < 2; h++) {
-      let nib = h == 0 ? byte >> 4 : byte & 15;
-      sc_mul(T1, T1, T1);
-      sc_mul(T1, T1, T1);
-      sc_mul(T1, T1, T1);
-      sc_mul(T1, T1, T1);
-      if (nib != 0) sc_mul(T1, T1, POW_T + FE * nib);
-    }
-  }
-  copy40(r, T1);
 }

@@ -3,7 +3,7 @@
 // one process. Prints a markdown table and writes bench/results/core-<date>.json and core-latest.md.
 //
 //   npm run bench            (all benchmarks)      node --expose-gc dist/bench/run.js core
-//   BENCH_TIME=2000 npm run bench:core             (ms per task, default 1000)
+//   BENCH_TIME=1000 BENCH_ROUNDS=5 npm run bench:core   (ms per task per round, default 500 × 3)
 import { Bench } from 'tinybench';
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -37,6 +37,7 @@ export interface Row {
   rme: number; // relative margin of error, %
   samples: number;
   note?: string;
+  rounds?: number[]; // ops/s of each round (the row holds the median)
 }
 
 const SET = 256; // rotating inputs so nothing is a single cached value
@@ -65,7 +66,9 @@ function material(curve: 'secp256k1' | 'p256') {
   return { d, pubC, pubU, privateKey, publicKey, msgs, digests, keys };
 }
 
-function group(bench: Bench, name: string, impls: Record<string, () => unknown>, perCall = 1) {
+interface Collector { list: [string, () => unknown][]; add(name: string, fn: () => unknown): void }
+
+function group(bench: Collector, name: string, impls: Record<string, () => unknown>, perCall = 1) {
   for (const [impl, fn] of Object.entries(impls)) {
     bench.add(`${name}\u0000${impl}\u0000${perCall}`, fn);
   }
@@ -106,7 +109,7 @@ function fmt(x: number): string {
 }
 
 export function toMarkdown(rows: Row[]): string {
-  const lines = ['| operation | implementation | ops/s | ± % | kmas ÷ this |', '|---|---|--:|--:|--:|'];
+  const lines = ['| operation | implementation | ops/s (median) | spread % | kmas ÷ this |', '|---|---|--:|--:|--:|'];
   const groups = [...new Set(rows.map((r) => r.group))];
   for (const g of groups) {
     const gr = rows.filter((r) => r.group === g);
@@ -120,7 +123,8 @@ export function toMarkdown(rows: Row[]): string {
 }
 
 export async function run(): Promise<{ rows: Row[]; markdown: string; file: string }> {
-  const time = Number(process.env.BENCH_TIME ?? 1000);
+  const time = Number(process.env.BENCH_TIME ?? 500);
+  const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
   const native = loadNativeAddon();
   const k1 = material('secp256k1');
   const r1 = material('p256');
@@ -139,7 +143,7 @@ export async function run(): Promise<{ rows: Row[]; markdown: string; file: stri
   const batchKeys = k1.keys.slice(0, 100);
 
   const gc = (globalThis as { gc?: () => void }).gc;
-  const b1 = new Bench({ time, warmupTime: Math.min(250, time / 4), setup: () => gc?.() });
+  const b1: Collector = { list: [], add(name, fn) { this.list.push([name, fn]); } };
   group(b1, 'secp256k1 sign', {
     [KMAS]: () => core.secp256k1.sign(k1.digests[next()], k1.d),
     [NOBLE]: () => nobleK1.sign(k1.digests[next()], k1.d, { prehash: false }),
@@ -214,17 +218,30 @@ export async function run(): Promise<{ rows: Row[]; markdown: string; file: stri
     });
   }
 
-  const rows = await runBench(b1);
+  // several short rounds, median per task: drift in machine load hits every implementation alike
+  const perRound: Row[][] = [];
+  for (let round = 0; round < rounds; round++) {
+    const b = new Bench({ time, warmupTime: Math.min(250, time / 4), setup: () => gc?.() });
+    for (const [name, fn] of b1.list) b.add(name, fn);
+    perRound.push(await runBench(b));
+    console.error(`round ${round + 1}/${rounds} done`);
+  }
+  const rows = perRound[0].map((first, t) => {
+    const all = perRound.map((rs) => rs[t]).sort((a, b) => a.opsPerSec - b.opsPerSec);
+    const med = all[Math.floor(all.length / 2)];
+    const spread = rounds > 1 ? ((all[all.length - 1].opsPerSec - all[0].opsPerSec) / med.opsPerSec) * 100 : med.rme;
+    return { ...med, rme: spread, rounds: all.map((r) => Math.round(r.opsPerSec)) };
+  });
   const markdown = toMarkdown(rows);
   const cpu = os.cpus()[0]?.model ?? 'unknown cpu';
-  const header = `Core benchmark — ${new Date().toISOString()} — Node ${process.version}, ${os.cpus().length}× ${cpu}; ${time} ms per task.\n` +
+  const header = `Core benchmark — ${new Date().toISOString()} — Node ${process.version}, ${os.cpus().length}× ${cpu}; ${time} ms per task × ${rounds} rounds (median; spread = (max−min)/median across rounds).\n` +
     `Command: \`npm run bench\` (or \`node --expose-gc dist/bench/run.js core\`). Batch rows are per signature; peers do 100 single signs. ` +
     `node:crypto rows hash a 32-byte message with SHA-256 (it has no pre-hashed API) and use a random nonce.\n`;
   const outDir = join(packageRoot(), 'bench', 'results');
   mkdirSync(outDir, { recursive: true });
   const date = new Date().toISOString().slice(0, 10);
   const file = join(outDir, `core-${date}.json`);
-  writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), node: process.version, cpu, cpus: os.cpus().length, timeMsPerTask: time, native: 'secp256k1/bindings (N-API)', rows }, null, 2) + '\n');
+  writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), node: process.version, cpu, cpus: os.cpus().length, timeMsPerTask: time, rounds, native: 'secp256k1/bindings (N-API)', rows }, null, 2) + '\n');
   writeFileSync(join(outDir, 'core-latest.md'), header + '\n' + markdown + '\n');
   console.log(header);
   console.log(markdown);

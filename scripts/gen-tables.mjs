@@ -90,11 +90,6 @@ function limbs30(x) {
   out.push(0);
   return out;
 }
-function bytesBE(x) {
-  const out = [];
-  for (let i = 31; i >= 0; i--) out.push(Number((x >> BigInt(8 * i)) & 0xffn));
-  return out;
-}
 
 function makeCurve(c) {
   const { p, n } = c;
@@ -173,8 +168,6 @@ function makeCurve(c) {
     FP_ONE: limbs(toF(1n)),
     FP_B: limbs(toF(c.b)),
     FP_R2: limbs(c.mont ? mod(R * R, p) : 1n),
-    FP_EXP_INV: bytesBE(p - 2n),
-    FP_EXP_SQRT: bytesBE((p + 1n) / 4n),
     FP_R3: limbs(c.mont ? mod(R * R * R, p) : 1n),
     FP_P30: limbs30(p),
     FP_PINV30: [Number(invPow2(p, 30n)), 0, 0, 0],
@@ -185,7 +178,6 @@ function makeCurve(c) {
     SC_MU: [Number(mu), 0, 0, 0],
     SC_R2: limbs(mod(R * R, n)),
     SC_ONE: limbs(mod(R, n)),
-    SC_EXP_INV: bytesBE(n - 2n),
     SC_HALF: limbs(n >> 1n),
     G_COMB: comb,
     G_WNAF: wnaf,
@@ -207,10 +199,9 @@ for (const [name, c] of Object.entries(CURVES)) {
     '',
   ];
   for (const [k, v] of Object.entries(t)) {
-    const ty = k.includes('EXP') ? 'u8' : 'u32';
     const chunks = [];
     for (let i = 0; i < v.length; i += 20) chunks.push('  ' + v.slice(i, i + 20).join(', ') + ',');
-    lines.push(`export const ${k}: usize = memory.data<${ty}>([\n${chunks.join('\n')}\n], 16);`);
+    lines.push(`export const ${k}: usize = memory.data<u32>([\n${chunks.join('\n')}\n], 16);`);
   }
   writeFileSync(join(outDir, `${name}.ts`), lines.join('\n') + '\n');
   console.log(`wrote assembly/tables/${name}.ts`);

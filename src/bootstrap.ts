@@ -35,8 +35,14 @@ export function ensureBootstrap(store: Store, config: Config, log: Logger): { in
   const keyFile = path.join(config.dataDir, ROOT_KEY_FILE);
 
   if (store.organizations.count() > 0) {
-    const info = readBootstrapFile(bootstrapFile);
-    if (!info) throw new Error(`${bootstrapFile} is missing or unreadable although the database is initialised`);
+    let info = readBootstrapFile(bootstrapFile);
+    if (!info) {
+      // A crash between the first commit and writing bootstrap.json: rebuild it from the database.
+      info = bootstrapFromStore(store);
+      if (!info) throw new Error(`${bootstrapFile} is missing and the database holds no root organization with a root API key`);
+      writeFileAtomic(bootstrapFile, JSON.stringify(info, null, 2) + '\n', 0o644);
+      log.warn('bootstrap.json was missing and has been rebuilt from the database', { bootstrapFile });
+    }
     if (config.rootApiPublicKey && config.rootApiPublicKey !== info.apiPublicKey) {
       log.warn('ROOT_API_PUBLIC_KEY differs from the registered root key and is ignored (it applies on first start only)');
     }
@@ -77,6 +83,19 @@ export function ensureBootstrap(store: Store, config: Config, log: Logger): { in
     ...(rootApiKey ? { rootApiKeyFile: keyFile } : { rootApiKeyFrom: 'ROOT_API_PUBLIC_KEY' }),
   });
   return { info, rootApiKey };
+}
+
+function bootstrapFromStore(store: Store): BootstrapInfo | undefined {
+  const root = store.organizations.roots()[0];
+  if (!root) return undefined;
+  for (const userId of store.users.rootUserIds(root.id)) {
+    const user = store.users.get(root.id, userId);
+    const key = store.apiKeys.listByUser(root.id, userId)[0];
+    if (user && key) {
+      return { organizationId: root.id, organizationName: root.name, userId, apiKeyId: key.id, apiPublicKey: key.publicKey };
+    }
+  }
+  return undefined;
 }
 
 function readBootstrapFile(file: string): BootstrapInfo | undefined {

@@ -3,6 +3,7 @@
  * Bad values stop start-up with a one-line message (ConfigError, exit code 2 in the CLI).
  */
 import path from 'node:path';
+import { p256 } from '@noble/curves/nist.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 export type SqliteSynchronous = 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA';
@@ -23,6 +24,8 @@ export interface Config {
   bodyLimit: number;
   sqliteSynchronous: SqliteSynchronous;
   corsOrigin: string;
+  /** Master key for keys at rest (64 hex or base64 of 32 bytes); unset → DATA_DIR/master.key (created 0600). */
+  masterKey?: string;
 }
 
 export class ConfigError extends Error {
@@ -64,9 +67,17 @@ const size = (raw: string, name: string): number => {
 };
 const compressedP256 = (raw: string, name: string): string => {
   const v = raw.trim().toLowerCase();
-  if (!/^0[23][0-9a-f]{64}$/.test(v)) {
-    throw new ConfigError(`${name} must be a compressed P-256 public key (66 hex characters starting 02 or 03)`);
-  }
+  const bad = () => new ConfigError(`${name} must be a compressed P-256 public key (66 hex characters starting 02 or 03, a point on the curve)`);
+  if (!/^0[23][0-9a-f]{64}$/.test(v)) throw bad();
+  try { p256.Point.fromHex(v); } catch { throw bad(); }
+  return v;
+};
+
+const masterKeyText = (raw: string, name: string): string => {
+  const v = raw.trim();
+  const hex = /^(0x)?[0-9a-fA-F]{64}$/.test(v);
+  const b64 = /^[A-Za-z0-9+/_-]{43}=?$/.test(v);
+  if (!hex && !b64) throw new ConfigError(`${name} must be 32 bytes as 64 hex characters or base64 (the value is not shown)`);
   return v;
 };
 
@@ -83,6 +94,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'bodyLimit', env: 'BODY_LIMIT', flag: '--body-limit', def: '1048576', doc: 'Largest accepted request body (bytes, or 512kb / 1mb)', parse: size },
   { key: 'sqliteSynchronous', env: 'SQLITE_SYNCHRONOUS', flag: '--sqlite-synchronous', def: 'FULL', doc: 'SQLite PRAGMA synchronous: FULL (durable at commit), NORMAL, OFF, EXTRA', parse: oneOf(['OFF', 'NORMAL', 'FULL', 'EXTRA'] as const, true) },
   { key: 'corsOrigin', env: 'CORS_ORIGIN', flag: '--cors-origin', def: '*', doc: 'Access-Control-Allow-Origin value for browser clients', parse: nonEmpty },
+  { key: 'masterKey', env: 'KMAS_MASTER_KEY', flag: '--master-key', def: undefined, doc: 'Master key encrypting private keys and mnemonics at rest (64 hex chars or base64 of 32 bytes; prefer the env variable); unset: DATA_DIR/master.key, created on first start with mode 0600', parse: masterKeyText },
 ];
 
 /** Reads settings from (in rising priority) defaults, env, CLI flags, then explicit overrides. */

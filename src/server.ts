@@ -7,8 +7,9 @@ import { loadConfig, type Config } from './config.js';
 import { createLogger } from './log.js';
 import { openSqliteStore } from './storage/sqlite.js';
 import { defaultRegistry } from './activities/registry.js';
-import { createApp } from './http/app.js';
+import { answerClientErrors, createApp } from './http/app.js';
 import { ensureBootstrap, type BootstrapInfo } from './bootstrap.js';
+import { initKeys } from './domain/keys.js';
 import { VERIFIER_BACKENDS } from './http/stamp.js';
 import type { ApiKeyPair } from './domain/keypair.js';
 
@@ -42,12 +43,14 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   let boot: ReturnType<typeof ensureBootstrap>;
   try {
     boot = ensureBootstrap(store, config, log);
+    boot.info.signerPublicKey = initKeys(store, config.dataDir, config.masterKey, log).signerPublicKey;
   } catch (e) {
     store.close();
     throw e;
   }
   const app = createApp({ store, registry: defaultRegistry(), config, log });
   const server = http.createServer(app);
+  answerClientErrors(server, config.corsOrigin);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -9,16 +9,19 @@ import {
   updatePrivateKeyTag, updateUserTag,
 } from './handlers/tags.js';
 import { removeOrganizationFeature, setOrganizationFeature } from './handlers/features.js';
+import { KEY_QUERIES, KEY_SUBMITS } from './handlers/keyOperations.js';
 
 const QUERIES: QueryOperation<any>[] = [
   getActivity, listActivities, whoami, getOrganization, getOrganizationConfigs,
   listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags,
+  ...KEY_QUERIES,
 ];
 const SUBMITS: SubmitOperation<any, any>[] = [
   createUsers, deleteUsers, updateUser, updateUserName, updateUserEmail, updateUserPhoneNumber,
   createApiKeys, deleteApiKeys,
   createUserTag, updateUserTag, deleteUserTags, createPrivateKeyTag, updatePrivateKeyTag, deletePrivateKeyTags,
   setOrganizationFeature, removeOrganizationFeature,
+  ...KEY_SUBMITS,
 ];
 
 export class Registry {

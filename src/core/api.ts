@@ -55,7 +55,6 @@ export interface Core {
 // ---- ABI constants (mirror assembly/layout.ts) ----
 const IN_DIGEST = 0;
 const IN_KEY = 32;
-const IN_RAND = 64;
 const IN_TWEAK = 96;
 const IN_SIG = 128;
 const IN_PUB = 256;
@@ -67,7 +66,6 @@ const OUT_PUB = 128;
 const OUT_SECRET = 256;
 const IN_B_DIGESTS = 0;
 const IN_B_KEYS = 8192;
-const IN_B_RAND = 16384;
 const OUT_B_SIGS = 0;
 const OUT_B_RECS = 16384;
 
@@ -124,12 +122,6 @@ interface Exports {
 }
 
 const isBytes = (x: unknown): x is Uint8Array => x instanceof Uint8Array;
-
-function randomInto(view: Uint8Array): void {
-  const c = (globalThis as { crypto?: { getRandomValues?: (a: Uint8Array) => Uint8Array } }).crypto;
-  if (c?.getRandomValues) c.getRandomValues(view);
-  else view.fill(0); // no CSPRNG: the core falls back to constant-time Fermat inversion
-}
 
 /**
  * Strict DER (X.690 DER subset used by ECDSA): SEQUENCE { INTEGER r, INTEGER s }, short-form
@@ -209,7 +201,6 @@ export function createCore(instance: WebAssembly.Instance): Core {
         }
         put(IN_DIGEST, digest);
         put(IN_KEY, privateKey);
-        randomInto(mem().subarray(inPtr + IN_RAND, inPtr + IN_RAND + 32));
         check(x.sign(id, lowS ? 1 : 0, extraLen));
         return { signature: get(OUT_SIG, 64), recovery: mem()[outPtr + OUT_REC]! };
       },
@@ -233,7 +224,6 @@ export function createCore(instance: WebAssembly.Instance): Core {
             if (!oneKey) m.set(keys[start + i]!, inPtr + IN_B_KEYS + 32 * i);
           }
           if (oneKey) m.set(privateKeys as Uint8Array, inPtr + IN_B_KEYS);
-          randomInto(m.subarray(inPtr + IN_B_RAND, inPtr + IN_B_RAND + 32));
           const st = x.signBatch(id, count, oneKey ? 1 : 0);
           if (st !== 0) check(st, `item ${start + x.batchErrorIndex()}`);
           const sigs = get(OUT_B_SIGS, 64 * count);

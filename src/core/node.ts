@@ -8,10 +8,18 @@ import { createCore, type Core } from './api.js';
 
 export * from './api.js';
 
+function isPackageRoot(dir: string): boolean {
+  try {
+    return (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string }).name === 'kmas';
+  } catch {
+    return false;
+  }
+}
+
 function packageRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
-    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'assembly'))) return dir;
+    if (existsSync(join(dir, 'package.json')) && isPackageRoot(dir)) return dir;
     const up = dirname(dir);
     if (up === dir) throw new Error('kmas: package root (with build/kmas.wasm) not found');
     dir = up;

@@ -54,9 +54,8 @@ function aad(ctx: AtRestContext): Uint8Array {
 /** Encrypt secret bytes for storage. */
 export function sealSecret(masterKey: Uint8Array, plaintext: Uint8Array, ctx: AtRestContext): Uint8Array {
   const key = subKey(masterKey);
-  const nonce = new Uint8Array(randomBytes(NONCE));
   try {
-    return concatBytes(new Uint8Array([AT_REST_VERSION]), nonce, aes256GcmSeal(key, nonce, plaintext, aad(ctx)));
+    return sealWithAtRestKey(key, plaintext, ctx);
   } finally {
     wipe(key);
   }
@@ -64,15 +63,39 @@ export function sealSecret(masterKey: Uint8Array, plaintext: Uint8Array, ctx: At
 
 /** Decrypt a sealed value; INVALID_CIPHERTEXT for an unknown format, DECRYPTION_FAILED for wrong key/record/tampering. */
 export function openSecret(masterKey: Uint8Array, sealed: Uint8Array, ctx: AtRestContext): Uint8Array {
-  if (!(sealed instanceof Uint8Array) || sealed.length < 1 + NONCE + TAG)
-    throw new CryptoError('INVALID_CIPHERTEXT', 'sealed value too short');
-  if (sealed[0] !== AT_REST_VERSION) throw new CryptoError('INVALID_CIPHERTEXT', 'unknown at-rest format version');
+  checkSealed(sealed);
   const key = subKey(masterKey);
   try {
-    return aes256GcmOpen(key, sealed.subarray(1, 1 + NONCE), sealed.subarray(1 + NONCE), aad(ctx));
+    return openWithAtRestKey(key, sealed, ctx);
   } finally {
     wipe(key);
   }
+}
+
+/**
+ * The AES-256-GCM key derived from the master key (HKDF, info "kmas/at-rest/v1"). A long-lived
+ * holder of the master key (the Vault) derives it once instead of on every seal / open.
+ */
+export function deriveAtRestKey(masterKey: Uint8Array): Uint8Array {
+  return subKey(masterKey);
+}
+
+function checkSealed(sealed: Uint8Array): void {
+  if (!(sealed instanceof Uint8Array) || sealed.length < 1 + NONCE + TAG)
+    throw new CryptoError('INVALID_CIPHERTEXT', 'sealed value too short');
+  if (sealed[0] !== AT_REST_VERSION) throw new CryptoError('INVALID_CIPHERTEXT', 'unknown at-rest format version');
+}
+
+/** sealSecret with a key from deriveAtRestKey (same format). */
+export function sealWithAtRestKey(atRestKey: Uint8Array, plaintext: Uint8Array, ctx: AtRestContext): Uint8Array {
+  const nonce = new Uint8Array(randomBytes(NONCE));
+  return concatBytes(new Uint8Array([AT_REST_VERSION]), nonce, aes256GcmSeal(atRestKey, nonce, plaintext, aad(ctx)));
+}
+
+/** openSecret with a key from deriveAtRestKey. */
+export function openWithAtRestKey(atRestKey: Uint8Array, sealed: Uint8Array, ctx: AtRestContext): Uint8Array {
+  checkSealed(sealed);
+  return aes256GcmOpen(atRestKey, sealed.subarray(1, 1 + NONCE), sealed.subarray(1 + NONCE), aad(ctx));
 }
 
 /** Seal a string (e.g. a mnemonic); returns base64 text for a TEXT column. */

@@ -9,4 +9,5 @@ export * from './atrest.js';
 export * from './ethereum.js';
 export * from './payload.js';
 export * from './wallets.js';
+export * from './vault.js';
 export { bytesToHex, hexToBytes, wipe } from './bytes.js';

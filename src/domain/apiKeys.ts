@@ -5,7 +5,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { alreadyExists, failedPrecondition, notFound } from '../errors.js';
 import type { ApiKeyCurve, ApiKeyRow, Store } from '../storage/types.js';
 import { API_KEY_CURVES } from './enums.js';
-import { MAX_NAME, type Obj, type Validator } from '../activities/validate.js';
+import { MAX_NAME, type Validator } from '../activities/validate.js';
 
 export interface ApiKeyParams {
   apiKeyName: string;
@@ -65,11 +65,6 @@ export function readApiKeyParams(v: Validator, list: unknown[] | undefined, fiel
     out.push({ apiKeyName, publicKey, curveType, ...(expirationSeconds !== undefined ? { expirationSeconds } : {}) });
   });
   return out;
-}
-
-/** The intent's echo of an API key parameter list. */
-export function apiKeyParamsIntent(keys: ApiKeyParams[]): Obj[] {
-  return keys.map((k) => ({ ...k }));
 }
 
 /** Registers keys for a user; a public key may appear only once per organization. */

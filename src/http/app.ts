@@ -105,6 +105,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   // Known paths with another method → 405; anything else → 404.
   app.all('/public/v1/:kind/:op', (req: Request, res: Response) => {
+    if (req.params.kind !== 'query' && req.params.kind !== 'submit') throw notFound(`unknown path ${req.path}`, 'NOT_FOUND');
     res.setHeader('Allow', 'POST, OPTIONS');
     throw new ApiError(Grpc.INVALID_ARGUMENT, `method ${req.method} is not allowed; use POST`,
       { httpStatus: 405, turnkeyErrorCode: 'METHOD_NOT_ALLOWED' });
@@ -163,6 +164,8 @@ function requireOrganizationId(body: Obj): string {
 
 function sendJson(res: Response, status: number, obj: unknown): void {
   res.status(status).setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
   res.end(JSON.stringify(obj));
 }
 
@@ -195,4 +198,24 @@ function isBodyParserError(err: unknown): err is BodyParserError {
   if (typeof err !== 'object' || err === null) return false;
   const status = (err as BodyParserError).status;
   return typeof status === 'number' && status >= 400 && status < 500;
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Express sees them (oversized headers, malformed
+ * request lines) still get the JSON error format instead of Node's empty default reply.
+ */
+export function answerClientErrors(server: import('node:http').Server, corsOrigin: string): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: import('node:stream').Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) { socket.destroy(); return; }
+    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+    const e = tooLarge
+      ? new ApiError(Grpc.RESOURCE_EXHAUSTED, 'request headers are larger than the server accepts', { httpStatus: 431, turnkeyErrorCode: 'REQUEST_TOO_LARGE' })
+      : invalidArgument('malformed HTTP request');
+    const body = JSON.stringify(e.toStatus());
+    socket.end(
+      `HTTP/1.1 ${e.httpStatus} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n`
+      + `Content-Type: application/json; charset=utf-8\r\nAccess-Control-Allow-Origin: ${corsOrigin}\r\n`
+      + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
 }

@@ -1,7 +1,8 @@
 /**
  * X-Stamp parsing and signature verification over the exact raw body bytes.
- * One verifier per scheme. Measured per verify (Node 20, one core): P-256 node:crypto ≈ 137 µs vs
- * wasm core ≈ 224 µs; secp256k1 node:crypto ≈ 646 µs vs wasm core ≈ 263 µs. So P-256 and Ed25519
+ * One verifier per scheme. Measured per verify (Node 20, several runs on a shared machine): P-256
+ * node:crypto 110–165 µs vs wasm core 225–390 µs; secp256k1 node:crypto 645–775 µs vs wasm core
+ * 265–285 µs (docs/server.md). So P-256 and Ed25519
  * use node:crypto (KeyObjects cached per public key) and secp256k1 uses the wasm core, falling
  * back to node:crypto / @noble/curves when build/kmas.wasm cannot be loaded.
  */

@@ -2,6 +2,8 @@
  * Versioned schema migrations. Append new entries; never edit an applied one.
  * Applied versions are recorded in schema_migrations.
  */
+import { KEYS_MIGRATION_SQL } from './keys.js';
+
 export interface Migration { version: number; name: string; sql: string }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -84,5 +86,11 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       CREATE INDEX activities_org ON activities(organization_id, seq);
     `,
+  },
+  {
+    // issue 4 (keys helper): private keys, wallets, wallet accounts, import targets, server secrets
+    version: 10,
+    name: 'private keys, wallets, wallet accounts, import targets, server secrets (sealed)',
+    sql: KEYS_MIGRATION_SQL,
   },
 ];

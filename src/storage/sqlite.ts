@@ -4,6 +4,7 @@ import type {
   ActivityListQuery, ActivityRow, ApiKeyRow, FeatureRow, OrganizationRow, Store, TagRow, TagType, UserRow,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
+import { sqliteKeyStore } from './keys.js';
 import type { SqliteSynchronous } from '../config.js';
 
 type Row = Record<string, unknown>;
@@ -40,6 +41,7 @@ export function openSqliteStore(file: string, opts: { synchronous?: SqliteSynchr
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
   migrate(db);
+  const keys = sqliteKeyStore(db);
 
   const q = <T = Row>(sql: string) => db.prepare<unknown[], T>(sql);
 
@@ -47,6 +49,7 @@ export function openSqliteStore(file: string, opts: { synchronous?: SqliteSynchr
     orgGet: q('SELECT * FROM organizations WHERE id = ?'),
     orgInsert: q('INSERT INTO organizations (id, name, parent_id, root_quorum_threshold, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?)'),
     orgChildren: q('SELECT * FROM organizations WHERE parent_id = ? ORDER BY created_ms, id'),
+    orgRoots: q('SELECT * FROM organizations WHERE parent_id IS NULL ORDER BY created_ms, id'),
     orgTouch: q('UPDATE organizations SET updated_ms = ? WHERE id = ?'),
     orgCount: q<{ n: number }>('SELECT COUNT(*) AS n FROM organizations'),
 
@@ -101,6 +104,7 @@ export function openSqliteStore(file: string, opts: { synchronous?: SqliteSynchr
       get: (id) => { const r = s.orgGet.get(id); return r ? orgFrom(r) : undefined; },
       insert: (o) => { s.orgInsert.run(o.id, o.name, o.parentId, o.rootQuorumThreshold, o.createdMs, o.updatedMs); },
       childrenOf: (id) => s.orgChildren.all(id).map(orgFrom),
+      roots: () => s.orgRoots.all().map(orgFrom),
       touch: (id, ms) => { s.orgTouch.run(ms, id); },
       count: () => s.orgCount.get()!.n,
     },
@@ -137,8 +141,9 @@ export function openSqliteStore(file: string, opts: { synchronous?: SqliteSynchr
       detachAll: (member) => { s.tagDetachAll.run(member); },
     },
     privateKeys: {
-      exists: () => false,
+      exists: (org, id) => keys.privateKeys.get(org, id) !== undefined,
     },
+    keys,
     features: {
       list: (org) => s.featList.all(org).map((r) => ({ name: r.name, value: r.value })),
       set: (org, name, value) => { s.featSet.run(org, name, value); },

@@ -2,6 +2,7 @@
  * Repository interfaces. Handlers and domain code see only these; the SQLite implementation
  * lives in sqlite.ts (a postgres one can follow). Times are milliseconds since the epoch.
  */
+import type { KeyStore } from './keys.js';
 
 export type ApiKeyCurve = 'API_KEY_CURVE_P256' | 'API_KEY_CURVE_SECP256K1' | 'API_KEY_CURVE_ED25519';
 export type TagType = 'TAG_TYPE_USER' | 'TAG_TYPE_PRIVATE_KEY';
@@ -88,6 +89,8 @@ export interface Store {
     get(id: string): OrganizationRow | undefined;
     insert(row: OrganizationRow): void;
     childrenOf(id: string): OrganizationRow[];
+    /** Organizations without a parent, oldest first. */
+    roots(): OrganizationRow[];
     touch(id: string, ms: number): void;
     count(): number;
   };
@@ -127,6 +130,8 @@ export interface Store {
     /** Whether a private key with this id exists in the organization (keys arrive in a later issue). */
     exists(organizationId: string, id: string): boolean;
   };
+  /** Private keys, wallets, wallet accounts, import targets (src/storage/keys.ts; sealed secrets only). */
+  keys: KeyStore;
   features: {
     list(organizationId: string): FeatureRow[];
     set(organizationId: string, name: string, value: string): void;

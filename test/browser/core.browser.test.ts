@@ -43,11 +43,14 @@ function serve(): Promise<{ server: Server; url: string }> {
     '/': { type: 'text/html; charset=utf-8', body: () => PAGE },
     '/favicon.ico': { type: 'image/x-icon', body: () => '' },
     '/kmas.wasm': { type: 'application/wasm', body: () => readFileSync(WASM) },
-    '/core/browser.js': { type: 'text/javascript; charset=utf-8', body: () => transpile('src/core/browser.ts') },
-    '/core/api.js': { type: 'text/javascript; charset=utf-8', body: () => transpile('src/core/api.ts') },
   };
   const server = createServer((req, res) => {
-    const f = files[(req.url ?? '/').split('?')[0]];
+    const path = (req.url ?? '/').split('?')[0];
+    // /core/<name>.js → src/core/<name>.ts, transpiled on request (whatever browser.ts imports)
+    const m = /^\/core\/([A-Za-z0-9_-]+)\.js$/.exec(path);
+    const f = m && existsSync(join(ROOT, 'src', 'core', m[1] + '.ts'))
+      ? { type: 'text/javascript; charset=utf-8', body: () => transpile(`src/core/${m[1]}.ts`) }
+      : files[path];
     if (!f) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: ' + req.url);
       return;

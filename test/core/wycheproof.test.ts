@@ -175,3 +175,47 @@ describe('Wycheproof ECDH secp256r1 (SEC1 points)', () => {
     }
   });
 });
+
+describe('Wycheproof ECDH secp256r1 (SubjectPublicKeyInfo)', () => {
+  // A strict host-side reader accepts only the named-curve P-256 SPKI forms and hands the SEC1 point
+  // to the core; every other encoding (explicit parameters, wrong curve, bad ASN.1) is refused.
+  const PREFIX_U = '3059301306072a8648ce3d020106082a8648ce3d030107034200';
+  const PREFIX_C = '3039301306072a8648ce3d020106082a8648ce3d030107032200';
+  function pointFromSpki(h: string): Uint8Array | null {
+    if (h.startsWith(PREFIX_U) && h.length === PREFIX_U.length + 130) return unhex(h.slice(PREFIX_U.length));
+    if (h.startsWith(PREFIX_C) && h.length === PREFIX_C.length + 66) return unhex(h.slice(PREFIX_C.length));
+    return null;
+  }
+
+  it('ecdh_secp256r1_test.json: valid cases give the shared x, invalid points are refused', () => {
+    const f = loadVector<{ numberOfTests: number; testGroups: { curve: string; tests: EcdhTest[] }[] }>('wycheproof/ecdh_secp256r1_test.json');
+    const failures: string[] = [];
+    let total = 0, viaCore = 0, refusedByReader = 0;
+    for (const g of f.testGroups) {
+      expect(g.curve).toBe('secp256r1');
+      for (const t of g.tests) {
+        total++;
+        const pt = pointFromSpki(t.public);
+        if (!pt) {
+          refusedByReader++;
+          if (t.result === 'valid') failures.push(`tcId ${t.tcId}: valid case not in named-curve form`);
+          continue;
+        }
+        viaCore++;
+        let got: string;
+        try {
+          got = hex(core.p256.ecdh(privateTo32(t.private), pt));
+        } catch (e: any) {
+          got = 'error:' + (e?.code ?? String(e));
+        }
+        if (t.result === 'valid' && got !== t.shared) failures.push(`tcId ${t.tcId} (${t.comment}): expected ${t.shared}, got ${got}`);
+        if (t.result === 'invalid' && got !== 'error:INVALID_PUBLIC_KEY') failures.push(`tcId ${t.tcId} (${t.comment}) [${t.flags}]: expected INVALID_PUBLIC_KEY, got ${got}`);
+        if (t.result === 'acceptable' && got !== t.shared && got !== 'error:INVALID_PUBLIC_KEY') failures.push(`tcId ${t.tcId} acceptable: got ${got}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(total).toBe(f.numberOfTests);
+    expect(viaCore).toBeGreaterThan(350);
+    expect(refusedByReader).toBeGreaterThan(0);
+  });
+});

@@ -43,7 +43,7 @@ describe('activity server basics', () => {
 
   it('bootstraps files: bootstrap.json and a 0600 root-api-key.json', () => {
     const boot = JSON.parse(readFileSync(join(dir, 'bootstrap.json'), 'utf8'));
-    expect(boot).toEqual({
+    expect(boot).toMatchObject({
       organizationId: org, organizationName: srv.bootstrap.organizationName, userId: srv.bootstrap.userId,
       apiKeyId: srv.bootstrap.apiKeyId, apiPublicKey: root.publicKey,
     });
@@ -187,6 +187,78 @@ describe('sub-organization credentials (rows written through the storage layer)'
         await expect(sdkFor(srv.url, root, sub.org).createUserTag({ userTagName: 't', userIds: [] })).rejects.toThrow(/Turnkey error 7/);
       } finally {
         await srv.stop();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('configuration', () => {
+  it('reads defaults, then environment, then flags, then explicit options', async () => {
+    const { loadConfig } = await import('../../src/config.js');
+    const d = loadConfig();
+    expect(d).toMatchObject({ host: '127.0.0.1', port: 8080, timestampWindowMs: 300000, bodyLimit: 1048576, sqliteSynchronous: 'FULL', logLevel: 'info' });
+    const c = loadConfig({ env: { PORT: '9000', LOG_LEVEL: 'WARN', BODY_LIMIT: '2mb' }, argv: ['--port', '9001', '--sqlite-synchronous=normal'] });
+    expect(c).toMatchObject({ port: 9001, logLevel: 'warn', bodyLimit: 2 * 1024 * 1024, sqliteSynchronous: 'NORMAL' });
+    expect(loadConfig({ env: { PORT: '9000' }, overrides: { port: 0 } }).port).toBe(0);
+  });
+
+  it('refuses bad values with a one-line ConfigError naming the setting', async () => {
+    const { loadConfig, ConfigError } = await import('../../src/config.js');
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ PORT: '70000' }, /PORT/],
+      [{ PORT: '80a' }, /PORT/],
+      [{ TIMESTAMP_WINDOW_MS: '-1' }, /TIMESTAMP_WINDOW_MS/],
+      [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
+      [{ SQLITE_SYNCHRONOUS: 'sometimes' }, /SQLITE_SYNCHRONOUS/],
+      [{ BODY_LIMIT: '1tb' }, /BODY_LIMIT/],
+      [{ ROOT_API_PUBLIC_KEY: '02' + 'ff'.repeat(32) }, /ROOT_API_PUBLIC_KEY/], // x ≥ p: not on the curve
+      [{ ROOT_API_PUBLIC_KEY: '04abcd' }, /ROOT_API_PUBLIC_KEY/],
+    ];
+    for (const [env, re] of cases) {
+      let err: unknown;
+      try { loadConfig({ env }); } catch (e) { err = e; }
+      expect(err, JSON.stringify(env)).toBeInstanceOf(ConfigError);
+      expect((err as Error).message).toMatch(re);
+      expect((err as Error).message).not.toContain('\n');
+    }
+    expect(() => loadConfig({ argv: ['--nope', '1'] })).toThrow(ConfigError);
+  });
+
+  it('registers ROOT_API_PUBLIC_KEY on first start and writes no private key file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kmas-rootkey-'));
+    const key = newKey();
+    const srv = await startServer({ dataDir: dir, port: 0, logLevel: 'silent', rootApiPublicKey: key.publicKey });
+    try {
+      expect(srv.rootApiKey).toBeUndefined();
+      expect(srv.bootstrap.apiPublicKey).toBe(key.publicKey);
+      expect(() => statSync(join(dir, 'root-api-key.json'))).toThrow();
+      const who = await sdkFor(srv.url, key, srv.bootstrap.organizationId).getWhoami({});
+      expect(who.userId).toBe(srv.bootstrap.userId);
+    } finally {
+      await srv.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('restart', () => {
+  it('keeps the organization and rebuilds a lost bootstrap.json from the database', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kmas-restart-'));
+    try {
+      const a = await startServer({ dataDir: dir, port: 0, logLevel: 'silent' });
+      await a.stop();
+      rmSync(join(dir, 'bootstrap.json'));
+      const b = await startServer({ dataDir: dir, port: 0, logLevel: 'silent' });
+      try {
+        expect(b.bootstrap).toEqual(a.bootstrap);
+        expect(JSON.parse(readFileSync(join(dir, 'bootstrap.json'), 'utf8'))).toEqual(a.bootstrap);
+        expect(b.rootApiKey).toEqual(a.rootApiKey);
+        const who = await sdkFor(b.url, b.rootApiKey!, b.bootstrap.organizationId).getWhoami({});
+        expect(who.userId).toBe(a.bootstrap.userId);
+      } finally {
+        await b.stop();
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -104,4 +104,40 @@ describe('list_activities pagination', () => {
     expect(p).toHaveLength(100);
     for (const a of p) expect(a.status).toBe('ACTIVITY_STATUS_COMPLETED');
   });
+
+  it('no gaps or repeats when many activities share the same millisecond (concurrent submits), both directions', async () => {
+    const M = 60;
+    const bodies = Array.from({ length: M }, (_, i) => submitBody('ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG', ts.orgId, { privateKeyTagName: `tie-${i}`, privateKeyIds: [] }));
+    const replies = await Promise.all(bodies.map((b) => ts.raw(SUBMIT('create_private_key_tag'), b)));
+    for (const r of replies) expect(r.status, r.text).toBe(200);
+    const ids = new Set(replies.map((r) => r.json.activity.id as string));
+    expect(ids.size).toBe(M);
+    const pageOf = async (opts: Record<string, unknown>) => {
+      const r: any = await ts.http.getActivities({ organizationId: ts.orgId, filterByType: ['ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG'], paginationOptions: opts } as any);
+      return r.activities.map((a: any) => a.id) as string[];
+    };
+    const full = await pageOf({ limit: '100' });
+    expect(new Set(full)).toEqual(ids);
+    // forward with after
+    const fwd: string[] = [];
+    let after: string | undefined;
+    for (let i = 0; i < 50; i++) {
+      const p = await pageOf(after ? { limit: '7', after } : { limit: '7' });
+      fwd.push(...p);
+      if (p.length < 7) break;
+      after = p[p.length - 1];
+    }
+    expect(fwd).toEqual(full);
+    // backward with before, starting from the oldest
+    const oldest = full[full.length - 1]!;
+    const back: string[] = [];
+    let before = oldest;
+    for (let i = 0; i < 50; i++) {
+      const p = await pageOf({ limit: '7', before });
+      if (p.length === 0) break;
+      back.unshift(...p);
+      before = p[0]!;
+    }
+    expect(back).toEqual(full.slice(0, -1));
+  });
 });

@@ -72,6 +72,15 @@ describe('ownership of API keys', () => {
   });
 });
 
+describe('the organization stays manageable', () => {
+  it('the only root user cannot be deleted, and its key keeps working', async () => {
+    await mustNotComplete('delete_users', 'ACTIVITY_TYPE_DELETE_USERS', { userIds: [ts.rootUserId] });
+    const r = await whoami(ts.rootKey);
+    expect(r.status).toBe(200);
+    expect(r.json.userId).toBe(ts.rootUserId);
+  });
+});
+
 describe('references to things that do not exist', () => {
   it('create_api_keys for an unknown user', async () => {
     await mustNotComplete('create_api_keys', 'ACTIVITY_TYPE_CREATE_API_KEYS_V2', { userId: UNKNOWN, apiKeys: [{ apiKeyName: 'x', publicKey: newP256Key().publicKey, curveType: 'API_KEY_CURVE_P256' }] });

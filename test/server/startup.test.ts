@@ -10,8 +10,15 @@ import { startTestServer, newP256Key, freshDataDir, rawRequest, type TestServer 
 import { startServer } from '../../src/server.js';
 import { loadConfig, ConfigError } from '../../src/config.js';
 import { QUERY } from './checks.js';
+import { ensureBuilt } from './build.js';
+import { createServer as createNetServer } from 'node:net';
+import { p256 } from '@noble/curves/nist.js';
+import { hexToBytes, bytesToHex } from '@noble/hashes/utils.js';
+import { ApiKeyStamper } from '@turnkey/api-key-stamper';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
+
+
 const started: TestServer[] = [];
 afterAll(async () => { for (const s of started) await s.stop(); });
 
@@ -114,11 +121,8 @@ describe('bad configuration stops start-up with a clear message', () => {
   });
 
   it('the CLI (node bin/kmas.js serve) exits non-zero with a one-line message naming PORT', async (ctx) => {
-    const cli = join(root, 'dist/src/cli.js');
-    if (!existsSync(cli)) {
-      const b = spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: root, encoding: 'utf8' });
-      if (!existsSync(cli)) ctx.skip(`dist/src/cli.js could not be built: ${(b.stdout + b.stderr).slice(0, 300)}`);
-    }
+    const why = ensureBuilt();
+    if (why) ctx.skip(why);
     const dataDir = freshDataDir();
     try {
       const r = spawnSync(process.execPath, [join(root, 'bin/kmas.js'), 'serve'], { cwd: root, env: { ...process.env, PORT: 'not-a-port', DATA_DIR: dataDir }, encoding: 'utf8', timeout: 30_000 });
@@ -134,8 +138,8 @@ describe('bad configuration stops start-up with a clear message', () => {
   });
 
   it('the CLI serves, logs one line naming the ids and files, and answers /healthz', async (ctx) => {
-    const cli = join(root, 'dist/src/cli.js');
-    if (!existsSync(cli)) ctx.skip('dist/src/cli.js not built');
+    const why = ensureBuilt();
+    if (why) ctx.skip(why);
     const dataDir = freshDataDir();
     const child = spawn(process.execPath, [join(root, 'bin/kmas.js'), 'serve'], { cwd: root, env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' } });
     let out = '';
@@ -159,8 +163,82 @@ describe('bad configuration stops start-up with a clear message', () => {
       const url = /(https?:\/\/[\d.]+:\d+)/.exec(out)![1];
       expect((await fetch(url + '/healthz')).status).toBe(200);
     } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('CLI commands', () => {
+  const cli = (args: string[], env: Record<string, string> = {}) =>
+    spawnSync(process.execPath, [join(root, 'bin/kmas.js'), ...args], { cwd: root, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
+
+  it('--help names serve, init, api-key and the documented variables with their flags', (ctx) => {
+    const why = ensureBuilt();
+    if (why) ctx.skip(why);
+    const r = cli(['--help']);
+    expect(r.status).toBe(0);
+    for (const w of ['serve', 'init', 'api-key']) expect(r.stdout).toContain(w);
+    for (const [env, flag] of [['HOST', '--host'], ['PORT', '--port'], ['DATA_DIR', '--data-dir'], ['ROOT_API_PUBLIC_KEY', '--root-api-public-key']]) {
+      const ok = r.stdout.split('\n').some((l) => l.includes(flag + ' ') && new RegExp(`\\b${env}\\b`).test(l));
+      expect(ok, `a help line names ${flag} together with ${env}`).toBe(true);
+    }
+  });
+
+  it('api-key prints a P-256 key pair in the form @turnkey/api-key-stamper takes', async (ctx) => {
+    const why = ensureBuilt();
+    if (why) ctx.skip(why);
+    const r = cli(['api-key']);
+    expect(r.status, r.stderr).toBe(0);
+    const k = JSON.parse(r.stdout);
+    expect(k.publicKey).toMatch(/^0[23][0-9a-f]{64}$/);
+    expect(k.privateKey).toMatch(/^[0-9a-f]{64}$/);
+    expect(bytesToHex(p256.getPublicKey(hexToBytes(k.privateKey), true))).toBe(k.publicKey);
+    const stamp = await new ApiKeyStamper({ apiPublicKey: k.publicKey, apiPrivateKey: k.privateKey }).stamp('{}');
+    const st = JSON.parse(Buffer.from(stamp.stampHeaderValue, 'base64url').toString('utf8'));
+    expect(p256.verify(hexToBytes(st.signature), new TextEncoder().encode('{}'), hexToBytes(k.publicKey), { format: 'der', lowS: false })).toBe(true);
+    expect(JSON.parse(cli(['api-key']).stdout).privateKey, 'a fresh key every time').not.toBe(k.privateKey);
+  });
+
+  it('init creates the data directory and prints bootstrap.json; serve then uses the same state', async (ctx) => {
+    const why = ensureBuilt();
+    if (why) ctx.skip(why);
+    const dataDir = join(freshDataDir(), 'nested', 'data');
+    try {
+      const r = cli(['init'], { DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
+      expect(r.status, r.stderr).toBe(0);
+      const printed = JSON.parse(r.stdout);
+      expect(printed).toEqual(JSON.parse(readFileSync(join(dataDir, 'bootstrap.json'), 'utf8')));
+      expect(statSync(join(dataDir, 'root-api-key.json')).mode & 0o777).toBe(0o600);
+      const server = await startServer({ port: 0, dataDir, logLevel: 'silent' });
+      try {
+        expect(server.bootstrap).toMatchObject(printed);
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('serve on a port in use exits non-zero with a clear message', async (ctx) => {
+    const why = ensureBuilt();
+    if (why) ctx.skip(why);
+    const blocker = createNetServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
+    const port = (blocker.address() as { port: number }).port;
+    const dataDir = freshDataDir();
+    try {
+      const r = cli(['serve'], { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
+      expect(r.status).not.toBe(0);
+      expect(r.stderr).toMatch(/listen|in use|EADDRINUSE/i);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      await new Promise<void>((r) => blocker.close(() => r()));
       rmSync(dataDir, { recursive: true, force: true });
     }
   });

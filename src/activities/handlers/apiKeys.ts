@@ -1,7 +1,7 @@
 /** create_api_keys, delete_api_keys, get_api_key, get_api_keys. */
 import { notFound } from '../../errors.js';
 import { requireSelfOrRoot } from '../../domain/principal.js';
-import { apiKeyParamsIntent, assertRootStillReachable, insertApiKeys, readApiKeyParams, requireUser, type ApiKeyParams } from '../../domain/apiKeys.js';
+import { assertRootStillReachable, insertApiKeys, readApiKeyParams, requireUser, type ApiKeyParams } from '../../domain/apiKeys.js';
 import { apiKeyRecord } from '../../domain/records.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { Validator } from '../validate.js';
@@ -19,7 +19,7 @@ export const createApiKeys: SubmitOperation<{ apiKeys: ApiKeyParams[]; userId: s
     const list = v.array(params, 'apiKeys', 'apiKeys', { required: true, nonEmpty: true });
     const apiKeys = readApiKeyParams(v, list, 'apiKeys', type === 'ACTIVITY_TYPE_CREATE_API_KEYS' ? 'API_KEY_CURVE_P256' : undefined);
     v.done();
-    return { apiKeys: apiKeyParamsIntent(apiKeys) as unknown as ApiKeyParams[], userId: userId! };
+    return { apiKeys, userId: userId! };
   },
   authorize(p, intent) { requireSelfOrRoot(p, intent.userId, 'create API keys'); },
   execute(ctx, intent) {

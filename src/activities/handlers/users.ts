@@ -1,7 +1,7 @@
 /** create_users, delete_users, update_user, list_users, get_user. */
 import { ApiError, Grpc, failedPrecondition, notFound, permissionDenied } from '../../errors.js';
 import { isRoot, requireRoot, requireSelfOrRoot } from '../../domain/principal.js';
-import { apiKeyParamsIntent, assertRootStillReachable, insertApiKeys, readApiKeyParams, requireUser, type ApiKeyParams } from '../../domain/apiKeys.js';
+import { insertApiKeys, readApiKeyParams, requireUser, type ApiKeyParams } from '../../domain/apiKeys.js';
 import { userRecord } from '../../domain/records.js';
 import type { Store } from '../../storage/types.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
@@ -17,13 +17,12 @@ interface NewUser {
   userTags: string[];
 }
 
-function requireTags(store: Store, organizationId: string, tagIds: string[], type: 'TAG_TYPE_USER' | 'TAG_TYPE_PRIVATE_KEY'): void {
+export function requireTags(store: Store, organizationId: string, tagIds: string[], type: 'TAG_TYPE_USER' | 'TAG_TYPE_PRIVATE_KEY'): void {
   for (const id of tagIds) {
     const t = store.tags.get(organizationId, id);
     if (!t || t.type !== type) throw notFound(`${type === 'TAG_TYPE_USER' ? 'user' : 'private key'} tag ${id} not found`, 'TAG_NOT_FOUND');
   }
 }
-export { requireTags };
 
 export const createUsers: SubmitOperation<{ users: NewUser[] }, { userIds: string[] }> = {
   kind: 'submit',
@@ -63,7 +62,7 @@ export const createUsers: SubmitOperation<{ users: NewUser[] }, { userIds: strin
     const allKeys = users.flatMap((u) => u.apiKeys.map((k) => k.publicKey));
     if (new Set(allKeys).size !== allKeys.length) v.fail('users', 'the same public key appears twice');
     v.done();
-    return { users: users.map((u) => ({ ...u, apiKeys: apiKeyParamsIntent(u.apiKeys) as unknown as ApiKeyParams[] })) };
+    return { users };
   },
   authorize(p) { requireRoot(p, 'create users'); },
   execute(ctx, intent) {
@@ -261,5 +260,3 @@ export const getUser: QueryOperation<{ userId: string }> = {
     return { user: userRecord(ctx.store, u) };
   },
 };
-
-export { assertRootStillReachable };

@@ -1,0 +1,246 @@
+/**
+ * init_import_wallet + import_wallet, init_import_private_key + import_private_key,
+ * export_wallet, export_private_key, export_wallet_account (wire-compat §4.3/§4.4).
+ * Import targets are stored sealed, expire after IMPORT_TARGET_TTL_MS and are used once.
+ */
+import { ApiError, Grpc, invalidArgument, notFound } from '../../errors.js';
+import { CryptoError, privateKeyAddresses } from '../../crypto/index.js';
+import {
+  API_CURVES, IMPORT_TARGET_TTL_MS, cryptoCall, ctxAccount, ctxImportTarget, ctxPrivateKey, ctxWallet, curveId,
+  requirePrivateKey, requireWallet, toApiError, vaultOf,
+} from '../../domain/keys.js';
+import { requireUser } from '../../domain/apiKeys.js';
+import type { Store } from '../../storage/types.js';
+import type { ImportTargetRow, WalletRow } from '../../storage/keys.js';
+import { keysFor, type ExecContext, type SubmitOperation } from '../types.js';
+import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { readAccounts, readAddressFormats, readTargetPublicKey, requireKeyAdmin, type AccountParams } from './keyParams.js';
+import { addAccounts } from './wallets.js';
+
+// ---- init_import_* ---------------------------------------------------------------------------------
+
+function initImport(kind: ImportTargetRow['kind'], type: string, path: string): SubmitOperation<{ userId: string }, { importBundle: string }> {
+  return {
+    kind: 'submit',
+    path,
+    types: { [type]: keysFor(type) },
+    validate(params: Obj) {
+      const v = new Validator();
+      const userId = v.string(params, 'userId', 'userId', { required: true, max: 100 });
+      v.done();
+      return { userId: userId! };
+    },
+    authorize(p, intent, store) {
+      requireKeyAdmin(p, `start a ${kind === 'wallet' ? 'wallet' : 'private key'} import`);
+      requireUser(store, p.organization.id, intent.userId);
+    },
+    execute(ctx, intent) {
+      const { store, organization, nowMs } = ctx;
+      requireUser(store, organization.id, intent.userId);
+      store.keys.importTargets.purgeExpired(nowMs);
+      const id = ctx.newId();
+      const t = cryptoCall(() => vaultOf(store).initImport(ctxImportTarget(organization.id, id), organization.id, intent.userId));
+      store.keys.importTargets.insert({
+        id, organizationId: organization.id, userId: intent.userId, kind, sealed: t.sealed, createdMs: nowMs, expiresMs: nowMs + IMPORT_TARGET_TTL_MS,
+      });
+      return { importBundle: t.importBundle };
+    },
+  };
+}
+
+export const initImportWallet = initImport('wallet', 'ACTIVITY_TYPE_INIT_IMPORT_WALLET', 'init_import_wallet');
+export const initImportPrivateKey = initImport('private_key', 'ACTIVITY_TYPE_INIT_IMPORT_PRIVATE_KEY', 'init_import_private_key');
+
+/**
+ * Finds the pending target (of this user and kind, newest first) that opens the bundle and runs
+ * `use` with it. The bundle not opening under any target is the caller's error (400).
+ */
+function withImportTarget<T>(store: Store, organizationId: string, userId: string, kind: ImportTargetRow['kind'], nowMs: number,
+  use: (t: ImportTargetRow) => T): { target: ImportTargetRow; value: T } {
+  const targets = store.keys.importTargets.listValid(organizationId, userId, kind, nowMs);
+  const initOp = kind === 'wallet' ? 'init_import_wallet' : 'init_import_private_key';
+  if (targets.length === 0) {
+    throw new ApiError(Grpc.FAILED_PRECONDITION, `no pending import for user ${userId}: call ${initOp} first (import bundles expire after ${IMPORT_TARGET_TTL_MS / 60000} minutes and are used once)`,
+      { turnkeyErrorCode: 'IMPORT_NOT_INITIALIZED', fieldViolations: [{ field: 'encryptedBundle', description: `no pending ${initOp} for this user` }] });
+  }
+  for (const t of targets) {
+    try {
+      return { target: t, value: use(t) };
+    } catch (e) {
+      // Wrong target (AEAD failure under this key): try the next pending one.
+      if (e instanceof CryptoError && e.code === 'DECRYPTION_FAILED' && e.field === 'encryptedBundle') continue;
+      throw toApiError(e, 'encryptedBundle');
+    }
+  }
+  throw invalidArgument(`encryptedBundle: does not decrypt with the import bundle of any pending ${initOp} of user ${userId}`,
+    [{ field: 'encryptedBundle', description: 'must be encrypted to the importBundle returned by the latest init_import call' }]);
+}
+
+// ---- import_wallet ------------------------------------------------------------------------------
+
+interface ImportWallet { userId: string; walletName: string; encryptedBundle: string; accounts: AccountParams[] }
+
+export const importWallet: SubmitOperation<ImportWallet, { walletId: string; addresses: string[] }> = {
+  kind: 'submit',
+  path: 'import_wallet',
+  types: { ACTIVITY_TYPE_IMPORT_WALLET: keysFor('ACTIVITY_TYPE_IMPORT_WALLET') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const userId = v.string(params, 'userId', 'userId', { required: true, max: 100 });
+    const walletName = v.string(params, 'walletName', 'walletName', { required: true, max: MAX_NAME });
+    const encryptedBundle = v.string(params, 'encryptedBundle', 'encryptedBundle', { required: true, max: 16384 });
+    const accounts = readAccounts(v, params, 'accounts', 'accounts');
+    v.done();
+    return { userId: userId!, walletName: walletName!, encryptedBundle: encryptedBundle!, accounts };
+  },
+  authorize(p, intent, store) {
+    requireKeyAdmin(p, 'import wallets');
+    const org = p.organization.id;
+    requireUser(store, org, intent.userId);
+    const vault = vaultOf(store);
+    // Dry run: the bundle must open under a pending target and hold a valid mnemonic.
+    withImportTarget(store, org, intent.userId, 'wallet', Date.now(), (t) =>
+      vault.importWallet(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, ctxWallet(org, 'dry-run')));
+  },
+  execute(ctx, intent) {
+    const { store, organization, nowMs } = ctx;
+    const org = organization.id;
+    const vault = vaultOf(store);
+    const id = ctx.newId();
+    const { target, value } = withImportTarget(store, org, intent.userId, 'wallet', nowMs, (t) =>
+      vault.importWallet(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, ctxWallet(org, id)));
+    store.keys.importTargets.delete(target.id);
+    const wallet: WalletRow = {
+      id, organizationId: org, name: intent.walletName, sealedMnemonic: value.sealedMnemonic, imported: true, exported: false,
+      createdMs: nowMs, updatedMs: nowMs,
+    };
+    store.keys.wallets.insert(wallet);
+    return { walletId: id, addresses: addAccounts(ctx, wallet, intent.accounts) };
+  },
+};
+
+// ---- import_private_key -----------------------------------------------------------------------
+
+interface ImportPrivateKey { userId: string; privateKeyName: string; encryptedBundle: string; curve: string; addressFormats: string[] }
+
+export const importPrivateKey: SubmitOperation<ImportPrivateKey, { privateKeyId: string; addresses: { format: string; address: string }[] }> = {
+  kind: 'submit',
+  path: 'import_private_key',
+  types: { ACTIVITY_TYPE_IMPORT_PRIVATE_KEY: keysFor('ACTIVITY_TYPE_IMPORT_PRIVATE_KEY') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const userId = v.string(params, 'userId', 'userId', { required: true, max: 100 });
+    const privateKeyName = v.string(params, 'privateKeyName', 'privateKeyName', { required: true, max: MAX_NAME });
+    const encryptedBundle = v.string(params, 'encryptedBundle', 'encryptedBundle', { required: true, max: 16384 });
+    const curve = v.enumOf(params, 'curve', 'curve', API_CURVES);
+    const addressFormats = readAddressFormats(v, params, 'addressFormats', 'addressFormats', curve);
+    v.done();
+    return { userId: userId!, privateKeyName: privateKeyName!, encryptedBundle: encryptedBundle!, curve: curve!, addressFormats };
+  },
+  authorize(p, intent, store) {
+    requireKeyAdmin(p, 'import private keys');
+    const org = p.organization.id;
+    requireUser(store, org, intent.userId);
+    const vault = vaultOf(store);
+    withImportTarget(store, org, intent.userId, 'private_key', Date.now(), (t) =>
+      vault.importPrivateKey(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, curveId(intent.curve), ctxPrivateKey(org, 'dry-run')));
+  },
+  execute(ctx: ExecContext, intent) {
+    const { store, organization, nowMs } = ctx;
+    const org = organization.id;
+    const vault = vaultOf(store);
+    const id = ctx.newId();
+    const curve = curveId(intent.curve);
+    const { target, value } = withImportTarget(store, org, intent.userId, 'private_key', nowMs, (t) =>
+      vault.importPrivateKey(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, curve, ctxPrivateKey(org, id)));
+    store.keys.importTargets.delete(target.id);
+    const addresses = cryptoCall(() => privateKeyAddresses(curve, value.publicKey, intent.addressFormats));
+    store.keys.privateKeys.insert({
+      id, organizationId: org, name: intent.privateKeyName, curve: intent.curve, publicKey: Buffer.from(value.publicKey).toString('hex'),
+      addresses, sealed: value.sealed, imported: true, exported: false, createdMs: nowMs, updatedMs: nowMs,
+    });
+    return { privateKeyId: id, addresses };
+  },
+};
+
+// ---- export ---------------------------------------------------------------------------------
+
+const LANGUAGES = ['MNEMONIC_LANGUAGE_ENGLISH'] as const;
+
+export const exportWallet: SubmitOperation<{ walletId: string; targetPublicKey: string; language?: string }, { walletId: string; exportBundle: string }> = {
+  kind: 'submit',
+  path: 'export_wallet',
+  types: { ACTIVITY_TYPE_EXPORT_WALLET: keysFor('ACTIVITY_TYPE_EXPORT_WALLET') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const walletId = v.string(params, 'walletId', 'walletId', { required: true, max: 100 });
+    const targetPublicKey = readTargetPublicKey(v, params);
+    const language = v.enumOf(params, 'language', 'language', LANGUAGES, false);
+    v.done();
+    return { walletId: walletId!, targetPublicKey: targetPublicKey!, ...(language ? { language } : {}) };
+  },
+  authorize(p, intent, store) {
+    requireKeyAdmin(p, 'export wallets');
+    requireWallet(store, p.organization.id, intent.walletId);
+  },
+  execute(ctx, intent) {
+    const { store, organization, nowMs } = ctx;
+    const w = requireWallet(store, organization.id, intent.walletId);
+    const exportBundle = cryptoCall(() => vaultOf(store).exportWallet(w.sealedMnemonic, ctxWallet(organization.id, w.id), intent.targetPublicKey, organization.id));
+    store.keys.wallets.markExported(organization.id, w.id, nowMs);
+    return { walletId: w.id, exportBundle };
+  },
+};
+
+export const exportPrivateKey: SubmitOperation<{ privateKeyId: string; targetPublicKey: string }, { privateKeyId: string; exportBundle: string }> = {
+  kind: 'submit',
+  path: 'export_private_key',
+  types: { ACTIVITY_TYPE_EXPORT_PRIVATE_KEY: keysFor('ACTIVITY_TYPE_EXPORT_PRIVATE_KEY') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const privateKeyId = v.string(params, 'privateKeyId', 'privateKeyId', { required: true, max: 100 });
+    const targetPublicKey = readTargetPublicKey(v, params);
+    v.done();
+    return { privateKeyId: privateKeyId!, targetPublicKey: targetPublicKey! };
+  },
+  authorize(p, intent, store) {
+    requireKeyAdmin(p, 'export private keys');
+    requirePrivateKey(store, p.organization.id, intent.privateKeyId);
+  },
+  execute(ctx, intent) {
+    const { store, organization, nowMs } = ctx;
+    const k = requirePrivateKey(store, organization.id, intent.privateKeyId);
+    const exportBundle = cryptoCall(() => vaultOf(store).exportKey(k.sealed, ctxPrivateKey(organization.id, k.id), intent.targetPublicKey, organization.id));
+    store.keys.privateKeys.markExported(organization.id, k.id, nowMs);
+    return { privateKeyId: k.id, exportBundle };
+  },
+};
+
+export const exportWalletAccount: SubmitOperation<{ address: string; targetPublicKey: string }, { address: string; exportBundle: string }> = {
+  kind: 'submit',
+  path: 'export_wallet_account',
+  types: { ACTIVITY_TYPE_EXPORT_WALLET_ACCOUNT: keysFor('ACTIVITY_TYPE_EXPORT_WALLET_ACCOUNT') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const address = v.string(params, 'address', 'address', { required: true, max: 200 });
+    const targetPublicKey = readTargetPublicKey(v, params);
+    v.done();
+    return { address: address!, targetPublicKey: targetPublicKey! };
+  },
+  authorize(p, intent, store) {
+    requireKeyAdmin(p, 'export wallet accounts');
+    if (!store.keys.accounts.byAddress(p.organization.id, intent.address)) throw accountNotFound(intent.address);
+  },
+  execute(ctx, intent) {
+    const { store, organization } = ctx;
+    const a = store.keys.accounts.byAddress(organization.id, intent.address);
+    if (!a) throw accountNotFound(intent.address);
+    const exportBundle = cryptoCall(() => vaultOf(store).exportKey(a.sealed, ctxAccount(organization.id, a.id), intent.targetPublicKey, organization.id));
+    return { address: a.address, exportBundle };
+  },
+};
+
+function accountNotFound(address: string): ApiError {
+  const e = notFound(`address: no wallet account of this organization has the address ${address.slice(0, 128)}`, 'WALLET_ACCOUNT_NOT_FOUND');
+  return new ApiError(Grpc.NOT_FOUND, e.message, { turnkeyErrorCode: 'WALLET_ACCOUNT_NOT_FOUND', fieldViolations: [{ field: 'address', description: 'names no wallet account of this organization' }] });
+}

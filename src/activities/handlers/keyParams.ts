@@ -1,0 +1,89 @@
+/** Shared request-parameter readers for the key, wallet, signing and import/export operations. */
+import { isRoot } from '../../domain/principal.js';
+import type { Principal } from '../../domain/principal.js';
+import { permissionDenied } from '../../errors.js';
+import {
+  CryptoError, assertFormatFitsCurve, parseTargetPublicKey, validateAccountSpec, type CurveId,
+} from '../../crypto/index.js';
+import { API_CURVES, curveId } from '../../domain/keys.js';
+import { MAX_NAME, Validator, type Obj } from '../validate.js';
+
+export interface AccountParams {
+  curve: string;
+  pathFormat: string;
+  path: string;
+  addressFormat: string;
+  name?: string;
+}
+
+/** Records a CryptoError as a field violation (field from the error, else `fallback`). */
+export function failFromCrypto(v: Validator, e: unknown, fallback: string): void {
+  if (e instanceof CryptoError) v.fail(e.field ?? fallback, e.message);
+  else throw e;
+}
+
+/** accounts: v1WalletAccountParams[], each checked (curve, path, address format fitting the curve). */
+export function readAccounts(v: Validator, o: Obj, key: string, field: string, opts: { nonEmpty?: boolean } = {}): AccountParams[] {
+  const arr = v.array(o, key, field, { required: true, nonEmpty: opts.nonEmpty }) ?? [];
+  const out: AccountParams[] = [];
+  arr.forEach((item, i) => {
+    const f = `${field}[${i}]`;
+    const a = v.object(item, f);
+    if (!a) return;
+    const curve = v.enumOf(a, 'curve', `${f}.curve`, API_CURVES);
+    const pathFormat = v.enumOf(a, 'pathFormat', `${f}.pathFormat`, ['PATH_FORMAT_BIP32'] as const);
+    const path = v.string(a, 'path', `${f}.path`, { required: true, max: 1024 });
+    const addressFormat = v.string(a, 'addressFormat', `${f}.addressFormat`, { required: true, max: 100 });
+    const name = v.string(a, 'name', `${f}.name`, { max: MAX_NAME });
+    if (!curve || !pathFormat || path === undefined || addressFormat === undefined) return;
+    try {
+      validateAccountSpec({ curve, pathFormat, path, addressFormat }, f);
+    } catch (e) {
+      failFromCrypto(v, e, f);
+      return;
+    }
+    out.push({ curve, pathFormat, path, addressFormat, ...(name ? { name } : {}) });
+  });
+  return out;
+}
+
+/** addressFormats for a curve: each must be a known, supported format that fits the curve. */
+export function readAddressFormats(v: Validator, o: Obj, key: string, field: string, curve: string | undefined): string[] {
+  const arr = v.array(o, key, field) ?? [];
+  const out: string[] = [];
+  const seen = new Set<string>();
+  arr.forEach((fmt, j) => {
+    const f = `${field}[${j}]`;
+    if (typeof fmt !== 'string') { v.fail(f, 'must be an address format string'); return; }
+    if (seen.has(fmt)) { v.fail(f, 'is a duplicate'); return; }
+    seen.add(fmt);
+    if (curve === undefined) return;
+    try {
+      assertFormatFitsCurve(fmt, curveId(curve) as CurveId, f);
+      out.push(fmt);
+    } catch (e) {
+      failFromCrypto(v, e, f);
+    }
+  });
+  return out;
+}
+
+/** targetPublicKey: a P-256 public key in hex (33 or 65 bytes), as @turnkey/crypto's embedded key. */
+export function readTargetPublicKey(v: Validator, o: Obj): string | undefined {
+  const t = v.string(o, 'targetPublicKey', 'targetPublicKey', { required: true, max: 200 });
+  if (t === undefined) return undefined;
+  try {
+    parseTargetPublicKey(t, 'targetPublicKey');
+  } catch (e) {
+    failFromCrypto(v, e, 'targetPublicKey');
+    return undefined;
+  }
+  return t;
+}
+
+/** Keys and wallets are changed and used only by root users (no policies yet); see docs/keys.md. */
+export function requireKeyAdmin(p: Principal, what: string): void {
+  if (!isRoot(p)) throw permissionDenied(`only a root user of the organization may ${what}`);
+}
+
+export { Validator };

@@ -1,0 +1,152 @@
+/**
+ * sign_raw_payload (V2), sign_raw_payloads (core batch path), sign_transaction (V2, Ethereum).
+ * signWith = private key id, private key address or wallet account address of the organization.
+ * Everything the caller can get wrong (unknown signWith, curve / encoding / hash mismatch, bad
+ * payload or transaction) is refused before acceptance: a 4xx and nothing stored.
+ */
+import { invalidArgument } from '../../errors.js';
+import {
+  HASH_FUNCTIONS, PAYLOAD_ENCODINGS, parseUnsignedTransaction, preparePayload, type RawSignature,
+} from '../../crypto/index.js';
+import { cryptoCall, resolveSigningKey, vaultOf, type SigningKey } from '../../domain/keys.js';
+import type { Store } from '../../storage/types.js';
+import { keysFor, type SubmitOperation } from '../types.js';
+import { Validator, type Obj } from '../validate.js';
+import { requireKeyAdmin } from './keyParams.js';
+
+/** The key resolved at authorization, kept off the stored intent (non-enumerable). */
+const RESOLVED = Symbol('resolved');
+type WithKey<T> = T & { [RESOLVED]?: SigningKey };
+
+function remember<T extends object>(intent: T, key: SigningKey): void {
+  Object.defineProperty(intent, RESOLVED, { value: key, enumerable: false, configurable: true });
+}
+/** The specification names the key `privateKeyId`: the private key's id, or the wallet account address given. */
+function specKeyId(intent: WithKey<{ signWith: string }>): string {
+  const k = intent[RESOLVED];
+  return k && k.kind === 'private_key' ? k.privateKeyId : intent.signWith;
+}
+
+function resolve(store: Store, organizationId: string, signWith: string): SigningKey {
+  return resolveSigningKey(store, organizationId, signWith, 'signWith');
+}
+
+interface SignRawPayload { signWith: string; payload: string; encoding: string; hashFunction: string }
+
+function readSignCommon(v: Validator, params: Obj): { signWith?: string; encoding?: string; hashFunction?: string } {
+  const signWith = v.string(params, 'signWith', 'signWith', { required: true, max: 200 });
+  const encoding = v.enumOf(params, 'encoding', 'encoding', PAYLOAD_ENCODINGS);
+  const hashFunction = v.enumOf(params, 'hashFunction', 'hashFunction', HASH_FUNCTIONS);
+  return { signWith, encoding, hashFunction };
+}
+
+export const signRawPayload: SubmitOperation<WithKey<SignRawPayload>, RawSignature> = {
+  kind: 'submit',
+  path: 'sign_raw_payload',
+  types: {
+    ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2: keysFor('ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2', {
+      resultKey: 'signRawPayloadResult', specIntentKey: 'signRawPayloadIntent', specResultKey: 'signRawPayloadResult',
+    }),
+  },
+  validate(params: Obj) {
+    const v = new Validator();
+    const c = readSignCommon(v, params);
+    const payload = v.string(params, 'payload', 'payload', { required: true, nonEmpty: false, max: 1 << 20 });
+    v.done();
+    return { signWith: c.signWith!, payload: payload!, encoding: c.encoding!, hashFunction: c.hashFunction! };
+  },
+  authorize(p, intent, store) {
+    requireKeyAdmin(p, 'sign with keys of the organization');
+    const key = resolve(store, p.organization.id, intent.signWith);
+    // Dry run of the digest rules: mismatched curve / encoding / hash function or a bad payload → 400.
+    cryptoCall(() => preparePayload(key.curve, intent));
+    remember(intent, key);
+  },
+  execute(ctx, intent) {
+    const key = resolve(ctx.store, ctx.organization.id, intent.signWith);
+    return cryptoCall(() => vaultOf(ctx.store).signPayload(key.sealed, key.ctx, key.curve, intent));
+  },
+  specIntent(intent) {
+    return { privateKeyId: specKeyId(intent), payload: intent.payload, encoding: intent.encoding, hashFunction: intent.hashFunction };
+  },
+};
+
+interface SignRawPayloads { signWith: string; payloads: string[]; encoding: string; hashFunction: string }
+
+export const MAX_PAYLOADS = 1000;
+
+export const signRawPayloads: SubmitOperation<WithKey<SignRawPayloads>, { signatures: RawSignature[] }> = {
+  kind: 'submit',
+  path: 'sign_raw_payloads',
+  types: { ACTIVITY_TYPE_SIGN_RAW_PAYLOADS: keysFor('ACTIVITY_TYPE_SIGN_RAW_PAYLOADS') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const c = readSignCommon(v, params);
+    const arr = v.array(params, 'payloads', 'payloads', { required: true, nonEmpty: true, max: MAX_PAYLOADS }) ?? [];
+    const payloads: string[] = [];
+    arr.forEach((x, i) => {
+      if (typeof x !== 'string') v.fail(`payloads[${i}]`, 'must be a string');
+      else payloads.push(x);
+    });
+    v.done();
+    return { signWith: c.signWith!, payloads, encoding: c.encoding!, hashFunction: c.hashFunction! };
+  },
+  authorize(p, intent, store) {
+    requireKeyAdmin(p, 'sign with keys of the organization');
+    const key = resolve(store, p.organization.id, intent.signWith);
+    intent.payloads.forEach((payload, i) => {
+      cryptoCall(() => preparePayload(key.curve, { payload, encoding: intent.encoding, hashFunction: intent.hashFunction }, { payload: `payloads[${i}]` }));
+    });
+    remember(intent, key);
+  },
+  execute(ctx, intent) {
+    const key = resolve(ctx.store, ctx.organization.id, intent.signWith);
+    const signatures = cryptoCall(() => vaultOf(ctx.store).signPayloads(key.sealed, key.ctx, key.curve, intent.payloads, intent.encoding, intent.hashFunction));
+    return { signatures };
+  },
+};
+
+export const TRANSACTION_TYPES = ['TRANSACTION_TYPE_ETHEREUM', 'TRANSACTION_TYPE_SOLANA', 'TRANSACTION_TYPE_TRON', 'TRANSACTION_TYPE_BITCOIN', 'TRANSACTION_TYPE_TEMPO'] as const;
+
+interface SignTransaction { signWith: string; unsignedTransaction: string; type: string }
+
+export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signedTransaction: string }> = {
+  kind: 'submit',
+  path: 'sign_transaction',
+  types: {
+    ACTIVITY_TYPE_SIGN_TRANSACTION_V2: keysFor('ACTIVITY_TYPE_SIGN_TRANSACTION_V2', {
+      resultKey: 'signTransactionResult', specIntentKey: 'signTransactionIntent', specResultKey: 'signTransactionResult',
+    }),
+  },
+  validate(params: Obj) {
+    const v = new Validator();
+    const signWith = v.string(params, 'signWith', 'signWith', { required: true, max: 200 });
+    const unsignedTransaction = v.string(params, 'unsignedTransaction', 'unsignedTransaction', { required: true, max: 1 << 20 });
+    const type = v.enumOf(params, 'type', 'type', TRANSACTION_TYPES);
+    if (type !== undefined && type !== 'TRANSACTION_TYPE_ETHEREUM') v.fail('type', `${type} is not supported yet; only TRANSACTION_TYPE_ETHEREUM`);
+    if (unsignedTransaction !== undefined && type === 'TRANSACTION_TYPE_ETHEREUM') {
+      try { parseUnsignedTransaction(unsignedTransaction, 'unsignedTransaction'); } catch (e) {
+        v.fail('unsignedTransaction', e instanceof Error ? e.message : 'cannot parse the transaction');
+      }
+    }
+    v.done();
+    return { signWith: signWith!, unsignedTransaction: unsignedTransaction!, type: type! };
+  },
+  authorize(p, intent, store) {
+    requireKeyAdmin(p, 'sign with keys of the organization');
+    const key = resolve(store, p.organization.id, intent.signWith);
+    if (key.curve !== 'secp256k1') {
+      throw invalidArgument(`signWith: TRANSACTION_TYPE_ETHEREUM needs a CURVE_SECP256K1 key; this key is ${key.apiCurve}`,
+        [{ field: 'signWith', description: 'must name a CURVE_SECP256K1 key for TRANSACTION_TYPE_ETHEREUM' }]);
+    }
+    remember(intent, key);
+  },
+  execute(ctx, intent) {
+    const key = resolve(ctx.store, ctx.organization.id, intent.signWith);
+    const signedTransaction = cryptoCall(() => vaultOf(ctx.store).signEthereumTransaction(key.sealed, key.ctx, key.curve, intent.unsignedTransaction));
+    return { signedTransaction };
+  },
+  specIntent(intent) {
+    return { privateKeyId: specKeyId(intent), unsignedTransaction: intent.unsignedTransaction, type: intent.type };
+  },
+};

@@ -1,0 +1,251 @@
+/**
+ * create_wallet, create_wallet_accounts, update_wallet, delete_wallets; get_wallet, list_wallets,
+ * get_wallet_account, list_wallet_accounts.
+ */
+import { alreadyExists, failedPrecondition, invalidArgument, notFound } from '../../errors.js';
+import {
+  accountRecord, cryptoCall, ctxAccount, ctxWallet, requireWallet, vaultOf, walletRecord,
+} from '../../domain/keys.js';
+import type { Store } from '../../storage/types.js';
+import type { WalletRow } from '../../storage/keys.js';
+import type { ExecContext, QueryOperation, SubmitOperation } from '../types.js';
+import { keysFor } from '../types.js';
+import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { readPagination, type Pagination } from './activities.js';
+import { readAccounts, requireKeyAdmin, type AccountParams } from './keyParams.js';
+
+export const MNEMONIC_LENGTHS = [12, 15, 18, 21, 24];
+
+function readMnemonicLength(v: Validator, o: Obj): number {
+  const raw = o.mnemonicLength;
+  if (raw === undefined || raw === null || raw === '') return 12;
+  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,3}$/.test(raw) ? Number(raw) : NaN;
+  if (!MNEMONIC_LENGTHS.includes(n)) { v.fail('mnemonicLength', 'must be 12, 15, 18, 21 or 24'); return 12; }
+  return n;
+}
+
+/** Derives (and, when persist, stores) accounts of a wallet; returns their addresses in request order. */
+export function addAccounts(ctx: ExecContext, wallet: WalletRow, accounts: AccountParams[], persist = true, fieldPrefix = 'accounts'): string[] {
+  const { store, organization, nowMs } = ctx;
+  const ids = accounts.map(() => ctx.newId());
+  const derived = cryptoCall(() => vaultOf(store).deriveAccounts(
+    wallet.sealedMnemonic, ctxWallet(organization.id, wallet.id),
+    accounts.map((a, i) => ({ curve: a.curve, pathFormat: a.pathFormat, path: a.path, addressFormat: a.addressFormat, ctx: ctxAccount(organization.id, ids[i]!) })),
+    fieldPrefix,
+  ));
+  if (persist) {
+    derived.forEach((d, i) => {
+      const a = accounts[i]!;
+      store.keys.accounts.insert({
+        id: ids[i]!, organizationId: organization.id, walletId: wallet.id, curve: a.curve, pathFormat: a.pathFormat, path: a.path,
+        addressFormat: a.addressFormat, address: d.address, publicKey: d.publicKey, sealed: d.sealed, name: a.name ?? null,
+        createdMs: nowMs, updatedMs: nowMs,
+      });
+    });
+  }
+  return derived.map((d) => d.address);
+}
+
+/** An account with the same curve, path and address format already in the wallet (or twice in the request) → 409. */
+function refuseDuplicates(store: Store, organizationId: string, walletId: string | undefined, accounts: AccountParams[], field = 'accounts'): void {
+  const seen = new Set<string>();
+  accounts.forEach((a, i) => {
+    const k = `${a.curve}|${a.path}|${a.addressFormat}`;
+    if (seen.has(k)) throw alreadyExists(`${field}[${i}] repeats an account of the same request (curve, path and address format)`);
+    seen.add(k);
+    if (walletId !== undefined && store.keys.accounts.inWalletByPath(organizationId, walletId, a.path)
+      .some((x) => x.curve === a.curve && x.addressFormat === a.addressFormat)) {
+      throw alreadyExists(`${field}[${i}]: the wallet already has an account with this curve, path and address format`);
+    }
+  });
+}
+
+interface CreateWallet { walletName: string; accounts: AccountParams[]; mnemonicLength: number }
+
+export const createWallet: SubmitOperation<CreateWallet, { walletId: string; addresses: string[] }> = {
+  kind: 'submit',
+  path: 'create_wallet',
+  types: { ACTIVITY_TYPE_CREATE_WALLET: keysFor('ACTIVITY_TYPE_CREATE_WALLET') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const walletName = v.string(params, 'walletName', 'walletName', { required: true, max: MAX_NAME });
+    const accounts = readAccounts(v, params, 'accounts', 'accounts');
+    const mnemonicLength = readMnemonicLength(v, params);
+    v.done();
+    return { walletName: walletName!, accounts, mnemonicLength };
+  },
+  authorize(p, intent, store) {
+    requireKeyAdmin(p, 'create wallets');
+    refuseDuplicates(store, p.organization.id, undefined, intent.accounts);
+  },
+  execute(ctx, intent) {
+    const { store, organization, nowMs } = ctx;
+    const id = ctx.newId();
+    const made = cryptoCall(() => vaultOf(store).newWallet(intent.mnemonicLength, ctxWallet(organization.id, id)));
+    const wallet: WalletRow = {
+      id, organizationId: organization.id, name: intent.walletName, sealedMnemonic: made.sealedMnemonic,
+      imported: false, exported: false, createdMs: nowMs, updatedMs: nowMs,
+    };
+    store.keys.wallets.insert(wallet);
+    const addresses = addAccounts(ctx, wallet, intent.accounts);
+    return { walletId: id, addresses };
+  },
+};
+
+interface CreateAccounts { walletId: string; accounts: AccountParams[]; persist?: boolean }
+
+export const createWalletAccounts: SubmitOperation<CreateAccounts, { addresses: string[] }> = {
+  kind: 'submit',
+  path: 'create_wallet_accounts',
+  types: { ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS: keysFor('ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const walletId = v.string(params, 'walletId', 'walletId', { required: true, max: 100 });
+    const accounts = readAccounts(v, params, 'accounts', 'accounts', { nonEmpty: true });
+    const persist = v.boolean(params, 'persist', 'persist');
+    v.done();
+    return { walletId: walletId!, accounts, ...(persist !== undefined ? { persist } : {}) };
+  },
+  authorize(p, intent, store) {
+    requireKeyAdmin(p, 'create wallet accounts');
+    requireWallet(store, p.organization.id, intent.walletId);
+    if (intent.persist !== false) refuseDuplicates(store, p.organization.id, intent.walletId, intent.accounts);
+  },
+  execute(ctx, intent) {
+    const wallet = requireWallet(ctx.store, ctx.organization.id, intent.walletId);
+    return { addresses: addAccounts(ctx, wallet, intent.accounts, intent.persist !== false) };
+  },
+};
+
+export const updateWallet: SubmitOperation<{ walletId: string; walletName?: string }, { walletId: string }> = {
+  kind: 'submit',
+  path: 'update_wallet',
+  types: { ACTIVITY_TYPE_UPDATE_WALLET: keysFor('ACTIVITY_TYPE_UPDATE_WALLET') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const walletId = v.string(params, 'walletId', 'walletId', { required: true, max: 100 });
+    const walletName = v.string(params, 'walletName', 'walletName', { nonEmpty: true, max: MAX_NAME });
+    v.done();
+    return { walletId: walletId!, ...(walletName !== undefined ? { walletName } : {}) };
+  },
+  authorize(p, intent, store) {
+    requireKeyAdmin(p, 'update wallets');
+    requireWallet(store, p.organization.id, intent.walletId);
+  },
+  execute(ctx, intent) {
+    requireWallet(ctx.store, ctx.organization.id, intent.walletId);
+    if (intent.walletName !== undefined) ctx.store.keys.wallets.rename(ctx.organization.id, intent.walletId, intent.walletName, ctx.nowMs);
+    return { walletId: intent.walletId };
+  },
+};
+
+export const deleteWallets: SubmitOperation<{ walletIds: string[]; deleteWithoutExport?: boolean }, { walletIds: string[] }> = {
+  kind: 'submit',
+  path: 'delete_wallets',
+  types: { ACTIVITY_TYPE_DELETE_WALLETS: keysFor('ACTIVITY_TYPE_DELETE_WALLETS') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const walletIds = v.stringArray(params, 'walletIds', 'walletIds', { required: true, nonEmpty: true });
+    const deleteWithoutExport = v.boolean(params, 'deleteWithoutExport', 'deleteWithoutExport');
+    v.done();
+    return { walletIds: walletIds!, ...(deleteWithoutExport !== undefined ? { deleteWithoutExport } : {}) };
+  },
+  authorize(p, intent, store) {
+    requireKeyAdmin(p, 'delete wallets');
+    intent.walletIds.forEach((id, i) => {
+      const w = requireWallet(store, p.organization.id, id, `walletIds[${i}]`);
+      if (!w.exported && intent.deleteWithoutExport !== true) {
+        throw failedPrecondition(`wallet ${id} has never been exported; export it first or set deleteWithoutExport to true`);
+      }
+    });
+  },
+  execute(ctx, intent) {
+    intent.walletIds.forEach((id, i) => requireWallet(ctx.store, ctx.organization.id, id, `walletIds[${i}]`));
+    for (const id of intent.walletIds) ctx.store.keys.wallets.delete(ctx.organization.id, id);
+    return { walletIds: intent.walletIds };
+  },
+};
+
+// ---- queries ------------------------------------------------------------------------------------
+
+export const getWallet: QueryOperation<{ walletId: string }> = {
+  kind: 'query',
+  path: 'get_wallet',
+  parentMayRead: true,
+  specWrapper: 'wrap',
+  validate(body: Obj) {
+    const v = new Validator();
+    const walletId = v.string(body, 'walletId', 'walletId', { required: true, max: 100 });
+    v.done();
+    return { walletId: walletId! };
+  },
+  execute(ctx, q) {
+    return { wallet: walletRecord(requireWallet(ctx.store, ctx.organization.id, q.walletId)) };
+  },
+};
+
+export const listWallets: QueryOperation<Record<string, never>> = {
+  kind: 'query',
+  path: 'list_wallets',
+  parentMayRead: true,
+  specWrapper: 'wrap',
+  validate() { return {}; },
+  execute(ctx) {
+    return { wallets: ctx.store.keys.wallets.list(ctx.organization.id).map(walletRecord) };
+  },
+};
+
+export const getWalletAccount: QueryOperation<{ walletId: string; address?: string; path?: string }> = {
+  kind: 'query',
+  path: 'get_wallet_account',
+  parentMayRead: true,
+  specWrapper: 'wrap',
+  validate(body: Obj) {
+    const v = new Validator();
+    const walletId = v.string(body, 'walletId', 'walletId', { required: true, max: 100 });
+    const address = v.string(body, 'address', 'address', { max: 200 }) || undefined;
+    const path = v.string(body, 'path', 'path', { max: 1024 }) || undefined;
+    if (address === undefined && path === undefined) v.fail('address', 'give the account\'s address or its path');
+    v.done();
+    return { walletId: walletId!, ...(address !== undefined ? { address } : {}), ...(path !== undefined ? { path } : {}) };
+  },
+  execute(ctx, q) {
+    const { store, organization } = ctx;
+    requireWallet(store, organization.id, q.walletId);
+    let acct = q.address !== undefined ? store.keys.accounts.inWalletByAddress(organization.id, q.walletId, q.address) : undefined;
+    if (q.address === undefined && q.path !== undefined) acct = store.keys.accounts.inWalletByPath(organization.id, q.walletId, q.path)[0];
+    if (acct && q.path !== undefined && acct.path !== q.path) acct = undefined;
+    if (!acct) throw notFound('no account of this wallet has that address / path', 'WALLET_ACCOUNT_NOT_FOUND');
+    return { account: accountRecord(acct) };
+  },
+};
+
+export const listWalletAccounts: QueryOperation<{ walletId?: string; includeWalletDetails: boolean; page: Pagination }> = {
+  kind: 'query',
+  path: 'list_wallet_accounts',
+  parentMayRead: true,
+  specWrapper: 'wrap',
+  validate(body: Obj) {
+    const v = new Validator();
+    const walletId = v.string(body, 'walletId', 'walletId', { max: 100 }) || undefined;
+    const includeWalletDetails = v.boolean(body, 'includeWalletDetails', 'includeWalletDetails') ?? false;
+    const page = readPagination(v, body);
+    v.done();
+    return { ...(walletId !== undefined ? { walletId } : {}), includeWalletDetails, page };
+  },
+  execute(ctx, q) {
+    const { store, organization } = ctx;
+    if (q.walletId !== undefined) requireWallet(store, organization.id, q.walletId);
+    const rows = store.keys.accounts.list(organization.id, q.walletId, { limit: q.page.limit, beforeId: q.page.before, afterId: q.page.after });
+    if (!rows) {
+      const field = q.page.before !== undefined ? 'paginationOptions.before' : 'paginationOptions.after';
+      throw invalidArgument(`${field} names no wallet account of this organization`, [{ field, description: 'unknown cursor' }]);
+    }
+    const wallets = new Map<string, WalletRow | undefined>();
+    const walletOf = (id: string) => {
+      if (!wallets.has(id)) wallets.set(id, store.keys.wallets.get(organization.id, id));
+      return wallets.get(id);
+    };
+    return { accounts: rows.map((a) => accountRecord(a, q.includeWalletDetails ? walletOf(a.walletId) : undefined)) };
+  },
+};

@@ -1,0 +1,252 @@
+/**
+ * The Vault: every operation the server performs with key material, over SEALED values only.
+ * Callers (the activity handlers) hold sealed blobs and their AtRestContext; the Vault opens a
+ * secret for the moment of use, uses it (signing on the wasm core, derivation, HPKE), wipes the
+ * plaintext and returns only public results or newly sealed values. The master key and the
+ * sealed bundle-signer key live inside the Vault instance.
+ */
+import { CryptoError } from './errors.js';
+import { utf8, wipe } from './bytes.js';
+import { generatePrivateKey, getPublicKey, signDigest, type CurveId } from './curves.js';
+import { deriveAtRestKey, openWithAtRestKey, sealWithAtRestKey, type AtRestContext } from './atrest.js';
+import { deriveFromSeed, generateMnemonic, mnemonicToSeed } from './hd.js';
+import { validateAccountSpec, publicKeyHex, type WalletAccountSpec } from './wallets.js';
+import { addressFromPublicKey } from './addresses.js';
+import { signRawPayload, signRawPayloads, type RawPayloadRequest, type RawSignature, type FieldNames } from './payload.js';
+import { parseUnsignedTransaction, serializeSignedTransaction, transactionSigningDigest } from './ethereum.js';
+import { createExportBundle, createImportBundle, openImportedPrivateKey, openImportedWallet, signerPublicKeyHex } from './bundles.js';
+
+export const SIGNER_CONTEXT: AtRestContext = { kind: 'bundle_signer', organizationId: '', recordId: 'bundle-signer' };
+
+export interface SealedKey {
+  sealed: Uint8Array;
+  /** record form: compressed SEC1 (ECDSA) or raw 32 bytes (Ed25519) */
+  publicKey: Uint8Array;
+}
+
+export interface SealedAccount {
+  curve: CurveId;
+  path: string;
+  addressFormat: string;
+  address: string;
+  /** record form hex */
+  publicKey: string;
+  sealed: Uint8Array;
+}
+
+/** One account to derive: the spec (API strings) and the at-rest context its key is sealed under. */
+export interface AccountToDerive extends WalletAccountSpec { ctx: AtRestContext }
+
+const dec = new TextDecoder('utf-8', { fatal: true });
+
+export class Vault {
+  /** AES-256-GCM key derived from the master key (the master key itself is not kept). */
+  readonly #atRest: Uint8Array;
+  #signer?: Uint8Array;
+  #signerPublicKey?: string;
+
+  constructor(masterKey: Uint8Array) {
+    if (!(masterKey instanceof Uint8Array) || masterKey.length !== 32)
+      throw new CryptoError('INVALID_MASTER_KEY', 'master key must be 32 bytes');
+    this.#atRest = deriveAtRestKey(masterKey);
+  }
+
+  // ---- at rest --------------------------------------------------------------------------------
+
+  seal(plaintext: Uint8Array, ctx: AtRestContext): Uint8Array {
+    return sealWithAtRestKey(this.#atRest, plaintext, ctx);
+  }
+
+  /** Opens a stored secret; a failure here is the server's (wrong master key / corrupted row), never the caller's. */
+  #open(sealed: Uint8Array, ctx: AtRestContext): Uint8Array {
+    try {
+      return openWithAtRestKey(this.#atRest, sealed, ctx);
+    } catch {
+      throw new CryptoError('DECRYPTION_FAILED', `stored ${ctx.kind} could not be opened (wrong master key or corrupted data)`);
+    }
+  }
+
+  #with<T>(sealed: Uint8Array, ctx: AtRestContext, fn: (secret: Uint8Array) => T): T {
+    const secret = this.#open(sealed, ctx);
+    try {
+      return fn(secret);
+    } finally {
+      wipe(secret);
+    }
+  }
+
+  // ---- bundle signer ------------------------------------------------------------------------
+
+  /** A fresh P-256 bundle-signer key, sealed; also installs it in this Vault. */
+  createSigner(): { sealed: Uint8Array; publicKey: string } {
+    const sk = generatePrivateKey('p256');
+    try {
+      const sealed = this.seal(sk, SIGNER_CONTEXT);
+      const publicKey = signerPublicKeyHex(sk);
+      this.#signer = sealed;
+      this.#signerPublicKey = publicKey;
+      return { sealed, publicKey };
+    } finally {
+      wipe(sk);
+    }
+  }
+
+  /** Installs a stored signer key; checks that it opens and matches its recorded public key. */
+  useSigner(sealed: Uint8Array, publicKey: string): void {
+    const actual = this.#with(sealed, SIGNER_CONTEXT, (sk) => signerPublicKeyHex(sk));
+    if (actual !== publicKey) throw new CryptoError('DECRYPTION_FAILED', 'stored bundle signer does not match its public key');
+    this.#signer = sealed;
+    this.#signerPublicKey = publicKey;
+  }
+
+  /** Uncompressed lowercase hex (what dangerouslyOverrideSignerPublicKey takes). */
+  get signerPublicKey(): string {
+    if (!this.#signerPublicKey) throw new CryptoError('INVALID_PRIVATE_KEY', 'no bundle signer installed');
+    return this.#signerPublicKey;
+  }
+
+  #withSigner<T>(fn: (sk: Uint8Array) => T): T {
+    if (!this.#signer) throw new CryptoError('INVALID_PRIVATE_KEY', 'no bundle signer installed');
+    return this.#with(this.#signer, SIGNER_CONTEXT, fn);
+  }
+
+  // ---- private keys -------------------------------------------------------------------------
+
+  /** A fresh private key on `curve`, sealed under ctx. */
+  newPrivateKey(curve: CurveId, ctx: AtRestContext): SealedKey {
+    const sk = generatePrivateKey(curve);
+    try {
+      return { sealed: this.seal(sk, ctx), publicKey: getPublicKey(curve, sk, true) };
+    } finally {
+      wipe(sk);
+    }
+  }
+
+  // ---- wallets --------------------------------------------------------------------------------
+
+  /** A fresh English mnemonic of `words` words, sealed under ctx. */
+  newWallet(words: number, ctx: AtRestContext): { sealedMnemonic: Uint8Array } {
+    const m = utf8(generateMnemonic(words));
+    try {
+      return { sealedMnemonic: this.seal(m, ctx) };
+    } finally {
+      wipe(m);
+    }
+  }
+
+  /**
+   * Derives accounts from a sealed wallet: validates every spec first (errors name
+   * `${fieldPrefix}[i].<field>`), then derives (BIP32 on the wasm core / SLIP-10 for Ed25519)
+   * and seals each account's private key under its own context.
+   */
+  deriveAccounts(sealedMnemonic: Uint8Array, walletCtx: AtRestContext, specs: AccountToDerive[], fieldPrefix = 'accounts'): SealedAccount[] {
+    const checked = specs.map((s, i) => validateAccountSpec(s, `${fieldPrefix}[${i}]`));
+    if (specs.length === 0) return [];
+    const seed = this.#seedOf(sealedMnemonic, walletCtx);
+    try {
+      return checked.map(({ curve, indices }, i) => {
+        const spec = specs[i]!;
+        const key = deriveFromSeed(curve, seed, indices);
+        try {
+          const pub = key.publicKey;
+          const address = addressFromPublicKey(spec.addressFormat, curve, pub, `${fieldPrefix}[${i}].addressFormat`);
+          return {
+            curve, path: spec.path, addressFormat: spec.addressFormat, address, publicKey: publicKeyHex(curve, pub),
+            sealed: this.seal(key.privateKey as Uint8Array, spec.ctx),
+          };
+        } finally {
+          key.wipe();
+        }
+      });
+    } finally {
+      wipe(seed);
+    }
+  }
+
+  #seedOf(sealedMnemonic: Uint8Array, ctx: AtRestContext): Uint8Array {
+    return this.#with(sealedMnemonic, ctx, (m) => {
+      const text = dec.decode(m);
+      const nl = text.indexOf('\n');
+      return nl >= 0 ? mnemonicToSeed(text.slice(0, nl), text.slice(nl + 1)) : mnemonicToSeed(text);
+    });
+  }
+
+  // ---- signing ------------------------------------------------------------------------------
+
+  /** sign_raw_payload with a sealed key (ECDSA on the wasm core, Ed25519 on noble). */
+  signPayload(sealed: Uint8Array, ctx: AtRestContext, curve: CurveId, req: RawPayloadRequest, fields?: FieldNames): RawSignature {
+    return this.#with(sealed, ctx, (sk) => signRawPayload(curve, sk, req, fields));
+  }
+
+  /** sign_raw_payloads with a sealed key through the core's batch path. */
+  signPayloads(sealed: Uint8Array, ctx: AtRestContext, curve: CurveId, payloads: string[], encoding: string, hashFunction: string): RawSignature[] {
+    return this.#with(sealed, ctx, (sk) => signRawPayloads(curve, sk, payloads, encoding, hashFunction));
+  }
+
+  /** sign_transaction (TRANSACTION_TYPE_ETHEREUM), secp256k1 only; hex without 0x. */
+  signEthereumTransaction(sealed: Uint8Array, ctx: AtRestContext, curve: CurveId, unsignedTransaction: string, field = 'unsignedTransaction'): string {
+    if (curve !== 'secp256k1') throw new CryptoError('UNSUPPORTED_COMBINATION', 'TRANSACTION_TYPE_ETHEREUM needs a CURVE_SECP256K1 key', 'signWith');
+    const tx = parseUnsignedTransaction(unsignedTransaction, field);
+    const digest = transactionSigningDigest(tx);
+    const sig = this.#with(sealed, ctx, (sk) => signDigest('secp256k1', digest, sk));
+    return serializeSignedTransaction(tx, sig);
+  }
+
+  // ---- export -------------------------------------------------------------------------------
+
+  /** export_wallet: the mnemonic (with "\n" passphrase, if any) HPKE-sealed to targetPublicKey, signed envelope. */
+  exportWallet(sealedMnemonic: Uint8Array, ctx: AtRestContext, targetPublicKey: string, organizationId: string): string {
+    return this.#with(sealedMnemonic, ctx, (m) =>
+      this.#withSigner((signer) => createExportBundle({ plaintext: m, targetPublicKey, organizationId, signerPrivateKey: signer })));
+  }
+
+  /** export_private_key / export_wallet_account: the raw 32-byte key. */
+  exportKey(sealed: Uint8Array, ctx: AtRestContext, targetPublicKey: string, organizationId: string): string {
+    return this.#with(sealed, ctx, (sk) =>
+      this.#withSigner((signer) => createExportBundle({ plaintext: sk, targetPublicKey, organizationId, signerPrivateKey: signer })));
+  }
+
+  // ---- import -------------------------------------------------------------------------------
+
+  /** init_import_*: a fresh target key (sealed under targetCtx) and the signed importBundle. */
+  initImport(targetCtx: AtRestContext, organizationId: string, userId: string): { sealed: Uint8Array; importBundle: string } {
+    const t = this.#withSigner((signer) => createImportBundle({ organizationId, userId, signerPrivateKey: signer }));
+    try {
+      return { sealed: this.seal(t.targetPrivateKey, targetCtx), importBundle: t.importBundle };
+    } finally {
+      wipe(t.targetPrivateKey);
+    }
+  }
+
+  /** import_wallet: opens the client's bundle with the sealed target key; returns the mnemonic sealed under walletCtx. */
+  importWallet(sealedTarget: Uint8Array, targetCtx: AtRestContext, encryptedBundle: string, walletCtx: AtRestContext): { sealedMnemonic: Uint8Array } {
+    const w = this.#with(sealedTarget, targetCtx, (tk) => openImportedWallet(encryptedBundle, tk, 'encryptedBundle'));
+    const text = utf8(w.passphrase ? `${w.mnemonic}\n${w.passphrase}` : w.mnemonic);
+    try {
+      return { sealedMnemonic: this.seal(text, walletCtx) };
+    } finally {
+      wipe(text);
+    }
+  }
+
+  /** import_private_key: opens the client's bundle; returns the key sealed under keyCtx and its public key. */
+  importPrivateKey(sealedTarget: Uint8Array, targetCtx: AtRestContext, encryptedBundle: string, curve: CurveId, keyCtx: AtRestContext): SealedKey {
+    const sk = this.#with(sealedTarget, targetCtx, (tk) => openImportedPrivateKey(encryptedBundle, tk, curve, 'encryptedBundle'));
+    try {
+      return { sealed: this.seal(sk, keyCtx), publicKey: getPublicKey(curve, sk, true) };
+    } finally {
+      wipe(sk);
+    }
+  }
+
+  /** Does a sealed secret open under ctx (used for health checks of stored rows)? */
+  canOpen(sealed: Uint8Array, ctx: AtRestContext): boolean {
+    try {
+      wipe(this.#open(sealed, ctx));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
+

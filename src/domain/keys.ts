@@ -1,0 +1,193 @@
+/**
+ * Keys and wallets in the domain: the Vault attached to a Store, at-rest contexts, record shapes
+ * (v1PrivateKey, v1Wallet, v1WalletAccount), signWith resolution and the mapping of src/crypto
+ * errors to API errors. No plaintext key material passes through here: only sealed blobs.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ApiError, Grpc, invalidArgument, notFound } from '../errors.js';
+import { CryptoError, loadOrCreateMasterKey, Vault, type AtRestContext, type CurveId } from '../crypto/index.js';
+import type { Store } from '../storage/types.js';
+import type { PrivateKeyRow, WalletAccountRow, WalletRow } from '../storage/keys.js';
+import { timestamp } from './records.js';
+import type { Logger } from '../log.js';
+
+// ---- the Vault of a Store ----------------------------------------------------------------------
+
+const VAULTS = new WeakMap<Store, Vault>();
+
+export function attachVault(store: Store, vault: Vault): void { VAULTS.set(store, vault); }
+
+export function vaultOf(store: Store): Vault {
+  const v = VAULTS.get(store);
+  if (!v) throw new ApiError(Grpc.UNAVAILABLE, 'key management is not initialised on this server', { turnkeyErrorCode: 'INTERNAL' });
+  return v;
+}
+
+export const SIGNER_SECRET = 'bundle_signer';
+
+/**
+ * Start-up: master key (KMAS_MASTER_KEY, else DATA_DIR/master.key created 0600), bundle signer
+ * (created on first start, stored sealed), Vault attached to the store. Returns the signer's
+ * public key (uncompressed hex) and writes it into bootstrap.json when missing or different.
+ */
+export function initKeys(store: Store, dataDir: string, masterKeyText: string | undefined, log: Logger): { signerPublicKey: string; vault: Vault } {
+  const mk = loadOrCreateMasterKey(dataDir, masterKeyText ? { KMAS_MASTER_KEY: masterKeyText } : {});
+  for (const w of mk.warnings) log.warn(w);
+  const vault = new Vault(mk.key);
+  mk.key.fill(0);
+  const stored = store.keys.secrets.get(SIGNER_SECRET);
+  if (stored) {
+    try {
+      vault.useSigner(stored.sealed, stored.publicKey);
+    } catch {
+      throw new Error('the stored bundle signer key cannot be opened with this master key (KMAS_MASTER_KEY / DATA_DIR/master.key changed?)');
+    }
+  } else {
+    const s = vault.createSigner();
+    store.transaction(() => store.keys.secrets.insert(SIGNER_SECRET, s.sealed, s.publicKey, Date.now()));
+    log.info('created the bundle signer key', { signerPublicKey: s.publicKey, masterKey: mk.source });
+  }
+  attachVault(store, vault);
+  const file = path.join(dataDir, 'bootstrap.json');
+  try {
+    const info = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+    if (info.signerPublicKey !== vault.signerPublicKey) {
+      info.signerPublicKey = vault.signerPublicKey;
+      const tmp = `${file}.${process.pid}.tmp`;
+      fs.writeFileSync(tmp, JSON.stringify(info, null, 2) + '\n', { mode: 0o644 });
+      fs.renameSync(tmp, file);
+    }
+  } catch (e) {
+    log.warn('could not record signerPublicKey in bootstrap.json', { error: e instanceof Error ? e.message : String(e) });
+  }
+  return { signerPublicKey: vault.signerPublicKey, vault };
+}
+
+// ---- at-rest contexts ---------------------------------------------------------------------------
+
+export const ctxPrivateKey = (organizationId: string, id: string): AtRestContext => ({ kind: 'private_key', organizationId, recordId: id });
+export const ctxWallet = (organizationId: string, id: string): AtRestContext => ({ kind: 'wallet_mnemonic', organizationId, recordId: id });
+export const ctxAccount = (organizationId: string, id: string): AtRestContext => ({ kind: 'wallet_account_key', organizationId, recordId: id });
+export const ctxImportTarget = (organizationId: string, id: string): AtRestContext => ({ kind: 'import_target', organizationId, recordId: id });
+
+/** Import targets from init_import_* are single-use and expire after this long. */
+export const IMPORT_TARGET_TTL_MS = 60 * 60 * 1000;
+
+// ---- curves -----------------------------------------------------------------------------------
+
+export const API_CURVES = ['CURVE_SECP256K1', 'CURVE_P256', 'CURVE_ED25519'] as const;
+export type ApiCurveName = (typeof API_CURVES)[number];
+const CURVE_ID: Record<ApiCurveName, CurveId> = { CURVE_SECP256K1: 'secp256k1', CURVE_P256: 'p256', CURVE_ED25519: 'ed25519' };
+export const curveId = (c: string): CurveId => CURVE_ID[c as ApiCurveName];
+
+// ---- records ----------------------------------------------------------------------------------
+
+export function privateKeyRecord(store: Store, k: PrivateKeyRow): Record<string, unknown> {
+  const tagIds = store.tags.tagsOf(k.id).filter((t) => store.tags.get(k.organizationId, t)?.type === 'TAG_TYPE_PRIVATE_KEY');
+  return {
+    privateKeyId: k.id,
+    publicKey: k.publicKey,
+    privateKeyName: k.name,
+    curve: k.curve,
+    addresses: k.addresses.map((a) => ({ format: a.format, address: a.address })),
+    privateKeyTags: tagIds,
+    createdAt: timestamp(k.createdMs),
+    updatedAt: timestamp(k.updatedMs),
+    exported: k.exported,
+    imported: k.imported,
+  };
+}
+
+export function walletRecord(w: WalletRow): Record<string, unknown> {
+  return {
+    walletId: w.id, walletName: w.name, createdAt: timestamp(w.createdMs), updatedAt: timestamp(w.updatedMs),
+    exported: w.exported, imported: w.imported,
+  };
+}
+
+const CAIP2: Record<string, string> = { ADDRESS_FORMAT_ETHEREUM: 'eip155', ADDRESS_FORMAT_SOLANA: 'solana' };
+
+export function accountRecord(a: WalletAccountRow, wallet?: WalletRow): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    walletAccountId: a.id, organizationId: a.organizationId, walletId: a.walletId, curve: a.curve, pathFormat: a.pathFormat,
+    path: a.path, addressFormat: a.addressFormat, address: a.address, createdAt: timestamp(a.createdMs), updatedAt: timestamp(a.updatedMs),
+    publicKey: a.publicKey,
+  };
+  if (a.name !== null) out.name = a.name;
+  const caip = CAIP2[a.addressFormat];
+  if (caip) out.caip2Prefix = caip;
+  if (wallet) out.walletDetails = walletRecord(wallet);
+  return out;
+}
+
+// ---- signWith ---------------------------------------------------------------------------------
+
+/** What a signWith names: a private key (by id or address) or a wallet account (by address). */
+export interface SigningKey {
+  kind: 'private_key' | 'wallet_account';
+  /** private key id, or wallet account id */
+  id: string;
+  /** the private key id the specification's intent names (wallet accounts: the account id) */
+  privateKeyId: string;
+  curve: CurveId;
+  apiCurve: string;
+  sealed: Uint8Array;
+  ctx: AtRestContext;
+}
+
+/** Resolves signWith inside the organization; 404 naming `field` when nothing matches. */
+export function resolveSigningKey(store: Store, organizationId: string, signWith: string, field = 'signWith'): SigningKey {
+  const pk = store.keys.privateKeys.get(organizationId, signWith) ?? store.keys.privateKeys.byAddress(organizationId, signWith);
+  if (pk) {
+    return { kind: 'private_key', id: pk.id, privateKeyId: pk.id, curve: curveId(pk.curve), apiCurve: pk.curve, sealed: pk.sealed, ctx: ctxPrivateKey(organizationId, pk.id) };
+  }
+  const acct = store.keys.accounts.byAddress(organizationId, signWith);
+  if (acct) {
+    return { kind: 'wallet_account', id: acct.id, privateKeyId: acct.id, curve: curveId(acct.curve), apiCurve: acct.curve, sealed: acct.sealed, ctx: ctxAccount(organizationId, acct.id) };
+  }
+  throw new ApiError(Grpc.NOT_FOUND, `${field}: no private key or wallet account of this organization has the id or address ${signWith.slice(0, 128)}`,
+    { turnkeyErrorCode: 'PRIVATE_KEY_NOT_FOUND', fieldViolations: [{ field, description: 'names no private key id, private key address or wallet account address of this organization' }] });
+}
+
+// ---- errors -----------------------------------------------------------------------------------
+
+/** src/crypto errors → API errors: caller input → 400 naming the field; stored-data failures → 500. */
+export function toApiError(e: unknown, defaultField?: string): unknown {
+  if (!(e instanceof CryptoError)) return e;
+  const field = e.field ?? defaultField;
+  if (e.code === 'SIGN_FAILED' || e.code === 'INVALID_MASTER_KEY' || (e.code === 'DECRYPTION_FAILED' && e.field === undefined)) {
+    return new ApiError(Grpc.INTERNAL, 'internal error while using key material', { turnkeyErrorCode: 'INTERNAL' });
+  }
+  const message = field ? `${field}: ${e.message}` : e.message;
+  return invalidArgument(message, field ? [{ field, description: e.message }] : undefined);
+}
+
+/** Runs fn, converting src/crypto errors into API errors. */
+export function cryptoCall<T>(fn: () => T, defaultField?: string): T {
+  try {
+    return fn();
+  } catch (e) {
+    throw toApiError(e, defaultField);
+  }
+}
+
+export function requireWallet(store: Store, organizationId: string, walletId: string, field = 'walletId'): WalletRow {
+  const w = store.keys.wallets.get(organizationId, walletId);
+  if (!w) {
+    throw new ApiError(Grpc.NOT_FOUND, `wallet ${walletId.slice(0, 100)} not found`,
+      { turnkeyErrorCode: 'WALLET_NOT_FOUND', fieldViolations: [{ field, description: 'names no wallet of this organization' }] });
+  }
+  return w;
+}
+
+export function requirePrivateKey(store: Store, organizationId: string, id: string, field = 'privateKeyId'): PrivateKeyRow {
+  const k = store.keys.privateKeys.get(organizationId, id);
+  if (!k) {
+    throw new ApiError(Grpc.NOT_FOUND, `private key ${id.slice(0, 100)} not found`,
+      { turnkeyErrorCode: 'PRIVATE_KEY_NOT_FOUND', fieldViolations: [{ field, description: 'names no private key of this organization' }] });
+  }
+  return k;
+}
+
+export { notFound };
