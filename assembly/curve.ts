@@ -21,6 +21,7 @@ export let SC_ONE: usize = K1.SC_ONE;
 export let SC_HALF: usize = K1.SC_HALF;
 export let G_COMB: usize = K1.G_COMB;
 export let G_WNAF: usize = K1.G_WNAF;
+export let G128_WNAF: usize = K1.G128_WNAF;
 export let SC_NINV30: usize = K1.SC_NINV30;
 export let SC_N30: usize = K1.SC_N30;
 export let SC_R3: usize = K1.SC_R3;
@@ -43,6 +44,7 @@ export function selectCurve(id: u32): bool {
     SC_HALF = K1.SC_HALF;
     G_COMB = K1.G_COMB;
     G_WNAF = K1.G_WNAF;
+    G128_WNAF = K1.G128_WNAF;
     SC_NINV30 = K1.SC_NINV30;
     SC_N30 = K1.SC_N30;
     SC_R3 = K1.SC_R3;
@@ -65,6 +67,7 @@ export function selectCurve(id: u32): bool {
     SC_HALF = P256.SC_HALF;
     G_COMB = P256.G_COMB;
     G_WNAF = P256.G_WNAF;
+    G128_WNAF = P256.G128_WNAF;
     SC_NINV30 = P256.SC_NINV30;
     SC_N30 = P256.SC_N30;
     SC_R3 = P256.SC_R3;

@@ -4,13 +4,15 @@
 // reduced mod n (for 256-bit curves bits2int is the identity). Secret paths are constant time
 // except the data-independent retry of RFC 6979 (probability ~2^-128).
 import { hmacSha256Init, hmacSha256Update, hmacSha256Final } from './hash/sha256';
-import { SC_N, FP_P } from './curve';
+import { SC_N, IS_K1 } from './curve';
 import {
   sc_fromBytes, sc_toBytes, sc_isZero, sc_isHigh, sc_mul, sc_add, sc_neg, sc_toMont, sc_invMont, sc_copy,
 } from './scalar';
-import { fe_fromBytes, fe_toBytes, fe_isOdd, fe_sqr, fe_mul, fe_equal, fe_isZero } from './field';
-import { JAC, AFF, pt_toAffine, pt_madd_var, pt_isInf } from './point';
-import { mulG_ct, mul_ct, mulDouble_var } from './mult';
+import { fe_fromBytes, fe_toBytes, fe_isOdd, fe_sqr, fe_mul, fe_equal } from './field';
+import { AFF, pt_toAffine, pt_madd_var, pt_isInf } from './point';
+import {
+  mulG_ct, mul_ct, mulDouble_var, qctxPrepare_var, qctxUpgrade_var, QCTX_SIZE, QCTX_STATE, QCTX_KEY, QCTX_Q,
+} from './mult';
 import { decodePoint, encodePoint, decompress } from './codec';
 import { FE, cmov40, limbsToBytes } from './limbs';
 import {
@@ -185,9 +187,42 @@ function addN(out: usize, a: usize): u32 {
   return c;
 }
 
+// Verification key cache (public data): the decoded point and its wNAF tables for the last
+// CACHE_SLOTS distinct (curve, encoded key) pairs, so repeated verifications under the same key
+// (API-key stamps) skip decoding and table building; on P-256 a key seen twice also gets its
+// 2^128·Q table, which halves the doublings from then on. Round-robin replacement.
+const CACHE_SLOTS: u32 = 16;
+const CACHE: usize = memory.data(<i32>(QCTX_SIZE * <usize>CACHE_SLOTS), 16);
+const RCTX: usize = memory.data(<i32>QCTX_SIZE, 16); // recovery: context of R (not cached)
+let cacheNext: u32 = 0;
+
+/** Context for the SEC1 key at pub (cached), or 0 if the key is invalid. Variable time. */
+function keyContext_var(pub: usize, pubLen: u32): usize {
+  let curve: u32 = IS_K1 ? 0 : 1;
+  for (let i: u32 = 0; i < CACHE_SLOTS; i++) {
+    let c = CACHE + QCTX_SIZE * <usize>i;
+    if (load<u32>(c + QCTX_STATE) == 0 || load<u32>(c) != curve || load<u32>(c, 4) != pubLen) continue;
+    if (memory.compare(c + QCTX_KEY, pub, pubLen) != 0) continue;
+    if (load<u32>(c + QCTX_STATE) == 1) qctxUpgrade_var(c);
+    return c;
+  }
+  if (!decodePoint(QA, pub, pubLen)) return 0;
+  let c = CACHE + QCTX_SIZE * <usize>cacheNext;
+  cacheNext = (cacheNext + 1) % CACHE_SLOTS;
+  store<u32>(c + QCTX_STATE, 0);
+  store<u32>(c, curve);
+  store<u32>(c, pubLen, 4);
+  memory.copy(c + QCTX_KEY, pub, pubLen);
+  memory.copy(c + QCTX_Q, QA, AFF);
+  qctxPrepare_var(c);
+  return c;
+}
+
 /** Verify r‖s at sig for the digest at dig and the SEC1 key at pub. OK if valid. Variable time. */
 export function ecdsaVerify(sig: usize, dig: usize, pub: usize, pubLen: u32, strictLowS: bool): u32 {
-  if (!decodePoint(QA, pub, pubLen)) return E_PUBLIC_KEY;
+  if (pubLen != 33 && pubLen != 65) return E_PUBLIC_KEY;
+  let ctx = keyContext_var(pub, pubLen);
+  if (ctx == 0) return E_PUBLIC_KEY;
   if (!loadRS(sig)) return E_SIGNATURE;
   if (strictLowS && sc_isHigh(SS)) return E_SIGNATURE;
   sc_fromBytes(E, dig);
@@ -197,7 +232,7 @@ export function ecdsaVerify(sig: usize, dig: usize, pub: usize, pubLen: u32, str
   sc_mul(W3, W1, RS); //          u2 = r/s
   sc_toBytes(UB1, W2);
   sc_toBytes(UB2, W3);
-  mulDouble_var(PJ, UB1, UB2, QA);
+  mulDouble_var(PJ, UB1, UB2, ctx);
   if (pt_isInf(PJ)) return E_SIGNATURE;
   // x(R) ≡ r (mod n)  ⇔  X == r'·Z² for r' ∈ {r, r + n} with r' < p
   fe_sqr(FT, PJ + 2 * FE);
@@ -229,7 +264,9 @@ export function ecdsaRecover(dig: usize, sig: usize, recid: u32, compressed: boo
   sc_mul(W3, W1, SS); //          u2 = s/r
   sc_toBytes(UB1, W2);
   sc_toBytes(UB2, W3);
-  mulDouble_var(PJ, UB1, UB2, PA);
+  memory.copy(RCTX + QCTX_Q, PA, AFF);
+  qctxPrepare_var(RCTX);
+  mulDouble_var(PJ, UB1, UB2, RCTX);
   if (pt_isInf(PJ)) return E_SIGNATURE;
   pt_toAffine(QA, PJ);
   encodePoint(out, QA, compressed);

@@ -1,14 +1,15 @@
 // Field arithmetic modulo p of the selected curve, 9 x 29-bit limbs.
 //
-// Representation invariant ("weakly normalised"), kept by every function here: limbs 0..7 in
-// [0, 2^29), limb 8 in [0, 2^25), so the value is < 2^257 (< 4p for both primes) but not
-// necessarily < p. Products of two such elements fit i64 columns without carry handling
-// (at most 9 * 2^58 < 2^62); the reduction is the only curve-specific code:
+// Representation invariant ("weakly normalised"), kept by every function here: limbs
+// non-negative and < 2^29 (on secp256k1 limbs 0..2 may exceed that by < 2^15 after the short
+// final carry), limb 8 < 2^25, so the value is < 2^257 (< 4p for both primes) but not necessarily
+// < p. Products of two such elements fit i64 columns without carry handling (at most
+// 9·(2^29 + 2^15)^2 < 2^62); fe_normalize gives the canonical value. The reduction is the only
+// curve-specific code:
 //   secp256k1: plain form, 2^261 ≡ 2^37 + 31264 (mod p) folds the high columns;
 //   P-256:     Montgomery form with R = 2^261; since p ≡ −1 (mod 2^96) the Montgomery
 //              quotient digit is the low limb itself and m·p is four shifted adds.
-// Everything in this file is constant time (no secret-dependent branch or index);
-// the `_var` functions are explicitly variable time.
+// Everything in this file is constant time (no secret-dependent branch or index).
 //
 // (The unrolled column code was generated mechanically from the schoolbook definition.)
 import { IS_K1, FP_P, FP_BIAS, FP_ONE, FP_B, FP_R2, FP_R3, FP_P30, FP_PINV30 } from './curve';
@@ -121,14 +122,50 @@ export function fe_mul(r: usize, a: usize, b: usize): void {
   let B7 = v128.load(b, 28);
   let B8 = v128.load(b, 32);
   let Z = v128.shuffle<i32>(i32x4.splat(0), B0, 0, 4, 0, 0);
-  let P0 = i64x2.add(i64x2.extmul_low_i32x4_u(A0, B0), i64x2.extmul_low_i32x4_u(A1, Z));
-  let P2 = i64x2.add(i64x2.add(i64x2.add(i64x2.extmul_low_i32x4_u(A0, B2), i64x2.extmul_low_i32x4_u(A1, B1)), i64x2.extmul_low_i32x4_u(A2, B0)), i64x2.extmul_low_i32x4_u(A3, Z));
-  let P4 = i64x2.add(i64x2.add(i64x2.add(i64x2.add(i64x2.add(i64x2.extmul_low_i32x4_u(A0, B4), i64x2.extmul_low_i32x4_u(A1, B3)), i64x2.extmul_low_i32x4_u(A2, B2)), i64x2.extmul_low_i32x4_u(A3, B1)), i64x2.extmul_low_i32x4_u(A4, B0)), i64x2.extmul_low_i32x4_u(A5, Z));
-  let P6 = i64x2.add(i64x2.add(i64x2.add(i64x2.add(i64x2.add(i64x2.add(i64x2.add(i64x2.extmul_low_i32x4_u(A0, B6), i64x2.extmul_low_i32x4_u(A1, B5)), i64x2.extmul_low_i32x4_u(A2, B4)), i64x2.extmul_low_i32x4_u(A3, B3)), i64x2.extmul_low_i32x4_u(A4, B2)), i64x2.extmul_low_i32x4_u(A5, B1)), i64x2.extmul_low_i32x4_u(A6, B0)), i64x2.extmul_low_i32x4_u(A7, Z));
-  let P8 = i64x2.add(i64x2.add(i64x2.add(i64x2.add(i64x2.add(i64x2.add(i64x2.add(i64x2.add(i64x2.extmul_low_i32x4_u(A0, B8), i64x2.extmul_low_i32x4_u(A1, B7)), i64x2.extmul_low_i32x4_u(A2, B6)), i64x2.extmul_low_i32x4_u(A3, B5)), i64x2.extmul_low_i32x4_u(A4, B4)), i64x2.extmul_low_i32x4_u(A5, B3)), i64x2.extmul_low_i32x4_u(A6, B2)), i64x2.extmul_low_i32x4_u(A7, B1)), i64x2.extmul_low_i32x4_u(A8, B0));
-  let P10 = i64x2.add(i64x2.add(i64x2.add(i64x2.add(i64x2.add(i64x2.add(i64x2.extmul_low_i32x4_u(A2, B8), i64x2.extmul_low_i32x4_u(A3, B7)), i64x2.extmul_low_i32x4_u(A4, B6)), i64x2.extmul_low_i32x4_u(A5, B5)), i64x2.extmul_low_i32x4_u(A6, B4)), i64x2.extmul_low_i32x4_u(A7, B3)), i64x2.extmul_low_i32x4_u(A8, B2));
-  let P12 = i64x2.add(i64x2.add(i64x2.add(i64x2.add(i64x2.extmul_low_i32x4_u(A4, B8), i64x2.extmul_low_i32x4_u(A5, B7)), i64x2.extmul_low_i32x4_u(A6, B6)), i64x2.extmul_low_i32x4_u(A7, B5)), i64x2.extmul_low_i32x4_u(A8, B4));
-  let P14 = i64x2.add(i64x2.add(i64x2.extmul_low_i32x4_u(A6, B8), i64x2.extmul_low_i32x4_u(A7, B7)), i64x2.extmul_low_i32x4_u(A8, B6));
+  let P0 = i64x2.extmul_low_i32x4_u(A0, B0);
+  P0 = i64x2.add(P0, i64x2.extmul_low_i32x4_u(A1, Z));
+  let P2 = i64x2.extmul_low_i32x4_u(A0, B2);
+  P2 = i64x2.add(P2, i64x2.extmul_low_i32x4_u(A1, B1));
+  P2 = i64x2.add(P2, i64x2.extmul_low_i32x4_u(A2, B0));
+  P2 = i64x2.add(P2, i64x2.extmul_low_i32x4_u(A3, Z));
+  let P4 = i64x2.extmul_low_i32x4_u(A0, B4);
+  P4 = i64x2.add(P4, i64x2.extmul_low_i32x4_u(A1, B3));
+  P4 = i64x2.add(P4, i64x2.extmul_low_i32x4_u(A2, B2));
+  P4 = i64x2.add(P4, i64x2.extmul_low_i32x4_u(A3, B1));
+  P4 = i64x2.add(P4, i64x2.extmul_low_i32x4_u(A4, B0));
+  P4 = i64x2.add(P4, i64x2.extmul_low_i32x4_u(A5, Z));
+  let P6 = i64x2.extmul_low_i32x4_u(A0, B6);
+  P6 = i64x2.add(P6, i64x2.extmul_low_i32x4_u(A1, B5));
+  P6 = i64x2.add(P6, i64x2.extmul_low_i32x4_u(A2, B4));
+  P6 = i64x2.add(P6, i64x2.extmul_low_i32x4_u(A3, B3));
+  P6 = i64x2.add(P6, i64x2.extmul_low_i32x4_u(A4, B2));
+  P6 = i64x2.add(P6, i64x2.extmul_low_i32x4_u(A5, B1));
+  P6 = i64x2.add(P6, i64x2.extmul_low_i32x4_u(A6, B0));
+  P6 = i64x2.add(P6, i64x2.extmul_low_i32x4_u(A7, Z));
+  let P8 = i64x2.extmul_low_i32x4_u(A0, B8);
+  P8 = i64x2.add(P8, i64x2.extmul_low_i32x4_u(A1, B7));
+  P8 = i64x2.add(P8, i64x2.extmul_low_i32x4_u(A2, B6));
+  P8 = i64x2.add(P8, i64x2.extmul_low_i32x4_u(A3, B5));
+  P8 = i64x2.add(P8, i64x2.extmul_low_i32x4_u(A4, B4));
+  P8 = i64x2.add(P8, i64x2.extmul_low_i32x4_u(A5, B3));
+  P8 = i64x2.add(P8, i64x2.extmul_low_i32x4_u(A6, B2));
+  P8 = i64x2.add(P8, i64x2.extmul_low_i32x4_u(A7, B1));
+  P8 = i64x2.add(P8, i64x2.extmul_low_i32x4_u(A8, B0));
+  let P10 = i64x2.extmul_low_i32x4_u(A2, B8);
+  P10 = i64x2.add(P10, i64x2.extmul_low_i32x4_u(A3, B7));
+  P10 = i64x2.add(P10, i64x2.extmul_low_i32x4_u(A4, B6));
+  P10 = i64x2.add(P10, i64x2.extmul_low_i32x4_u(A5, B5));
+  P10 = i64x2.add(P10, i64x2.extmul_low_i32x4_u(A6, B4));
+  P10 = i64x2.add(P10, i64x2.extmul_low_i32x4_u(A7, B3));
+  P10 = i64x2.add(P10, i64x2.extmul_low_i32x4_u(A8, B2));
+  let P12 = i64x2.extmul_low_i32x4_u(A4, B8);
+  P12 = i64x2.add(P12, i64x2.extmul_low_i32x4_u(A5, B7));
+  P12 = i64x2.add(P12, i64x2.extmul_low_i32x4_u(A6, B6));
+  P12 = i64x2.add(P12, i64x2.extmul_low_i32x4_u(A7, B5));
+  P12 = i64x2.add(P12, i64x2.extmul_low_i32x4_u(A8, B4));
+  let P14 = i64x2.extmul_low_i32x4_u(A6, B8);
+  P14 = i64x2.add(P14, i64x2.extmul_low_i32x4_u(A7, B7));
+  P14 = i64x2.add(P14, i64x2.extmul_low_i32x4_u(A8, B6));
   let P16 = i64x2.extmul_low_i32x4_u(A8, B8);
   let c0 = i64x2.extract_lane(P0, 0);
   let c1 = i64x2.extract_lane(P0, 1);

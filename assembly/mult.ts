@@ -4,12 +4,12 @@
 //   mulDouble_var  u1·G + u2·Q for verification/recovery (Strauss–Shamir with wNAF, GLV on secp256k1),
 //                variable time
 // Scalars are passed as 32 big-endian bytes and must be < n.
-import { G_COMB, G_WNAF, IS_K1 } from './curve';
+import { G_COMB, G_WNAF, G128_WNAF, IS_K1 } from './curve';
 import { glvSplit_var, FP_BETA } from './glv';
-import { fe_setOne, fe_inv, fe_mul, fe_isZero, fe_neg } from './field';
+import { fe_inv, fe_mul, fe_neg } from './field';
 import {
-  JAC, AFF, pt_dbl, pt_madd, pt_add, pt_cmov, pt_setInf, pt_fromAffine, pt_madd_var, pt_add_var, pt_negAffine,
-  pt_copy, pt_toAffineWithInv,
+  JAC, AFF, pt_dbl, pt_madd, pt_cmov, pt_setInf, pt_fromAffine, pt_madd_var, pt_add_var, pt_negAffine,
+  pt_toAffineWithInv, pt_toAffine,
 } from './point';
 import { FE, eqMask, cmov40 } from './limbs';
 import { S_MULT, PUBLIC } from './layout';
@@ -34,8 +34,6 @@ const NEGJ: usize = PUBLIC + 5952; //         120
 const ACCV: usize = PUBLIC + 6144; //         120
 const WNAF3: usize = PUBLIC + 6400; //        260
 const WNAF4: usize = PUBLIC + 6720; //        260
-const QAFF: usize = PUBLIC + 7040; //         8 affine odd multiples of Q (640)
-const QLAM: usize = PUBLIC + 7680; //         8 affine odd multiples of λQ (640; ends 8320)
 const SPLIT: usize = PUBLIC + 8320; //        4 x 32 bytes of split scalars (ends 8448)
 const G_LAM: usize = PUBLIC + 9216; //        64 affine odd multiples of λG (5120)
 
@@ -216,19 +214,68 @@ function addWnaf_var(r: usize, d: i32, table: usize, neg: bool): bool {
 
 let gLamReady = false;
 
-/** r = u1·G + u2·Q (Jacobian); u1, u2 as 32 big-endian bytes (< n), Q affine on the curve.
- *  Strauss–Shamir over wNAF digits (window 8 for G from the generated table, 5 for Q); on
- *  secp256k1 both scalars are first split with the endomorphism, giving four ~128-bit streams
- *  (G, λG, Q, λQ) and half the doublings. Variable time: only for public inputs. */
-export function mulDouble_var(r: usize, u1: usize, u2: usize, q: usize): void {
-  // odd multiples Q, 3Q, ..., 15Q, made affine with one inversion
+// ---- public-key contexts for verification ----
+// A Q context holds everything verification needs about one public key (public data):
+//   +0 curve id, +4 encoded length, +8 state, +16 encoded key (≤ 65 bytes)
+//   +96  Q (affine)
+//   +176 T1: affine odd multiples Q, 3Q, ..., 15Q
+//   +816 T2: affine odd multiples of λQ (secp256k1) or, once state = 2, of 2^128·Q (P-256)
+// state 1: T1 ready (P-256 verifies with 256 doublings); state 2: T2 ready as well.
+export const QCTX_SIZE: usize = 1536;
+export const QCTX_STATE: usize = 8;
+export const QCTX_KEY: usize = 16;
+export const QCTX_Q: usize = 96;
+const QCTX_T1: usize = 176;
+const QCTX_T2: usize = 816;
+
+/** odd multiples of the affine point q into the affine table t (8 entries). */
+function oddMultiples_var(t: usize, q: usize): void {
   pt_fromAffine(QODD, q);
   pt_dbl(ACCV, QODD);
   for (let i: usize = 1; i < 8; i++) pt_add_var(QODD + JAC * i, QODD + JAC * (i - 1), ACCV);
-  batchToAffine(QAFF, QODD, 8);
+  batchToAffine(t, QODD, 8);
+}
+
+/** Fill T1 (and on secp256k1 T2 = λ·T1) for the affine point Q already stored in ctx. */
+export function qctxPrepare_var(ctx: usize): void {
+  oddMultiples_var(ctx + QCTX_T1, ctx + QCTX_Q);
+  if (IS_K1) {
+    for (let j: usize = 0; j < 8; j++) {
+      let e = ctx + QCTX_T1 + AFF * j, f = ctx + QCTX_T2 + AFF * j;
+      fe_mul(f, e, FP_BETA);
+      memory.copy(f + FE, e + FE, FE);
+    }
+    store<u32>(ctx + QCTX_STATE, 2);
+  } else store<u32>(ctx + QCTX_STATE, 1);
+}
+
+/** P-256: add the 2^128·Q table (128 doublings, paid once per cached key), state 2. */
+export function qctxUpgrade_var(ctx: usize): void {
+  pt_fromAffine(ACCV, ctx + QCTX_Q);
+  for (let i = 0; i < 128; i++) pt_dbl(ACCV, ACCV);
+  pt_toAffine(NEGA, ACCV);
+  oddMultiples_var(ctx + QCTX_T2, NEGA);
+  store<u32>(ctx + QCTX_STATE, 2);
+}
+
+/** out = the 32-byte scalar at k split at bit 128: out = low half, out + 32 = high half (both 32-byte BE). */
+function split128(out: usize, k: usize): void {
+  memory.fill(out, 0, 64);
+  memory.copy(out + 16, k + 16, 16);
+  memory.copy(out + 48, k, 16);
+}
+
+/** r = u1·G + u2·Q (Jacobian); u1, u2 as 32 big-endian bytes (< n); Q from a prepared context.
+ *  Strauss–Shamir over wNAF digits (window 8 for G from the generated tables, 5 for Q). Four
+ *  ~128-bit streams when available: on secp256k1 via the GLV endomorphism (G, λG, Q, λQ), on
+ *  P-256 (state 2) by splitting the scalars at bit 128 (G, 2^128·G, Q, 2^128·Q); both halve the
+ *  doublings. Variable time: only for public inputs. */
+export function mulDouble_var(r: usize, u1: usize, u2: usize, ctx: usize): void {
+  let t1 = ctx + QCTX_T1, t2 = ctx + QCTX_T2;
   let streams = 2;
   let n1: i32, n2: i32, n3: i32 = 0, n4: i32 = 0;
   let f1: u32 = 0, f2: u32 = 0;
+  let g2 = G128_WNAF;
   if (IS_K1) {
     if (!gLamReady) {
       for (let j: usize = 0; j < 64; j++) {
@@ -237,17 +284,20 @@ export function mulDouble_var(r: usize, u1: usize, u2: usize, q: usize): void {
       }
       gLamReady = true;
     }
-    for (let j: usize = 0; j < 8; j++) {
-      fe_mul(QLAM + AFF * j, QAFF + AFF * j, FP_BETA);
-      memory.copy(QLAM + AFF * j + FE, QAFF + AFF * j + FE, FE);
-    }
+    g2 = G_LAM;
     f1 = glvSplit_var(u1, SPLIT, SPLIT + 32);
     f2 = glvSplit_var(u2, SPLIT + 64, SPLIT + 96);
+    streams = 4;
+  } else if (load<u32>(ctx + QCTX_STATE) == 2) {
+    split128(SPLIT, u1);
+    split128(SPLIT + 64, u2);
+    streams = 4;
+  }
+  if (streams == 4) {
     n1 = wnaf_var(WNAF1, SPLIT, 8);
     n3 = wnaf_var(WNAF3, SPLIT + 32, 8);
     n2 = wnaf_var(WNAF2, SPLIT + 64, 5);
     n4 = wnaf_var(WNAF4, SPLIT + 96, 5);
-    streams = 4;
   } else {
     n1 = wnaf_var(WNAF1, u1, 8);
     n2 = wnaf_var(WNAF2, u2, 5);
@@ -261,12 +311,12 @@ export function mulDouble_var(r: usize, u1: usize, u2: usize, q: usize): void {
     let d = <i32>load<i8>(WNAF1 + <usize>i);
     if (d != 0) inf = addWnaf_var(r, d, G_WNAF, neg1);
     d = <i32>load<i8>(WNAF2 + <usize>i);
-    if (d != 0) inf = addWnaf_var(r, d, QAFF, neg2);
+    if (d != 0) inf = addWnaf_var(r, d, t1, neg2);
     if (streams == 4) {
       d = <i32>load<i8>(WNAF3 + <usize>i);
-      if (d != 0) inf = addWnaf_var(r, d, G_LAM, neg3);
+      if (d != 0) inf = addWnaf_var(r, d, g2, neg3);
       d = <i32>load<i8>(WNAF4 + <usize>i);
-      if (d != 0) inf = addWnaf_var(r, d, QLAM, neg4);
+      if (d != 0) inf = addWnaf_var(r, d, t2, neg4);
     }
   }
 }

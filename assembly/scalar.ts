@@ -4,7 +4,7 @@
 // with sc_toMont / sc_fromMont around chains of products. Everything here is constant time.
 //
 // (The unrolled column code was generated mechanically from the schoolbook definition.)
-import { SC_N, SC_MU, SC_R2, SC_R3, SC_N30, SC_NINV30, SC_ONE, SC_HALF } from './curve';
+import { SC_N, SC_MU, SC_R2, SC_R3, SC_N30, SC_NINV30, SC_HALF } from './curve';
 import { modinv } from './modinv';
 import { M, limbsFromBytes, limbsToBytes, limbsLess, limbsCondSub, limbsIsZero, copy40 } from './limbs';
 

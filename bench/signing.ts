@@ -7,8 +7,9 @@
  *   - core         : the same signatures made by calling src/crypto directly (signDigest, and
  *                    signDigests = the core's batch path), no HTTP, no storage
  * from 1 and 16 concurrent keep-alive clients, and a breakdown of the per-request costs measured in
- * isolation (stamp check, sealed-key sign, and the same sign_raw_payload with SQLite synchronous=OFF
- * to show what the durable commit costs). Requests are stamped before timing.
+ * isolation (stamp check, sealed-key sign, one SQLite commit with synchronous FULL / NORMAL), a stamped
+ * whoami (the request path without signing or commit), and the same signing requests against a second
+ * server with synchronous=NORMAL to show what the per-request fsync costs. Requests are stamped before timing.
  *
  * Run: npx tsc -p tsconfig.json && node --expose-gc dist/bench/signing.js
  * Env: BENCH_SIGN_REQUESTS (timed sign_raw_payload requests per cell, default 1000),
@@ -17,7 +18,7 @@
  */
 import http from 'node:http';
 import { mkdtempSync, rmSync, mkdirSync, writeFileSync, readFileSync } from 'node:fs';
-import { tmpdir, cpus } from 'node:os';
+import { tmpdir, cpus, loadavg } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { randomBytes } from 'node:crypto';
@@ -27,6 +28,7 @@ import { startServer, type RunningServer } from '../src/server.js';
 import { loadConfig, type SqliteSynchronous } from '../src/config.js';
 import { generatePrivateKey, signDigest, signDigests, Vault, wipe } from '../src/crypto/index.js';
 import { parseStamp, verifyStamp } from '../src/http/stamp.js';
+import Database from 'better-sqlite3';
 
 interface Req { path: string; body: string; headers: Record<string, string> }
 interface Cell { scenario: string; concurrency: number; requests: number; rps: number; perSecond: number; unit: string; p50Ms: number; p99Ms: number; errors: number }
@@ -36,6 +38,8 @@ export interface SigningBenchResult {
   node: string;
   cpu: string;
   sqliteSynchronous: string;
+  /** 1-minute load average at start and end (other processes share the cores) */
+  loadAverage: [number, number];
   rows: Cell[];
   breakdown: { what: string; perOpUs: number; opsPerSecond: number }[];
   targets: { what: string; target: string; reached: string; met: boolean }[];
@@ -129,6 +133,31 @@ function batchReqs(h: Harness, count: number, size: number): Req[] {
   });
 }
 
+function whoReqs(h: Harness, count: number): Req[] {
+  const body = JSON.stringify({ organizationId: h.orgId });
+  const r: Req = { path: '/public/v1/query/whoami', body, headers: { 'Content-Type': 'application/json', 'X-Stamp': stampOf(body, h.key) } };
+  return Array.from({ length: count }, () => r);
+}
+
+/** One durable commit of an activity-sized row in a fresh WAL database with the given synchronous setting (µs). */
+function commitUs(sync: SqliteSynchronous, n: number): number {
+  const dir = mkdtempSync(join(tmpdir(), 'kmas-bench-commit-'));
+  const db = new Database(join(dir, 'c.sqlite'));
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma(`synchronous = ${sync}`);
+    db.exec('CREATE TABLE t (id TEXT PRIMARY KEY, record TEXT NOT NULL)');
+    const ins = db.prepare('INSERT INTO t (id, record) VALUES (?, ?)');
+    const record = 'x'.repeat(1500);
+    let i = 0;
+    const tx = db.transaction(() => { ins.run(`r${i++}`, record); });
+    return timeOps(n, () => tx.immediate());
+  } finally {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const completed = (body: string) => body.includes('"ACTIVITY_STATUS_COMPLETED"');
 
 export async function run(opts: { requests?: number; batches?: number; write?: boolean; print?: boolean } = {}): Promise<SigningBenchResult> {
@@ -136,8 +165,10 @@ export async function run(opts: { requests?: number; batches?: number; write?: b
   const nb = opts.batches ?? Number(process.env.BENCH_SIGN_BATCHES ?? 60);
   const BATCH = 100;
   const cfg = loadConfig({ env: process.env });
+  const load0 = loadavg()[0]!;
   const h = await harness(cfg.sqliteSynchronous);
-  const hOff = await harness('OFF');
+  const hOff = await harness(cfg.sqliteSynchronous === 'NORMAL' ? 'OFF' : 'NORMAL');
+  const altSync = cfg.sqliteSynchronous === 'NORMAL' ? 'OFF' : 'NORMAL';
   const fixed = JSON.stringify({ activity: { status: 'ACTIVITY_STATUS_COMPLETED' } });
   const trivial = http.createServer((req, res) => {
     req.on('data', () => {});
@@ -157,8 +188,10 @@ export async function run(opts: { requests?: number; batches?: number; write?: b
       const t = signReqs(h, n);
       rows.push(cell('trivial node:http (fixed JSON)', c, n, 1, 'requests', await load(trivialPort, t, c)));
       rows.push(cell(`stamped sign_raw_payload (SQLite synchronous=${cfg.sqliteSynchronous})`, c, n, 1, 'signatures', await load(h.server.port, signReqs(h, n), c, completed)));
-      rows.push(cell('stamped sign_raw_payload (SQLite synchronous=OFF)', c, n, 1, 'signatures', await load(hOff.server.port, signReqs(hOff, n), c, completed)));
+      rows.push(cell(`stamped sign_raw_payload (SQLite synchronous=${altSync})`, c, n, 1, 'signatures', await load(hOff.server.port, signReqs(hOff, n), c, completed)));
+      rows.push(cell('stamped whoami (query: stamp check + routing, no signing, no commit)', c, n, 1, 'requests', await load(h.server.port, whoReqs(h, n), c)));
       rows.push(cell(`stamped sign_raw_payloads ×${BATCH} (synchronous=${cfg.sqliteSynchronous})`, c, nb, BATCH, 'signatures', await load(h.server.port, batchReqs(h, nb, BATCH), c, completed)));
+      rows.push(cell(`stamped sign_raw_payloads ×${BATCH} (synchronous=${altSync})`, c, nb, BATCH, 'signatures', await load(hOff.server.port, batchReqs(hOff, nb, BATCH), c, completed)));
     }
 
     // Core, directly: the same kind of signatures (secp256k1, 32-byte digests, one key).
@@ -180,7 +213,11 @@ export async function run(opts: { requests?: number; batches?: number; write?: b
       if (!verifyStamp(parseStamp(r.headers['X-Stamp']!), new TextEncoder().encode(r.body))) throw new Error('stamp');
     });
 
+    const fullUs = commitUs('FULL', 300);
+    const normalUs = commitUs('NORMAL', 2000);
     const breakdown = [
+      { what: 'SQLite commit of one activity row, WAL, synchronous=FULL', perOpUs: fullUs, opsPerSecond: 1e6 / fullUs },
+      { what: 'SQLite commit of one activity row, WAL, synchronous=NORMAL', perOpUs: normalUs, opsPerSecond: 1e6 / normalUs },
       { what: 'core signDigest (secp256k1, single)', perOpUs: singleUs, opsPerSecond: 1e6 / singleUs },
       { what: `core signDigests (batch ×${BATCH}), per signature`, perOpUs: batchUs, opsPerSecond: 1e6 / batchUs },
       { what: 'Vault.signPayload (open sealed key + sign + wipe)', perOpUs: vaultUs, opsPerSecond: 1e6 / vaultUs },
@@ -200,7 +237,7 @@ export async function run(opts: { requests?: number; batches?: number; write?: b
 
     const result: SigningBenchResult = {
       date: new Date().toISOString(), node: process.version, cpu: `${cpus()[0]?.model ?? 'unknown'} ×${cpus().length}`,
-      sqliteSynchronous: cfg.sqliteSynchronous, rows, breakdown, targets,
+      sqliteSynchronous: cfg.sqliteSynchronous, loadAverage: [load0, loadavg()[0]!], rows, breakdown, targets,
     };
     const md = toMarkdown(result);
     if (opts.print !== false) console.log(md);
@@ -228,6 +265,7 @@ export function toMarkdown(r: SigningBenchResult): string {
     '',
     `Node ${r.node}, ${r.cpu}; one process (server and load clients share it), loopback, keep-alive node:http clients,`,
     `requests stamped before timing, every request signs (distinct payloads) and commits its activity. Server SQLite synchronous = ${r.sqliteSynchronous} (journal WAL).`,
+    `1-minute load average ${r.loadAverage[0].toFixed(2)} at start, ${r.loadAverage[1].toFixed(2)} at end (on ${r.cpu.split('×').pop()} cores; other processes were running).`,
     '',
     '| scenario | clients | requests | requests/s | signatures/s | p50 (ms) | p99 (ms) | errors |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',

@@ -134,13 +134,18 @@ function makeCurve(c) {
     for (let d = COMB_ENTRIES + 1; d <= 1 << COMB_BITS; d++) acc = add(acc, base);
     base = acc; // 64 * base
   }
-  const wnaf = [];
-  const G2 = add(G, G);
-  let odd = G;
-  for (let j = 0; j < WNAF_G_ENTRIES; j++) {
-    wnaf.push(...pt(odd));
-    odd = add(odd, G2);
-  }
+  const oddMultiples = (P) => {
+    const out = [];
+    const P2 = add(P, P);
+    let odd = P;
+    for (let j = 0; j < WNAF_G_ENTRIES; j++) {
+      out.push(...pt(odd));
+      odd = add(odd, P2);
+    }
+    return out;
+  };
+  const wnaf = oddMultiples(G);
+  const wnaf128 = oddMultiples(mul(1n << 128n, G));
   const mu = mod(-invPow2(n, BITS), 1n << BITS);
   let glv = {};
   if (c.glv) {
@@ -181,6 +186,7 @@ function makeCurve(c) {
     SC_HALF: limbs(n >> 1n),
     G_COMB: comb,
     G_WNAF: wnaf,
+    G128_WNAF: wnaf128,
     ...glv,
   };
 }
@@ -195,7 +201,7 @@ for (const [name, c] of Object.entries(CURVES)) {
     `// ${name}: field/scalar constants in the core's 9x29-bit limb form (40 bytes per element)`,
     `// and precomputed affine multiples of the base point G.`,
     `// G_COMB: ${COMB_WINDOWS} windows x ${COMB_ENTRIES} entries, entry (w, d) = d * 64^w * G, 80 bytes each (x, y).`,
-    `// G_WNAF: odd multiples (2j+1) * G, j = 0..${WNAF_G_ENTRIES - 1} (wNAF window ${WNAF_G_WINDOW}).`,
+    `// G_WNAF: odd multiples (2j+1) * G, j = 0..${WNAF_G_ENTRIES - 1} (wNAF window ${WNAF_G_WINDOW}); G128_WNAF: the same for 2^128 * G.`,
     '',
   ];
   for (const [k, v] of Object.entries(t)) {

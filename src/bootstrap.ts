@@ -10,6 +10,7 @@ import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import type { Store } from './storage/types.js';
 import { generateP256ApiKeyPair, type ApiKeyPair } from './domain/keypair.js';
+import { initKeys } from './domain/keys.js';
 
 export interface BootstrapInfo {
   organizationId: string;
@@ -31,6 +32,13 @@ function writeFileAtomic(file: string, content: string, mode: number): void {
 }
 
 export function ensureBootstrap(store: Store, config: Config, log: Logger): { info: BootstrapInfo; rootApiKey?: ApiKeyPair } {
+  const out = ensureBootstrapState(store, config, log);
+  // Master key + bundle signer (created sealed on first start); signerPublicKey goes into bootstrap.json.
+  out.info.signerPublicKey = initKeys(store, config.dataDir, config.masterKey, log).signerPublicKey;
+  return out;
+}
+
+function ensureBootstrapState(store: Store, config: Config, log: Logger): { info: BootstrapInfo; rootApiKey?: ApiKeyPair } {
   const bootstrapFile = path.join(config.dataDir, BOOTSTRAP_FILE);
   const keyFile = path.join(config.dataDir, ROOT_KEY_FILE);
 

@@ -9,8 +9,8 @@ import { openSqliteStore } from './storage/sqlite.js';
 import { defaultRegistry } from './activities/registry.js';
 import { answerClientErrors, createApp } from './http/app.js';
 import { ensureBootstrap, type BootstrapInfo } from './bootstrap.js';
-import { initKeys } from './domain/keys.js';
 import { VERIFIER_BACKENDS } from './http/stamp.js';
+import { batchedStdout } from './http/logsink.js';
 import type { ApiKeyPair } from './domain/keypair.js';
 
 export interface StartOptions extends Partial<Omit<Config, 'dataDir'>> {
@@ -37,13 +37,13 @@ export const DB_FILE = 'kmas.sqlite';
 /** Opens (and on first start initialises) DATA_DIR, then listens. */
 export async function startServer(opts: StartOptions | Config): Promise<RunningServer> {
   const config = loadConfig({ overrides: opts as Partial<Record<keyof Config, unknown>> });
-  const log = createLogger(config.logLevel);
+  const logSink = batchedStdout();
+  const log = createLogger(config.logLevel, logSink);
   fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const store = openSqliteStore(path.join(config.dataDir, DB_FILE), { synchronous: config.sqliteSynchronous });
   let boot: ReturnType<typeof ensureBootstrap>;
   try {
     boot = ensureBootstrap(store, config, log);
-    boot.info.signerPublicKey = initKeys(store, config.dataDir, config.masterKey, log).signerPublicKey;
   } catch (e) {
     store.close();
     throw e;
@@ -66,7 +66,7 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
     url, port, dataDir: config.dataDir, bootstrap: boot.info, rootApiKey: boot.rootApiKey, config,
     stop() {
       stopped ??= new Promise<void>((resolve) => {
-        server.close(() => { store.close(); resolve(); });
+        server.close(() => { store.close(); logSink.flush(); resolve(); });
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), 2000).unref();
       });

@@ -7,11 +7,11 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { ApiError, Grpc, invalidArgument, notFound, unauthenticated } from '../errors.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import type { ApiKeyRow, Store } from '../storage/types.js';
+import type { ApiKeyCurve, ApiKeyRow, Store } from '../storage/types.js';
 import type { Registry } from '../activities/registry.js';
 import { parseStamp, SCHEME_CURVE, verifyStamp } from './stamp.js';
 import { candidateKeys, resolvePrincipal } from '../domain/credentials.js';
-import { checkTimestamp, fingerprintOf, parseEnvelope, runQuery, runSubmit } from '../activities/engine.js';
+import { checkTimestamp, commitQueue, fingerprintOf, parseEnvelope, runQuery, runSubmit } from '../activities/engine.js';
 import type { Obj } from '../activities/validate.js';
 
 export interface AppDeps {
@@ -29,6 +29,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 export function createApp(deps: AppDeps): express.Express {
   const { store, registry, config, log } = deps;
   const now = deps.now ?? Date.now;
+  const submits = commitQueue(store);
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -70,7 +71,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   const rawBody = express.raw({ type: () => true, limit: config.bodyLimit });
 
-  app.post('/public/v1/:kind/:op', rawBody, (req: Request, res: Response) => {
+  app.post('/public/v1/:kind/:op', rawBody, async (req: Request, res: Response) => {
     const kind = req.params.kind as string;
     const opName = req.params.op as string;
     const raw: Buffer = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
@@ -79,7 +80,7 @@ export function createApp(deps: AppDeps): express.Express {
     if (kind === 'query') {
       const op = registry.query(opName);
       if (!op) throw unknownOperation(kind, opName);
-      const keys = authenticate(req, raw);
+      const { keys } = authenticate(req, raw);
       const body = parseBody(raw);
       const orgId = requireOrganizationId(body);
       const { principal, organization } = resolvePrincipal(store, keys, orgId,
@@ -88,13 +89,21 @@ export function createApp(deps: AppDeps): express.Express {
     } else if (kind === 'submit') {
       const op = registry.submit(opName);
       if (!op) throw unknownOperation(kind, opName);
-      const keys = authenticate(req, raw);
+      const cred = authenticate(req, raw);
       const body = parseBody(raw);
       const env = parseEnvelope(op, body);
       checkTimestamp(env.timestampMs, nowMs, config.timestampWindowMs, config.timestampFutureMs);
-      const { principal, organization } = resolvePrincipal(store, keys, env.organizationId,
-        { parentMayRead: false, resolvesFromParent: false }, nowMs);
-      const out = runSubmit(store, op, env, principal, organization, fingerprintOf(raw), nowMs);
+      const fingerprint = fingerprintOf(raw);
+      // Group commit (engine.ts): the submit runs inside the next shared transaction and this
+      // promise settles only after its COMMIT. The credential is resolved again in there, since
+      // an earlier submit of the same group may have deleted the key or its user.
+      const out = await submits.run(() => {
+        const keys = candidateKeys(store, cred.publicKey, cred.curve);
+        if (keys.length === 0) throw unauthenticated('no API key is registered for the stamp\'s public key', 'PUBLIC_KEY_NOT_FOUND');
+        const { principal, organization } = resolvePrincipal(store, keys, env.organizationId,
+          { parentMayRead: false, resolvesFromParent: false }, nowMs);
+        return runSubmit(store, op, env, principal, organization, fingerprint, nowMs);
+      });
       res.locals.activityId = out.activity.id;
       reply = { activity: out.activity };
     } else {
@@ -120,7 +129,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(errorMiddleware(log));
 
   /** Verifies the stamp over the raw bytes; returns the registered keys it may stand for. */
-  function authenticate(req: Request, raw: Buffer): ApiKeyRow[] {
+  function authenticate(req: Request, raw: Buffer): { keys: ApiKeyRow[]; publicKey: string; curve: ApiKeyCurve } {
     const header = req.get('x-stamp');
     if (header === undefined || header === '') {
       if (req.get('x-stamp-webauthn') !== undefined) {
@@ -129,10 +138,11 @@ export function createApp(deps: AppDeps): express.Express {
       throw unauthenticated('missing X-Stamp header', 'SIGNATURE_MISSING');
     }
     const stamp = parseStamp(header);
-    const keys = candidateKeys(store, stamp.publicKey, SCHEME_CURVE[stamp.scheme]);
+    const curve = SCHEME_CURVE[stamp.scheme];
+    const keys = candidateKeys(store, stamp.publicKey, curve);
     if (keys.length === 0) throw unauthenticated('no API key is registered for the stamp\'s public key', 'PUBLIC_KEY_NOT_FOUND');
     if (!verifyStamp(stamp, raw)) throw unauthenticated('the stamp signature does not verify over the request body', 'SIGNATURE_INVALID');
-    return keys;
+    return { keys, publicKey: stamp.publicKey, curve };
   }
 
   return app;

@@ -10,7 +10,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { base58 } from '@scure/base';
-import { encryptWalletToBundle } from '@turnkey/crypto';
+import { encryptPrivateKeyToBundle, encryptWalletToBundle } from '@turnkey/crypto';
 import { publicKeyToAddress } from 'viem/accounts';
 import { startTestServer, type TestServer } from '../server/harness.js';
 
@@ -65,14 +65,15 @@ describe('BIP39 / BIP32 / SLIP-10 through import_wallet', () => {
     expect(acct.account.publicKey).toBe(bytesToHex(edPub));
   });
 
-  it('ethers.js account vectors: mnemonic → address at the vector path', async () => {
-    const list: any[] = Array.isArray(ethers) ? ethers : ethers.accounts ?? ethers.vectors ?? [];
-    const usable = list.filter((a) => typeof a.mnemonic === 'string' && typeof a.address === 'string' && a.mnemonic.split(' ').length >= 12).slice(0, 3);
-    if (usable.length === 0) return; // file layout without mnemonics: covered by the crypto tests
-    for (const a of usable) {
-      const path = a.path ?? "m/44'/60'/0'/0/0";
-      const w = await importMnemonic(a.mnemonic, [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path, addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }]);
-      expect(w.addresses[0]!.toLowerCase()).toBe(a.address.toLowerCase());
+  it('ethers.js account vectors: import_private_key of the vector key gives the vector address', async () => {
+    const list: { privateKey: string; address: string }[] = ethers;
+    const picks = [0, 1, 2, 50, 100, 258].map((i) => list[i]!).filter((a) => /^0x[0-9a-f]{64}$/i.test(a.privateKey));
+    expect(picks.length).toBeGreaterThanOrEqual(5);
+    for (const a of picks) {
+      const init = await ts.sdk.initImportPrivateKey({ userId: ts.rootUserId });
+      const encryptedBundle = await encryptPrivateKeyToBundle({ privateKey: a.privateKey.slice(2), keyFormat: 'HEXADECIMAL', importBundle: init.importBundle, userId: ts.rootUserId, organizationId: ts.orgId, dangerouslyOverrideSignerPublicKey: ts.server.bootstrap.signerPublicKey });
+      const r = await ts.sdk.importPrivateKey({ userId: ts.rootUserId, privateKeyName: `ethers-${a.address}`, encryptedBundle, curve: 'CURVE_SECP256K1', addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] });
+      expect(r.addresses[0]!.address).toBe(a.address);
     }
   });
 });

@@ -4,7 +4,7 @@ import { describe, it, expect } from 'vitest';
 import { checkQueryReply, checkSubmitReply, checkError, expectFieldViolation, fingerprintOf } from './checks.js';
 import { validateProxiedReply, stampFor, type RawReply } from './harness.js';
 
-const ts = { seconds: '1', nanos: '0' };
+const ts = { seconds: String(Math.floor(Date.now() / 1000)), nanos: '0' };
 const shape = { type: 'ACTIVITY_TYPE_CREATE_USER_TAG', intentKey: 'createUserTagIntent', resultKey: 'createUserTagResult' };
 const result = { userTagId: 't', userIds: [] };
 const good = () => ({
@@ -29,6 +29,8 @@ describe('checks.ts', () => {
       ['status FAILED', (r) => { r.activity.status = 'ACTIVITY_STATUS_FAILED'; }],
       ['timestampMs missing', (r) => { delete r.activity.timestampMs; }],
       ['createdAt numbers', (r) => { r.activity.createdAt = { seconds: 1, nanos: 0 }; }],
+      ['nanos out of range', (r) => { r.activity.updatedAt = { ...ts, nanos: '1000000000' }; }],
+      ['createdAt in 1970', (r) => { r.activity.createdAt = { seconds: '5', nanos: '0' }; }],
       ['client result key missing', (r) => { delete r.activity.result.createUserTagResult; }],
       ['other organization', (r) => { r.activity.organizationId = 'p'; }],
     ];

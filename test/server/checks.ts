@@ -15,6 +15,8 @@ const DECIMAL = /^[0-9]+$/;
 
 function checkTimestamp(ts: any, what: string) {
   expect(ts, `${what} is {seconds, nanos}`).toEqual({ seconds: expect.stringMatching(DECIMAL), nanos: expect.stringMatching(DECIMAL) });
+  expect(Number(ts.nanos), `${what}.nanos`).toBeLessThan(1_000_000_000);
+  expect(Math.abs(Number(ts.seconds) - Date.now() / 1000), `${what}.seconds is near the current time`).toBeLessThan(86_400);
 }
 
 /**

@@ -130,6 +130,44 @@ describe('fuzzing the request path', () => {
     }), { numRuns: RUNS });
   });
 
+  // Deep fuzz: well-formed envelopes (right org, type and a fresh timestamp) whose fields are
+  // drawn from the operation's real field names with random values, so the requests get past
+  // authentication and envelope checks into each operation's validation and execution.
+  const SUBMIT_TYPES: Record<string, string> = {
+    create_users: 'ACTIVITY_TYPE_CREATE_USERS_V4', delete_users: 'ACTIVITY_TYPE_DELETE_USERS', update_user: 'ACTIVITY_TYPE_UPDATE_USER',
+    create_api_keys: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2', delete_api_keys: 'ACTIVITY_TYPE_DELETE_API_KEYS', create_user_tag: 'ACTIVITY_TYPE_CREATE_USER_TAG',
+    update_user_tag: 'ACTIVITY_TYPE_UPDATE_USER_TAG', delete_user_tags: 'ACTIVITY_TYPE_DELETE_USER_TAGS', create_private_key_tag: 'ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG',
+    update_private_key_tag: 'ACTIVITY_TYPE_UPDATE_PRIVATE_KEY_TAG', delete_private_key_tags: 'ACTIVITY_TYPE_DELETE_PRIVATE_KEY_TAGS',
+    set_organization_feature: 'ACTIVITY_TYPE_SET_ORGANIZATION_FEATURE', remove_organization_feature: 'ACTIVITY_TYPE_REMOVE_ORGANIZATION_FEATURE',
+  };
+  const FIELD_NAMES = ['users', 'userIds', 'userId', 'userName', 'userEmail', 'userPhoneNumber', 'userTagIds', 'userTags', 'apiKeys', 'apiKeyIds', 'apiKeyName',
+    'publicKey', 'curveType', 'expirationSeconds', 'authenticators', 'oauthProviders', 'userTagName', 'userTagId', 'newUserTagName', 'addUserIds', 'removeUserIds',
+    'privateKeyTagName', 'privateKeyIds', 'privateKeyTagId', 'newPrivateKeyTagName', 'addPrivateKeyIds', 'removePrivateKeyIds', 'privateKeyTagIds', 'name', 'value',
+    'activityId', 'paginationOptions', 'limit', 'before', 'after', 'filterByStatus', 'filterByType'];
+  const plausible = fc.oneof(
+    fc.jsonValue({ maxDepth: 3 }),
+    fc.constantFrom('FEATURE_NAME_WEBHOOK', 'FEATURE_NAME_EMAIL_AUTH', 'API_KEY_CURVE_P256', 'API_KEY_CURVE_ED25519', 'ACTIVITY_STATUS_COMPLETED', 'ACTIVITY_TYPE_CREATE_USER_TAG',
+      '00000000-0000-4000-8000-000000000000', 'https://example.com/x', '+14155550100', 'a@b.co', '100', '0', '-1', ''),
+    fc.constant('ROOT').map(() => ts.rootUserId),
+    fc.constant('KEY').map(() => newP256Key().publicKey),
+  );
+  const fieldsArb: fc.Arbitrary<Record<string, unknown>> = fc.dictionary(fc.constantFrom(...FIELD_NAMES), fc.oneof(plausible, fc.array(plausible, { maxLength: 3 }),
+    fc.array(fc.dictionary(fc.constantFrom(...FIELD_NAMES), plausible, { maxKeys: 5 }), { maxLength: 2 }), fc.dictionary(fc.constantFrom(...FIELD_NAMES), plausible, { maxKeys: 4 })), { maxKeys: 6 });
+
+  it('deep fuzz of submits: well-formed envelopes with random parameters', async () => {
+    let n = 0;
+    await fc.assert(fc.asyncProperty(fc.constantFrom(...SUBMIT_OPS), fieldsArb, async (op, parameters) => {
+      const body = submitBody(SUBMIT_TYPES[op]!, ts.orgId, parameters, String(Date.now() + (n++ % 1000)));
+      await send(SUBMIT(op), body, {}, 'deep submit');
+    }), { numRuns: 250 });
+  });
+
+  it('deep fuzz of queries: the right organization with random fields', async () => {
+    await fc.assert(fc.asyncProperty(fc.constantFrom(...QUERY_OPS), fieldsArb, async (op, fields) => {
+      await send(QUERY(op), JSON.stringify({ ...fields, organizationId: ts.orgId }), {}, 'deep query');
+    }), { numRuns: 200 });
+  });
+
   it('the server still serves, and only the legitimately accepted submits were stored', async () => {
     const who: any = await ts.sdk.getWhoami();
     expect(who.userId).toBe(ts.rootUserId);

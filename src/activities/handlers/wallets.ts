@@ -16,7 +16,7 @@ import { readAccounts, requireKeyAdmin, type AccountParams } from './keyParams.j
 
 export const MNEMONIC_LENGTHS = [12, 15, 18, 21, 24];
 
-function readMnemonicLength(v: Validator, o: Obj): number {
+export function readMnemonicLength(v: Validator, o: Obj): number {
   const raw = o.mnemonicLength;
   if (raw === undefined || raw === null || raw === '') return 12;
   const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,3}$/.test(raw) ? Number(raw) : NaN;
@@ -26,18 +26,19 @@ function readMnemonicLength(v: Validator, o: Obj): number {
 
 /** Derives (and, when persist, stores) accounts of a wallet; returns their addresses in request order. */
 export function addAccounts(ctx: ExecContext, wallet: WalletRow, accounts: AccountParams[], persist = true, fieldPrefix = 'accounts'): string[] {
-  const { store, organization, nowMs } = ctx;
+  const { store, nowMs } = ctx;
+  const org = wallet.organizationId;
   const ids = accounts.map(() => ctx.newId());
   const derived = cryptoCall(() => vaultOf(store).deriveAccounts(
-    wallet.sealedMnemonic, ctxWallet(organization.id, wallet.id),
-    accounts.map((a, i) => ({ curve: a.curve, pathFormat: a.pathFormat, path: a.path, addressFormat: a.addressFormat, ctx: ctxAccount(organization.id, ids[i]!) })),
+    wallet.sealedMnemonic, ctxWallet(org, wallet.id),
+    accounts.map((a, i) => ({ curve: a.curve, pathFormat: a.pathFormat, path: a.path, addressFormat: a.addressFormat, ctx: ctxAccount(org, ids[i]!) })),
     fieldPrefix,
   ));
   if (persist) {
     derived.forEach((d, i) => {
       const a = accounts[i]!;
       store.keys.accounts.insert({
-        id: ids[i]!, organizationId: organization.id, walletId: wallet.id, curve: a.curve, pathFormat: a.pathFormat, path: a.path,
+        id: ids[i]!, organizationId: org, walletId: wallet.id, curve: a.curve, pathFormat: a.pathFormat, path: a.path,
         addressFormat: a.addressFormat, address: d.address, publicKey: d.publicKey, sealed: d.sealed, name: a.name ?? null,
         createdMs: nowMs, updatedMs: nowMs,
       });
@@ -60,7 +61,7 @@ function refuseDuplicates(store: Store, organizationId: string, walletId: string
   });
 }
 
-interface CreateWallet { walletName: string; accounts: AccountParams[]; mnemonicLength: number }
+export interface CreateWallet { walletName: string; accounts: AccountParams[]; mnemonicLength: number }
 
 export const createWallet: SubmitOperation<CreateWallet, { walletId: string; addresses: string[] }> = {
   kind: 'submit',
@@ -79,18 +80,26 @@ export const createWallet: SubmitOperation<CreateWallet, { walletId: string; add
     refuseDuplicates(store, p.organization.id, undefined, intent.accounts);
   },
   execute(ctx, intent) {
-    const { store, organization, nowMs } = ctx;
-    const id = ctx.newId();
-    const made = cryptoCall(() => vaultOf(store).newWallet(intent.mnemonicLength, ctxWallet(organization.id, id)));
-    const wallet: WalletRow = {
-      id, organizationId: organization.id, name: intent.walletName, sealedMnemonic: made.sealedMnemonic,
-      imported: false, exported: false, createdMs: nowMs, updatedMs: nowMs,
-    };
-    store.keys.wallets.insert(wallet);
-    const addresses = addAccounts(ctx, wallet, intent.accounts);
-    return { walletId: id, addresses };
+    return createWalletIn(ctx, ctx.organization.id, intent);
   },
 };
+
+/**
+ * Creates a wallet (fresh mnemonic, sealed) with its accounts in `organizationId` — also for other
+ * operations that create a wallet, e.g. create_sub_organization's `wallet` (validate its fields
+ * with readAccounts / readMnemonicLength first).
+ */
+export function createWalletIn(ctx: ExecContext, organizationId: string, w: CreateWallet): { walletId: string; addresses: string[] } {
+  const { store, nowMs } = ctx;
+  const id = ctx.newId();
+  const made = cryptoCall(() => vaultOf(store).newWallet(w.mnemonicLength, ctxWallet(organizationId, id)));
+  const wallet: WalletRow = {
+    id, organizationId, name: w.walletName, sealedMnemonic: made.sealedMnemonic,
+    imported: false, exported: false, createdMs: nowMs, updatedMs: nowMs,
+  };
+  store.keys.wallets.insert(wallet);
+  return { walletId: id, addresses: addAccounts(ctx, wallet, w.accounts) };
+}
 
 interface CreateAccounts { walletId: string; accounts: AccountParams[]; persist?: boolean }
 
