@@ -1,3 +1,4 @@
+// GENERATED from scripts/gen-arith/field.tpl by `npm run gen:arith`: edit the template, not this file.
 // Field arithmetic modulo p of the selected curve, 9 x 29-bit limbs.
 //
 // Representation invariant ("weakly normalised"), kept by every function here: limbs

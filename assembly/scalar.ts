@@ -1,3 +1,4 @@
+// GENERATED from scripts/gen-arith/scalar.tpl by `npm run gen:arith`: edit the template, not this file.
 // Scalar arithmetic modulo the group order n of the selected curve, 9 x 29-bit limbs.
 // Invariant: every scalar is fully reduced (< n). Products use Montgomery multiplication with
 // R = 2^261 (generic: the quotient digit is (c mod 2^29)·(−n⁻¹) mod 2^29); callers convert

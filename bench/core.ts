@@ -35,7 +35,7 @@ export interface Row {
   group: string;
   impl: string;
   opsPerSec: number;
-  rme: number; // relative margin of error, %
+  rme: number; // spread across rounds, % ((max − min) / median); tinybench rme with one round
   samples: number;
   note?: string;
   rounds?: number[]; // ops/s of each round (the row holds the median)

@@ -192,7 +192,8 @@ function makeCurve(c) {
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
-const outDir = join(here, '..', 'assembly', 'tables');
+// Optional argument: another output folder (the freshness test writes to a temp dir).
+const outDir = process.argv[2] ?? join(here, '..', 'assembly', 'tables');
 mkdirSync(outDir, { recursive: true });
 for (const [name, c] of Object.entries(CURVES)) {
   const t = makeCurve(c);
@@ -210,5 +211,5 @@ for (const [name, c] of Object.entries(CURVES)) {
     lines.push(`export const ${k}: usize = memory.data<u32>([\n${chunks.join('\n')}\n], 16);`);
   }
   writeFileSync(join(outDir, `${name}.ts`), lines.join('\n') + '\n');
-  console.log(`wrote assembly/tables/${name}.ts`);
+  console.log(`wrote ${join(outDir, `${name}.ts`)}`);
 }

@@ -34,7 +34,7 @@ function writeFileAtomic(file: string, content: string, mode: number): void {
 export function ensureBootstrap(store: Store, config: Config, log: Logger): { info: BootstrapInfo; rootApiKey?: ApiKeyPair } {
   const out = ensureBootstrapState(store, config, log);
   // Master key + bundle signer (created sealed on first start); signerPublicKey goes into bootstrap.json.
-  out.info.signerPublicKey = initKeys(store, config.dataDir, config.masterKey, log).signerPublicKey;
+  out.info.signerPublicKey = initKeys(store, config.dataDir, config.masterKey, log, config.signWorkers).signerPublicKey;
   return out;
 }
 

@@ -3,6 +3,7 @@
  * Bad values stop start-up with a one-line message (ConfigError, exit code 2 in the CLI).
  */
 import path from 'node:path';
+import { availableParallelism } from 'node:os';
 import { p256 } from '@noble/curves/nist.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -26,6 +27,10 @@ export interface Config {
   corsOrigin: string;
   /** Master key for keys at rest (64 hex or base64 of 32 bytes); unset → DATA_DIR/master.key (created 0600). */
   masterKey?: string;
+  /** Server processes sharing the port (node:cluster); 1 = serve from the calling process. */
+  workers: number;
+  /** Worker threads (each with its own wasm core) for batch signing; 0 = sign on the request thread. */
+  signWorkers: number;
 }
 
 export class ConfigError extends Error {
@@ -73,6 +78,11 @@ const compressedP256 = (raw: string, name: string): string => {
   return v;
 };
 
+const workerCount = (raw: string, name: string): number => {
+  if (raw.trim().toLowerCase() === 'auto') return Math.max(1, Math.min(64, availableParallelism()));
+  return int(1, 64)(raw, name);
+};
+
 const masterKeyText = (raw: string, name: string): string => {
   const v = raw.trim();
   const hex = /^(0x)?[0-9a-fA-F]{64}$/.test(v);
@@ -95,6 +105,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'sqliteSynchronous', env: 'SQLITE_SYNCHRONOUS', flag: '--sqlite-synchronous', def: 'FULL', doc: 'SQLite PRAGMA synchronous: FULL (durable at commit), NORMAL, OFF, EXTRA', parse: oneOf(['OFF', 'NORMAL', 'FULL', 'EXTRA'] as const, true) },
   { key: 'corsOrigin', env: 'CORS_ORIGIN', flag: '--cors-origin', def: '*', doc: 'Access-Control-Allow-Origin value for browser clients', parse: nonEmpty },
   { key: 'masterKey', env: 'KMAS_MASTER_KEY', flag: '--master-key', def: undefined, doc: 'Master key encrypting private keys and mnemonics at rest (64 hex chars or base64 of 32 bytes; prefer the env variable); unset: DATA_DIR/master.key, created on first start with mode 0600', parse: masterKeyText },
+  { key: 'workers', env: 'WORKERS', flag: '--workers', def: '1', doc: 'Server processes sharing the port (node:cluster; SQLite WAL shared); 1 = one process, auto = one per CPU', parse: workerCount },
+  { key: 'signWorkers', env: 'SIGN_WORKERS', flag: '--sign-workers', def: '0', doc: 'Worker threads (each with its own wasm core) that share sign_raw_payloads batches with the request thread; 0 = off', parse: int(0, 64) },
 ];
 
 /** Reads settings from (in rising priority) defaults, env, CLI flags, then explicit overrides. */

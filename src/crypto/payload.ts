@@ -134,6 +134,8 @@ export function signRawPayloads(
   encoding: string,
   hashFunction: string,
   fieldPrefix = 'payloads',
+  /** the ECDSA batch signer (default: the core's batch path on this thread; e.g. a SignPool) */
+  batchSigner: (curve: 'secp256k1' | 'p256', digests: Uint8Array[], privateKey: Uint8Array) => RecoverableSignature[] = signDigests,
 ): RawSignature[] {
   if (!Array.isArray(payloads)) throw new CryptoError('INVALID_PAYLOAD', 'payloads must be an array', fieldPrefix);
   const prepared = payloads.map((payload, i) => preparePayload(curve, { payload, encoding, hashFunction }, { payload: `${fieldPrefix}[${i}]` }));
@@ -141,7 +143,7 @@ export function signRawPayloads(
     return prepared.map((p) => formatEd25519Signature(signEd25519((p as { message: Uint8Array }).message, privateKey)));
   }
   const digests = prepared.map((p) => (p as { digest: Uint8Array }).digest);
-  const sigs = signDigests(curve, digests, privateKey);
+  const sigs = batchSigner(curve, digests, privateKey);
   return sigs.map(formatEcdsaSignature);
 }
 

@@ -14,6 +14,7 @@ import { validateAccountSpec, publicKeyHex, type WalletAccountSpec } from './wal
 import { addressFromPublicKey } from './addresses.js';
 import { signRawPayload, signRawPayloads, type RawPayloadRequest, type RawSignature, type FieldNames } from './payload.js';
 import { parseUnsignedTransaction, serializeSignedTransaction, transactionSigningDigest } from './ethereum.js';
+import { SignPool } from './signpool.js';
 import { createExportBundle, createImportBundle, openImportedPrivateKey, openImportedWallet, signerPublicKeyHex } from './bundles.js';
 
 export const SIGNER_CONTEXT: AtRestContext = { kind: 'bundle_signer', organizationId: '', recordId: 'bundle-signer' };
@@ -44,6 +45,7 @@ export class Vault {
   readonly #atRest: Uint8Array;
   #signer?: Uint8Array;
   #signerPublicKey?: string;
+  #pool?: SignPool;
 
   constructor(masterKey: Uint8Array) {
     if (!(masterKey instanceof Uint8Array) || masterKey.length !== 32)
@@ -180,7 +182,26 @@ export class Vault {
 
   /** sign_raw_payloads with a sealed key through the core's batch path. */
   signPayloads(sealed: Uint8Array, ctx: AtRestContext, curve: CurveId, payloads: string[], encoding: string, hashFunction: string): RawSignature[] {
-    return this.#with(sealed, ctx, (sk) => signRawPayloads(curve, sk, payloads, encoding, hashFunction));
+    const pool = this.#pool;
+    return this.#with(sealed, ctx, (sk) => signRawPayloads(curve, sk, payloads, encoding, hashFunction, 'payloads',
+      pool ? (c, d, k) => pool.signDigests(c, d, k) : undefined));
+  }
+
+  // ---- worker pool ----------------------------------------------------------------------------
+
+  /** Batch signing (signPayloads) on `workers` extra threads, each with its own wasm core; 0 = off. */
+  useWorkers(workers: number): SignPool | undefined {
+    this.#pool?.close();
+    this.#pool = workers > 0 ? new SignPool(workers) : undefined;
+    return this.#pool;
+  }
+
+  get pool(): SignPool | undefined { return this.#pool; }
+
+  /** Stops the worker pool (if any). */
+  close(): void {
+    this.#pool?.close();
+    this.#pool = undefined;
   }
 
   /** sign_transaction (TRANSACTION_TYPE_ETHEREUM), secp256k1 only; hex without 0x. */

@@ -31,7 +31,7 @@ export const SIGNER_SECRET = 'bundle_signer';
  * (created on first start, stored sealed), Vault attached to the store. Returns the signer's
  * public key (uncompressed hex) and writes it into bootstrap.json when missing or different.
  */
-export function initKeys(store: Store, dataDir: string, masterKeyText: string | undefined, log: Logger): { signerPublicKey: string; vault: Vault } {
+export function initKeys(store: Store, dataDir: string, masterKeyText: string | undefined, log: Logger, signWorkers = 0): { signerPublicKey: string; vault: Vault } {
   const mk = loadOrCreateMasterKey(dataDir, masterKeyText ? { KMAS_MASTER_KEY: masterKeyText } : {});
   for (const w of mk.warnings) log.warn(w);
   const vault = new Vault(mk.key);
@@ -48,7 +48,14 @@ export function initKeys(store: Store, dataDir: string, masterKeyText: string | 
     store.transaction(() => store.keys.secrets.insert(SIGNER_SECRET, s.sealed, s.publicKey, Date.now()));
     log.info('created the bundle signer key', { signerPublicKey: s.publicKey, masterKey: mk.source });
   }
+  if (signWorkers > 0) {
+    const pool = vault.useWorkers(signWorkers);
+    if (!pool || pool.size === 0) log.warn('SIGN_WORKERS is set but the worker script (dist/src/crypto/signworker.js) is missing; signing on the request thread');
+  }
   attachVault(store, vault);
+  // The Vault (and its worker pool) ends with the store.
+  const closeStore = store.close.bind(store);
+  store.close = () => { vault.close(); closeStore(); };
   const file = path.join(dataDir, 'bootstrap.json');
   try {
     const info = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;

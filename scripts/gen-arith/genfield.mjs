@@ -1,0 +1,58 @@
+// throwaway: prints the unrolled 9x29 column products / reductions for assembly/field.ts
+const L = 9;
+const out = [];
+const loadA = (v, p) => Array.from({ length: L }, (_, i) => `  let ${v}${i} = <i64>load<u32>(${p}, ${4 * i});`).join('\n');
+function mulCols() {
+  const s = [loadA('a', 'a'), loadA('b', 'b')];
+  for (let k = 0; k < 2 * L - 1; k++) {
+    const t = [];
+    for (let i = 0; i < L; i++) { const j = k - i; if (j >= 0 && j < L) t.push(`a${i} * b${j}`); }
+    s.push(`  let c${k} = ${t.join(' + ')};`);
+  }
+  return s.join('\n');
+}
+function sqrCols() {
+  const s = [loadA('a', 'a')];
+  for (let i = 0; i < L; i++) s.push(`  let d${i} = a${i} << 1;`);
+  for (let k = 0; k < 2 * L - 1; k++) {
+    const t = [];
+    for (let i = 0; i < L; i++) { const j = k - i; if (j > i && j < L) t.push(`d${i} * a${j}`); }
+    if (k % 2 === 0) t.push(`a${k / 2} * a${k / 2}`);
+    s.push(`  let c${k} = ${t.join(' + ')};`);
+  }
+  return s.join('\n');
+}
+// secp256k1: fold columns 9..16 (2^261 = 2^37 + 31264 mod p) then carry
+function redK1() {
+  // split every high column into 29-bit low part and high part and fold both independently
+  // (no serial carry chain): 2^261 ≡ 2^37 + 31264
+  const s = [];
+  for (let k = 9; k <= 16; k++) s.push(`    let l${k} = c${k} & M; let h${k} = c${k} >> 29;`);
+  for (let k = 9; k <= 16; k++) {
+    s.push(`    c${k - 9} += l${k} * 31264; c${k - 8} += l${k} << 8;`);
+    if (k < 16) s.push(`    c${k - 8} += h${k} * 31264; c${k - 7} += h${k} << 8;`);
+  }
+  s.push(`    c7 += h16 * 31264; c8 += h16 << 8;`.replace('c7 += h16 * 31264; c8 += h16 << 8;', 'c8 += h16 * 31264; c0 += (h16 << 8) * 31264; c1 += h16 << 16;'));
+  s.push(`    carryStoreK1(r, c0, c1, c2, c3, c4, c5, c6, c7, c8);`);
+  return s.join('\n');
+}
+function redP256() {
+  const s = [`    let c17: i64 = 0; let m: i64;`];
+  for (let i = 0; i < L; i++) {
+    s.push(`    m = c${i} & M; c${i + 1} += c${i} >> 29; c${i + 3} += m << 9; c${i + 6} += m << 18; c${i + 7} -= m << 21; c${i + 8} += m << 24;`);
+  }
+  s.push(`    carryStoreMont(r, c9, c10, c11, c12, c13, c14, c15, c16, c17);`);
+  return s.join('\n');
+}
+function redScalar() {
+  const s = [`  let c17: i64 = 0; let m: i64;`];
+  for (let i = 0; i < L; i++) {
+    const t = [`m = ((c${i} & M) * mu) & M;`, `c${i} += m * n0;`, `c${i + 1} += c${i} >> 29;`];
+    for (let j = 1; j < L; j++) t.push(`c${i + j} += m * n${j};`);
+    s.push('  ' + t.join(' '));
+  }
+  s.push(`  scCarryStore(r, c9, c10, c11, c12, c13, c14, c15, c16, c17);`);
+  return s.join('\n');
+}
+const what = process.argv[2];
+console.log({ mulCols, sqrCols, redK1, redP256, redScalar }[what]());

@@ -1,0 +1,90 @@
+// Group commit (src/activities/engine.ts CommitQueue): submits queued in the same turn of the
+// event loop share one transaction; each runs in its own savepoint; replies settle only after
+// the COMMIT; a failing submit rolls back only its own changes.
+import { describe, it, expect, afterEach } from 'vitest';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { openSqliteStore } from '../../src/storage/sqlite.js';
+import type { Store } from '../../src/storage/types.js';
+import { CommitQueue } from '../../src/activities/engine.js';
+import { ApiError, Grpc } from '../../src/errors.js';
+
+const dirs: string[] = [];
+const stores: Store[] = [];
+afterEach(() => {
+  for (const s of stores.splice(0)) s.close();
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+function fresh(): { store: Store; file: string; org: string } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kmas-gc-'));
+  dirs.push(dir);
+  const file = path.join(dir, 'kmas.sqlite');
+  const store = openSqliteStore(file, { synchronous: 'FULL' });
+  stores.push(store);
+  const org = 'org-1';
+  store.transaction(() => store.organizations.insert({ id: org, name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
+  return { store, file, org };
+}
+
+const tag = (store: Store, org: string, id: string) =>
+  store.tags.insert({ id, organizationId: org, name: id, type: 'TAG_TYPE_USER', createdMs: 1, updatedMs: 1 });
+
+/** What another connection (another process) sees: only committed data. */
+function committedTags(file: string): string[] {
+  const db = new Database(file, { readonly: true });
+  try { return (db.prepare('SELECT id FROM tags ORDER BY id').all() as { id: string }[]).map((r) => r.id); } finally { db.close(); }
+}
+
+describe('group commit', () => {
+  it('runs the submits of one turn in one transaction and settles them after its commit', async () => {
+    const { store, file, org } = fresh();
+    const q = new CommitQueue(store);
+    const events: string[] = [];
+    const seenByOthers: string[][] = [];
+    const job = (id: string, fail?: 'api') => q.run(() => {
+      tag(store, org, id);
+      events.push(`work ${id}`);
+      // inside the group nothing is visible to other connections yet
+      seenByOthers.push(committedTags(file));
+      if (fail) throw new ApiError(Grpc.ALREADY_EXISTS, 'refused');
+      return id;
+    }).then((v) => { events.push(`reply ${id}`); seenByOthers.push(committedTags(file)); return v; });
+
+    const results = await Promise.allSettled([job('a'), job('b', 'api'), job('c')]);
+    expect(results[0]).toEqual({ status: 'fulfilled', value: 'a' });
+    expect(results[1]!.status).toBe('rejected');
+    expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(ApiError);
+    expect(results[2]).toEqual({ status: 'fulfilled', value: 'c' });
+    // all three ran before the first reply: one shared transaction
+    expect(events.slice(0, 3)).toEqual(['work a', 'work b', 'work c']);
+    expect(events.slice(3)).toEqual(['reply a', 'reply c']);
+    // uncommitted while working; committed (a and c, not b) before any reply
+    expect(seenByOthers.slice(0, 3)).toEqual([[], [], []]);
+    expect(seenByOthers.slice(3)).toEqual([['a', 'c'], ['a', 'c']]);
+  });
+
+  it('a submit that fails with a non-API error does not take the others of its group with it', async () => {
+    const { store, file, org } = fresh();
+    const q = new CommitQueue(store);
+    const results = await Promise.allSettled([
+      q.run(() => tag(store, org, 'x')),
+      q.run(() => { tag(store, org, 'y'); tag(store, org, 'y'); }), // UNIQUE violation: a SqliteError
+      q.run(() => tag(store, org, 'z')),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).not.toBeInstanceOf(ApiError);
+    expect(committedTags(file)).toEqual(['x', 'z']);
+  });
+
+  it('a submit queued after a flush goes into the next group', async () => {
+    const { store, file, org } = fresh();
+    const q = new CommitQueue(store);
+    await q.run(() => tag(store, org, 'first'));
+    expect(committedTags(file)).toEqual(['first']);
+    await q.run(() => tag(store, org, 'second'));
+    expect(committedTags(file)).toEqual(['first', 'second']);
+  });
+});
