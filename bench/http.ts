@@ -21,7 +21,7 @@
  */
 import http from 'node:http';
 import { mkdtempSync, rmSync, mkdirSync, writeFileSync, readFileSync, readdirSync } from 'node:fs';
-import { tmpdir, cpus } from 'node:os';
+import { tmpdir, cpus, loadavg } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { p256 } from '@noble/curves/nist.js';
@@ -52,6 +52,8 @@ export interface HttpBenchResult {
   sqliteJournalMode: string;
   requestsPerScenario: number;
   rounds: number;
+  /** 1-minute load average before and after the run (other processes share the machine) */
+  loadAverage: [number, number];
   rows: HttpBenchRow[];
 }
 
@@ -105,6 +107,7 @@ async function load(port: number, reqs: Prepared[], concurrency: number): Promis
 
 export async function run(opts: { requests?: number; rounds?: number; write?: boolean; print?: boolean } = {}): Promise<HttpBenchResult> {
   const n = opts.requests ?? Number(process.env.BENCH_HTTP_REQUESTS ?? 2000);
+  const loadBefore = loadavg()[0]!;
   const rounds = Math.max(1, opts.rounds ?? Number(process.env.BENCH_HTTP_ROUNDS ?? 3));
   const warm = Math.min(300, Math.ceil(n / 10));
   const cfg = loadConfig({ env: process.env });
@@ -174,7 +177,7 @@ export async function run(opts: { requests?: number; rounds?: number; write?: bo
 
     const result: HttpBenchResult = {
       date: new Date().toISOString(), node: process.version, cpu: `${cpus()[0]?.model ?? 'unknown'} ×${cpus().length}`,
-      sqliteSynchronous: synchronous, sqliteJournalMode: journal, requestsPerScenario: n, rounds, rows,
+      sqliteSynchronous: synchronous, sqliteJournalMode: journal, requestsPerScenario: n, rounds, loadAverage: [loadBefore, loadavg()[0]!], rows,
     };
     const table = toMarkdown(result);
     if (opts.print !== false) console.log(table);
@@ -199,6 +202,7 @@ export function toMarkdown(r: HttpBenchResult): string {
     '',
     `Node ${r.node}, ${r.cpu}; loopback, keep-alive node:http clients; ${r.requestsPerScenario} timed requests per round, ${r.rounds} interleaved rounds, median round shown (requests stamped before timing).`,
     `SQLite PRAGMA synchronous = ${r.sqliteSynchronous}, journal_mode = ${r.sqliteJournalMode}; every submit is committed before its reply.`,
+    `1-minute load average ${r.loadAverage[0].toFixed(2)} before / ${r.loadAverage[1].toFixed(2)} after the run (the machine is shared: absolute numbers are noisy, the same-run ratios less so).`,
     '',
     '| scenario | clients | requests/s | p50 (ms) | p99 (ms) | ratio to trivial | errors |',
     '|---|---:|---:|---:|---:|---:|---:|',

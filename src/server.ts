@@ -10,7 +10,10 @@ import { defaultRegistry } from './activities/registry.js';
 import { answerClientErrors, createApp } from './http/app.js';
 import { ensureBootstrap, type BootstrapInfo } from './bootstrap.js';
 import { VERIFIER_BACKENDS } from './http/stamp.js';
-import { batchedStdout } from './http/logsink.js';
+import { batchedStdout, type LineSink } from './http/logsink.js';
+import { startPool, workerEntry } from './http/pool.js';
+import cluster from 'node:cluster';
+import type { Logger } from './log.js';
 import type { ApiKeyPair } from './domain/keypair.js';
 
 export interface StartOptions extends Partial<Omit<Config, 'dataDir'>> {
@@ -43,10 +46,21 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   const store = openSqliteStore(path.join(config.dataDir, DB_FILE), { synchronous: config.sqliteSynchronous });
   let boot: ReturnType<typeof ensureBootstrap>;
   try {
-    boot = ensureBootstrap(store, config, log);
+    // A pool's primary serves nothing: no signing threads there (each worker starts its own).
+    const pooled = config.workers > 1 && cluster.isPrimary;
+    boot = ensureBootstrap(store, pooled ? { ...config, signWorkers: 0 } : config, log);
   } catch (e) {
     store.close();
     throw e;
+  }
+  if (config.workers > 1 && cluster.isPrimary) {
+    const entry = workerEntry();
+    if (entry) {
+      // The bootstrap state exists now; the workers open the database themselves.
+      store.close();
+      return startPoolServer(config, log, logSink, boot, entry);
+    }
+    log.warn('WORKERS > 1 needs the compiled build (dist/src/http/worker.js); serving from this process', { workers: config.workers });
   }
   const app = createApp({ store, registry: defaultRegistry(), config, log });
   const server = http.createServer(app);
@@ -70,6 +84,24 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), 2000).unref();
       });
+      return stopped;
+    },
+  };
+}
+
+/** WORKERS > 1: the primary forks the pool (src/http/pool.ts) and serves nothing itself. */
+async function startPoolServer(
+  config: Config, log: Logger, logSink: LineSink, boot: ReturnType<typeof ensureBootstrap>, entry: string,
+): Promise<RunningServer> {
+  const pool = await startPool(config, log, entry);
+  const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${hostForUrl}:${pool.port}`;
+  log.info('listening', { url, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, workers: pool.workers, stampVerifiers: VERIFIER_BACKENDS });
+  let stopped: Promise<void> | undefined;
+  return {
+    url, port: pool.port, dataDir: config.dataDir, bootstrap: boot.info, rootApiKey: boot.rootApiKey, config,
+    stop() {
+      stopped ??= pool.stop().then(() => logSink.flush());
       return stopped;
     },
   };

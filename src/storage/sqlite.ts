@@ -91,6 +91,33 @@ export function openSqliteStore(file: string, opts: { synchronous?: SqliteSynchr
     ping: q('SELECT 1 AS ok'),
   };
 
+  /**
+   * Every stamped request looks its API key up by public key (twice for a submit: before the
+   * signature check and again inside the group commit). Those lookups are cached. Correctness:
+   * the cache is cleared by every insert / delete of an API key through this store (also inside
+   * a transaction that is later rolled back: clearing is always safe), is filled only outside
+   * transactions (never with uncommitted rows), and is dropped whenever another connection
+   * (another process of the pool, the CLI) has committed (PRAGMA data_version). Expiry is not
+   * cached: callers compare expiresAtMs with their clock on every request.
+   */
+  const keyCache = new Map<string, ApiKeyRow[]>();
+  const KEY_CACHE_MAX = 10_000;
+  const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
+  let seenDataVersion = dataVersion.get();
+  const keysByPublicKey = (pk: string): ApiKeyRow[] => {
+    const v = dataVersion.get();
+    if (v !== seenDataVersion) { keyCache.clear(); seenDataVersion = v; }
+    let rows = keyCache.get(pk);
+    if (!rows) {
+      rows = s.keyByPub.all(pk).map(keyFrom);
+      if (!db.inTransaction) {
+        if (keyCache.size >= KEY_CACHE_MAX) keyCache.clear();
+        keyCache.set(pk, rows);
+      }
+    }
+    return rows.map((r) => ({ ...r }));
+  };
+
   let closed = false;
   const store: Store = {
     transaction: <T>(fn: () => T): T => db.transaction(fn).immediate(),
@@ -118,14 +145,15 @@ export function openSqliteStore(file: string, opts: { synchronous?: SqliteSynchr
     },
     apiKeys: {
       get: (org, id) => { const r = s.keyGet.get(org, id); return r ? keyFrom(r) : undefined; },
-      byPublicKey: (pk) => s.keyByPub.all(pk).map(keyFrom),
+      byPublicKey: (pk) => keysByPublicKey(pk),
       listByUser: (org, user) => s.keyByUser.all(org, user).map(keyFrom),
       listByOrganization: (org) => s.keyByOrg.all(org).map(keyFrom),
       insert: (k) => {
+        keyCache.clear();
         s.keyInsert.run(k.id, k.organizationId, k.userId, k.name, k.publicKey, k.curve, k.credentialType,
           k.expirationSeconds, k.expiresAtMs, k.createdMs, k.updatedMs);
       },
-      delete: (org, id) => { s.keyDelete.run(org, id); },
+      delete: (org, id) => { keyCache.clear(); s.keyDelete.run(org, id); },
     },
     tags: {
       get: (org, id) => { const r = s.tagGet.get(org, id); return r ? tagFrom(r) : undefined; },

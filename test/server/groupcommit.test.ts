@@ -88,3 +88,39 @@ describe('group commit', () => {
     expect(committedTags(file)).toEqual(['first', 'second']);
   });
 });
+
+describe('API key lookup cache (src/storage/sqlite.ts)', () => {
+  const key = (id: string, org: string, user: string, publicKey: string) => ({
+    id, organizationId: org, userId: user, name: id, publicKey, curve: 'API_KEY_CURVE_P256' as const,
+    credentialType: 'CREDENTIAL_TYPE_API_KEY_P256', expirationSeconds: null, expiresAtMs: null, createdMs: 1, updatedMs: 1,
+  });
+  const user = (store: Store, org: string, id: string) => store.users.insert({ id, organizationId: org, name: id, email: null, phoneNumber: null, isRoot: true, createdMs: 1, updatedMs: 1 });
+
+  it('sees inserts and deletes of this connection, and never rows of a rolled-back transaction', () => {
+    const { store, org } = fresh();
+    store.transaction(() => user(store, org, 'u1'));
+    expect(store.apiKeys.byPublicKey('02aa')).toEqual([]);
+    store.transaction(() => store.apiKeys.insert(key('k1', org, 'u1', '02aa')));
+    expect(store.apiKeys.byPublicKey('02aa').map((k) => k.id)).toEqual(['k1']);
+    expect(() => store.transaction(() => {
+      store.apiKeys.insert(key('k2', org, 'u1', '02bb'));
+      expect(store.apiKeys.byPublicKey('02bb').map((k) => k.id)).toEqual(['k2']); // own uncommitted row
+      throw new Error('roll back');
+    })).toThrow('roll back');
+    expect(store.apiKeys.byPublicKey('02bb')).toEqual([]);
+    store.transaction(() => store.apiKeys.delete(org, 'k1'));
+    expect(store.apiKeys.byPublicKey('02aa')).toEqual([]);
+  });
+
+  it('drops what it holds when another connection (another pool process) commits', () => {
+    const { store, file, org } = fresh();
+    store.transaction(() => { user(store, org, 'u1'); store.apiKeys.insert(key('k1', org, 'u1', '02aa')); });
+    expect(store.apiKeys.byPublicKey('02aa').map((k) => k.id)).toEqual(['k1']);
+    const other = openSqliteStore(file, { synchronous: 'FULL' });
+    stores.push(other);
+    other.transaction(() => other.apiKeys.delete(org, 'k1'));
+    expect(store.apiKeys.byPublicKey('02aa')).toEqual([]);
+    other.transaction(() => other.apiKeys.insert(key('k3', org, 'u1', '02aa')));
+    expect(store.apiKeys.byPublicKey('02aa').map((k) => k.id)).toEqual(['k3']);
+  });
+});

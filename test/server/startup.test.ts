@@ -6,7 +6,7 @@ import { readFileSync, statSync, existsSync, rmSync, readdirSync } from 'node:fs
 import { join } from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { startTestServer, newP256Key, freshDataDir, rawRequest, type TestServer } from './harness.js';
+import { startTestServer, newP256Key, freshDataDir, rawRequest, submitBody, type TestServer } from './harness.js';
 import { startServer } from '../../src/server.js';
 import { loadConfig, ConfigError } from '../../src/config.js';
 import { QUERY } from './checks.js';
@@ -241,5 +241,35 @@ describe('CLI commands', () => {
       await new Promise<void>((r) => blocker.close(() => r()));
       rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('configuration takes effect', () => {
+  it('timestampWindowMs bounds the age of a submit\'s timestampMs', async () => {
+    const ts = await startTestServer({ timestampWindowMs: 2000 } as any);
+    started.push(ts);
+    const body = (ageMs: number) => submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', ts.orgId, { userTagName: `w-${ageMs}-${Math.random()}`, userIds: [] }, String(Date.now() - ageMs));
+    const old = await ts.raw('/public/v1/submit/create_user_tag', body(5000));
+    expect(old.status, old.text).toBe(400);
+    expect(old.json.message).toMatch(/timestamp/i);
+    const fresh = await ts.raw('/public/v1/submit/create_user_tag', body(500));
+    expect(fresh.status, fresh.text).toBe(200);
+  });
+
+  it('bodyLimit bounds the request size', async () => {
+    const ts = await startTestServer({ bodyLimit: 4096 } as any);
+    started.push(ts);
+    const small = await ts.raw(QUERY('whoami'), JSON.stringify({ organizationId: ts.orgId, pad: 'x'.repeat(3000) }));
+    expect(small.status, small.text).toBe(200);
+    const big = await ts.raw(QUERY('whoami'), JSON.stringify({ organizationId: ts.orgId, pad: 'x'.repeat(5000) }));
+    expect([413, 400]).toContain(big.status);
+    expect(big.json).toMatchObject({ code: expect.any(Number), message: expect.any(String), details: expect.any(Array) });
+  });
+
+  it('corsOrigin sets Access-Control-Allow-Origin', async () => {
+    const ts = await startTestServer({ corsOrigin: 'https://app.example.com' } as any);
+    started.push(ts);
+    const r = await fetch(ts.url + QUERY('whoami'), { method: 'OPTIONS', headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'POST' } });
+    expect(r.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
   });
 });

@@ -1,0 +1,91 @@
+/**
+ * Optional process pool (WORKERS > 1): node:cluster workers share the listening port; each runs
+ * the whole request path (HTTP, stamps, SQLite connection with its own group commit) in its own
+ * process, so requests use every core. The primary creates DATA_DIR and the bootstrap state once,
+ * then forks; workers open the same database (WAL; writers from different processes wait on
+ * SQLite's busy timeout). Workers run the compiled JavaScript (dist/src/http/worker.js).
+ */
+import cluster, { type Worker } from 'node:cluster';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+
+export interface Pool {
+  port: number;
+  workers: number;
+  stop(): Promise<void>;
+}
+
+export interface StartMessage { type: 'kmas:start'; config: Config }
+export interface StopMessage { type: 'kmas:stop' }
+export interface HelloMessage { type: 'kmas:hello' }
+export interface ReadyMessage { type: 'kmas:ready'; port: number }
+export interface FailedMessage { type: 'kmas:failed'; message: string }
+
+/** dist/src/http/worker.js next to this module, or (running from sources) the built copy; else undefined. */
+export function workerEntry(): string | undefined {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const local = join(here, 'worker.js');
+  if (existsSync(local)) return local;
+  const built = join(here, '..', '..', 'dist', 'src', 'http', 'worker.js');
+  return existsSync(built) ? built : undefined;
+}
+
+const STOP_TIMEOUT_MS = 5_000;
+const MAX_RESTARTS_PER_MINUTE = 5;
+
+export async function startPool(config: Config, log: Logger, entry: string): Promise<Pool> {
+  cluster.setupPrimary({ exec: entry, args: [], silent: false });
+  const workers = new Set<Worker>();
+  let stopping = false;
+  let port = config.port;
+  const restarts: number[] = [];
+
+  const fork = (): Promise<Worker> => new Promise((resolve, reject) => {
+    const w = cluster.fork();
+    workers.add(w);
+    const onMessage = (m: HelloMessage | ReadyMessage | FailedMessage) => {
+      // The worker asks for its configuration once its listener is installed. Every worker listens
+      // with the configured port, also 0: cluster hands all of them the primary's one handle.
+      if (m?.type === 'kmas:hello') w.send({ type: 'kmas:start', config: { ...config, workers: 1 } } satisfies StartMessage);
+      else if (m?.type === 'kmas:ready') { w.off('message', onMessage); port = m.port; resolve(w); }
+      else if (m?.type === 'kmas:failed') { w.off('message', onMessage); reject(new Error(m.message)); }
+    };
+    w.on('message', onMessage);
+    w.once('exit', (code, signal) => {
+      workers.delete(w);
+      w.off('message', onMessage);
+      reject(new Error(`worker exited during start (${signal ?? code})`));
+      if (stopping) return;
+      const now = Date.now();
+      while (restarts.length > 0 && restarts[0]! < now - 60_000) restarts.shift();
+      if (restarts.length >= MAX_RESTARTS_PER_MINUTE) {
+        log.error('worker exited; too many restarts in the last minute, not replacing it', { pid: w.process.pid, code, signal });
+        return;
+      }
+      restarts.push(now);
+      log.error('worker exited; starting a replacement', { pid: w.process.pid, code, signal });
+      fork().catch((e: unknown) => log.error('replacement worker failed to start', { error: e instanceof Error ? e.message : String(e) }));
+    });
+  });
+
+  const stop = (): Promise<void> => {
+    stopping = true;
+    return Promise.all([...workers].map((w) => new Promise<void>((resolve) => {
+      if (w.isDead()) { resolve(); return; }
+      const t = setTimeout(() => w.kill('SIGKILL'), STOP_TIMEOUT_MS);
+      w.once('exit', () => { clearTimeout(t); resolve(); });
+      try { w.send({ type: 'kmas:stop' } satisfies StopMessage); } catch { w.kill(); }
+    }))).then(() => undefined);
+  };
+
+  try {
+    await Promise.all(Array.from({ length: config.workers }, fork));
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { port, workers: config.workers, stop };
+}
