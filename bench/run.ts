@@ -2,7 +2,7 @@
 // (default: every one that exists). Each benchmark module exports `run(): Promise<unknown>`.
 import { existsSync } from 'node:fs';
 
-const KNOWN = ['core', 'http'] as const;
+const KNOWN = ['core', 'http', 'signing'] as const;
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2).filter((a) => !a.startsWith('-'));

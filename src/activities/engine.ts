@@ -159,6 +159,7 @@ type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 export class CommitQueue {
   #pending: Job[] = [];
   #scheduled = false;
+  #busyRetries = 0;
   readonly #flush = () => this.flush();
 
   constructor(private readonly store: Store) {}
@@ -181,16 +182,26 @@ export class CommitQueue {
     if (batch.length === 0) return;
     this.#pending = [];
     const { store } = this;
+    const group = () => batch.map((job): Settled => {
+      try {
+        return { ok: true, value: store.transaction(job.work) };
+      } catch (error) {
+        if (error instanceof ApiError) return { ok: false, error };
+        throw new BatchAborted(error);
+      }
+    });
     let settled: Settled[];
     try {
-      settled = store.transaction(() => batch.map((job): Settled => {
-        try {
-          return { ok: true, value: store.transaction(job.work) };
-        } catch (error) {
-          if (error instanceof ApiError) return { ok: false, error };
-          throw new BatchAborted(error);
-        }
-      }));
+      const begun = this.#begin(group);
+      if (begun === BUSY) {
+        // Another process holds SQLite's write lock: keep the group (and whatever joins it) and
+        // try again shortly instead of sleeping in SQLite's busy handler with the event loop stopped.
+        this.#pending = batch.concat(this.#pending);
+        this.#scheduled = true;
+        setTimeout(this.#flush, 1);
+        return;
+      }
+      settled = begun;
     } catch (e) {
       if (batch.length === 1) {
         settled = [{ ok: false, error: e instanceof BatchAborted ? e.inner : e }];
@@ -206,7 +217,33 @@ export class CommitQueue {
       else batch[i]!.reject(s.error);
     }
   }
+
+  /**
+   * BEGIN IMMEDIATE … COMMIT around `group`. When the store can start a transaction without
+   * waiting (SQLite: the write lock is free now) that is tried first, up to MAX_BUSY_RETRIES
+   * times in a row; then the store's ordinary transaction (which waits on the busy timeout)
+   * guarantees progress.
+   */
+  #begin(group: () => Settled[]): Settled[] | typeof BUSY {
+    const store = this.store as Store & Partial<NoWaitTransactions>;
+    if (store.transactionNoWait && this.#busyRetries < MAX_BUSY_RETRIES) {
+      const r = (store as Store & NoWaitTransactions).transactionNoWait(group);
+      if (r.busy) { this.#busyRetries++; return BUSY; }
+      this.#busyRetries = 0;
+      return r.value;
+    }
+    this.#busyRetries = 0;
+    return this.store.transaction(group);
+  }
 }
+
+/** Optional capability of a Store (SQLite): a transaction that starts only if it need not wait. */
+export interface NoWaitTransactions {
+  transactionNoWait<T>(fn: () => T): { busy: true } | { busy: false; value: T };
+}
+
+const BUSY = Symbol('busy');
+const MAX_BUSY_RETRIES = 50;
 
 class BatchAborted extends Error {
   constructor(readonly inner: unknown) { super('group commit aborted'); }

@@ -79,6 +79,26 @@ describe('group commit', () => {
     expect(committedTags(file)).toEqual(['x', 'z']);
   });
 
+  it('while another connection (another pool process) holds the write lock, waits without stopping the event loop', async () => {
+    const { store, file, org } = fresh();
+    const q = new CommitQueue(store);
+    const other = new Database(file);
+    other.pragma('busy_timeout = 5000');
+    other.prepare('BEGIN IMMEDIATE').run();
+    other.prepare("INSERT INTO tags (id, organization_id, name, type, created_ms, updated_ms) VALUES ('held', ?, 'held', 'TAG_TYPE_USER', 1, 1)").run(org);
+    let done = false;
+    const p = q.run(() => { tag(store, org, 'queued'); return 'ok'; }).then((v) => { done = true; return v; });
+    const t0 = Date.now();
+    await new Promise((r) => setTimeout(r, 30)); // timers still fire: the queue is not blocked in SQLite
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(done).toBe(false);
+    expect(committedTags(file)).toEqual([]);
+    other.prepare('COMMIT').run();
+    other.close();
+    expect(await p).toBe('ok');
+    expect(committedTags(file)).toEqual(['held', 'queued']);
+  });
+
   it('a submit queued after a flush goes into the next group', async () => {
     const { store, file, org } = fresh();
     const q = new CommitQueue(store);

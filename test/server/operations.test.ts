@@ -283,6 +283,17 @@ describe('organization features and configs', () => {
     checkQueryReply('get_organization', r, ['organizationData'], ts.orgId);
     expect(r.organizationData.organizationId).toBe(ts.orgId);
     expect(r.organizationData.name).toBe(ts.server.bootstrap.organizationName);
+    // its members agree with the dedicated queries
+    const users: any = await ts.sdk.getUsers();
+    expect((r.organizationData.users ?? []).map((u: any) => u.userId).sort()).toEqual(users.users.map((u: any) => u.userId).sort());
+    const cfg: any = await ts.sdk.getOrganizationConfigs({ organizationId: ts.orgId });
+    if (r.organizationData.features !== undefined) expect(r.organizationData.features).toEqual(expect.arrayContaining(cfg.configs.features ?? []));
+    if (r.organizationData.rootQuorum !== undefined) expect(r.organizationData.rootQuorum).toEqual(cfg.configs.quorum);
+    if (r.organizationData.tags !== undefined) {
+      const ut: any = await ts.sdk.listUserTags();
+      const pt: any = await ts.sdk.listPrivateKeyTags({});
+      expect(r.organizationData.tags.map((t: any) => t.tagId).sort()).toEqual([...ut.userTags, ...pt.privateKeyTags].map((t: any) => t.tagId).sort());
+    }
   });
 });
 
