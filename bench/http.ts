@@ -50,6 +50,8 @@ export interface HttpBenchResult {
   cpu: string;
   sqliteSynchronous: string;
   sqliteJournalMode: string;
+  /** other effective server settings that bear on the numbers */
+  serverSettings: Record<string, unknown>;
   requestsPerScenario: number;
   rounds: number;
   /** 1-minute load average before and after the run (other processes share the machine) */
@@ -112,7 +114,9 @@ export async function run(opts: { requests?: number; rounds?: number; write?: bo
   const warm = Math.min(300, Math.ceil(n / 10));
   const cfg = loadConfig({ env: process.env });
   const dataDir = mkdtempSync(join(tmpdir(), 'kmas-bench-http-'));
-  const server = await startServer({ host: '127.0.0.1', port: 0, dataDir, logLevel: 'silent', sqliteSynchronous: cfg.sqliteSynchronous });
+  // every setting from the environment (SQLITE_SYNCHRONOUS, WORKERS, STAMP_WORKERS, …) applies; only
+  // the address, the data directory and the log level are the benchmark's own
+  const server = await startServer({ ...cfg, host: '127.0.0.1', port: 0, dataDir, logLevel: 'silent' });
   const fixed = JSON.stringify({ organizationId: 'fixed', organizationName: 'fixed', userId: 'fixed', username: 'fixed' });
   const trivial = http.createServer((req, res) => {
     req.on('data', () => {});
@@ -173,11 +177,14 @@ export async function run(opts: { requests?: number; rounds?: number; write?: bo
       const db = new Database(join(dataDir, dbFile), { readonly: true, fileMustExist: true });
       try { journal = String(db.pragma('journal_mode', { simple: true })).toUpperCase(); } finally { db.close(); }
     }
-    const synchronous = 'config' in server ? (server as { config: { sqliteSynchronous: string } }).config.sqliteSynchronous : cfg.sqliteSynchronous;
+    const effective = ('config' in server ? (server as unknown as { config: unknown }).config : cfg) as Record<string, unknown>;
+    const synchronous = String(effective.sqliteSynchronous);
+    const serverSettings = Object.fromEntries(['workers', 'stampWorkers', 'signWorkers', 'timestampWindowMs', 'bodyLimit']
+      .filter((k) => effective[k] !== undefined).map((k) => [k, effective[k]]));
 
     const result: HttpBenchResult = {
       date: new Date().toISOString(), node: process.version, cpu: `${cpus()[0]?.model ?? 'unknown'} ×${cpus().length}`,
-      sqliteSynchronous: synchronous, sqliteJournalMode: journal, requestsPerScenario: n, rounds, loadAverage: [loadBefore, loadavg()[0]!], rows,
+      sqliteSynchronous: synchronous, sqliteJournalMode: journal, serverSettings, requestsPerScenario: n, rounds, loadAverage: [loadBefore, loadavg()[0]!], rows,
     };
     const table = toMarkdown(result);
     if (opts.print !== false) console.log(table);
@@ -202,6 +209,7 @@ export function toMarkdown(r: HttpBenchResult): string {
     '',
     `Node ${r.node}, ${r.cpu}; loopback, keep-alive node:http clients; ${r.requestsPerScenario} timed requests per round, ${r.rounds} interleaved rounds, median round shown (requests stamped before timing).`,
     `SQLite PRAGMA synchronous = ${r.sqliteSynchronous}, journal_mode = ${r.sqliteJournalMode}; every submit is committed before its reply.`,
+    `Server settings: ${Object.entries(r.serverSettings).map(([k, v]) => `${k}=${v}`).join(', ') || '(defaults)'}.`,
     `1-minute load average ${r.loadAverage[0].toFixed(2)} before / ${r.loadAverage[1].toFixed(2)} after the run (the machine is shared: absolute numbers are noisy, the same-run ratios less so).`,
     '',
     '| scenario | clients | requests/s | p50 (ms) | p99 (ms) | ratio to trivial | errors |',

@@ -9,13 +9,13 @@
  *   npx tsc -p tsconfig.json && node dist/bench/profile-pool.js
  * Env: BENCH_POOL_WORKERS (default 2), BENCH_POOL_REQUESTS (per cell, default 2000),
  *      BENCH_POOL_CLIENTS (default "1,16"), BENCH_POOL_ROUNDS (default 2, median by requests/s),
- *      SQLITE_SYNCHRONOUS (default FULL).
+ *      SQLITE_SYNCHRONOUS (default FULL), BENCH_POOL_WRITE=0 (do not write bench/results/profile-pool-latest.md).
  */
 import http from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus, loadavg } from 'node:os';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createPrivateKey, randomBytes, sign as nodeSign, type KeyObject } from 'node:crypto';
 import { p256 } from '@noble/curves/nist.js';
 import { startServer, type RunningServer } from '../src/server.js';
@@ -163,6 +163,11 @@ export async function run(): Promise<Cell[]> {
     }),
   ];
   console.log(lines.join('\n'));
+  if (process.env.BENCH_POOL_WRITE !== '0') {
+    const dir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bench', 'results');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'profile-pool-latest.md'), lines.join('\n') + '\n');
+  }
   return cells;
 }
 

@@ -31,6 +31,8 @@ export interface Config {
   workers: number;
   /** Worker threads (each with its own wasm core) for batch signing; 0 = sign on the request thread. */
   signWorkers: number;
+  /** Worker threads for P-256 stamp checks; -1 = auto (1 with more than one CPU and WORKERS = 1, else 0). */
+  stampWorkers: number;
 }
 
 export class ConfigError extends Error {
@@ -83,6 +85,12 @@ const workerCount = (raw: string, name: string): number => {
   return int(1, 64)(raw, name);
 };
 
+/** 'auto' is kept as -1 (which also reads back, since startServer re-parses a loaded Config). */
+const stampWorkerCount = (raw: string, name: string): number => {
+  const v = raw.trim().toLowerCase();
+  return v === 'auto' || v === '-1' ? -1 : int(0, 16)(raw, name);
+};
+
 const masterKeyText = (raw: string, name: string): string => {
   const v = raw.trim();
   const hex = /^(0x)?[0-9a-fA-F]{64}$/.test(v);
@@ -107,6 +115,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'masterKey', env: 'KMAS_MASTER_KEY', flag: '--master-key', def: undefined, doc: 'Master key encrypting private keys and mnemonics at rest (64 hex chars or base64 of 32 bytes; prefer the env variable); unset: DATA_DIR/master.key, created on first start with mode 0600', parse: masterKeyText },
   { key: 'workers', env: 'WORKERS', flag: '--workers', def: '1', doc: 'Server processes sharing the port (node:cluster; SQLite WAL shared); 1 = one process, auto = one per CPU', parse: workerCount },
   { key: 'signWorkers', env: 'SIGN_WORKERS', flag: '--sign-workers', def: '0', doc: 'Worker threads (each with its own wasm core) that share sign_raw_payloads batches with the request thread; 0 = off', parse: int(0, 64) },
+  { key: 'stampWorkers', env: 'STAMP_WORKERS', flag: '--stamp-workers', def: 'auto', doc: 'Worker threads checking P-256 stamps off the event loop; auto = 1 when the machine has more than one CPU and WORKERS is 1, else 0', parse: stampWorkerCount },
 ];
 
 /** Reads settings from (in rising priority) defaults, env, CLI flags, then explicit overrides. */

@@ -12,6 +12,8 @@ import { ensureBootstrap, type BootstrapInfo } from './bootstrap.js';
 import { VERIFIER_BACKENDS } from './http/stamp.js';
 import { batchedStdout, type LineSink } from './http/logsink.js';
 import { startPool, workerEntry } from './http/pool.js';
+import { StampVerifier } from './http/verifypool.js';
+import { availableParallelism } from 'node:os';
 import cluster from 'node:cluster';
 import type { Logger } from './log.js';
 import type { ApiKeyPair } from './domain/keypair.js';
@@ -62,25 +64,27 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
     }
     log.warn('WORKERS > 1 needs the compiled build (dist/src/http/worker.js); serving from this process', { workers: config.workers });
   }
-  const app = createApp({ store, registry: defaultRegistry(), config, log });
+  const stampThreads = config.stampWorkers >= 0 ? config.stampWorkers : (availableParallelism() > 1 && config.workers <= 1 ? 1 : 0);
+  const verifier = new StampVerifier(stampThreads);
+  const app = createApp({ store, registry: defaultRegistry(), config, log, verifier });
   const server = http.createServer(app);
   answerClientErrors(server, config.corsOrigin);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => { server.off('error', reject); resolve(); });
-  }).catch((e: unknown) => { store.close(); throw e; });
+  }).catch((e: unknown) => { store.close(); void verifier.close(); throw e; });
   const port = (server.address() as AddressInfo).port;
   const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${hostForUrl}:${port}`;
-  log.info('listening', { url, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, stampVerifiers: VERIFIER_BACKENDS });
+  log.info('listening', { url, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, stampVerifiers: VERIFIER_BACKENDS, stampThreads: verifier.threads });
 
   let stopped: Promise<void> | undefined;
   return {
     url, port, dataDir: config.dataDir, bootstrap: boot.info, rootApiKey: boot.rootApiKey, config,
     stop() {
       stopped ??= new Promise<void>((resolve) => {
-        server.close(() => { store.close(); logSink.flush(); resolve(); });
+        server.close(() => { store.close(); logSink.flush(); void verifier.close().then(() => resolve()); });
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), 2000).unref();
       });

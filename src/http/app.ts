@@ -18,6 +18,7 @@ import type { Logger } from '../log.js';
 import type { ApiKeyCurve, ApiKeyRow, Store } from '../storage/types.js';
 import type { Registry } from '../activities/registry.js';
 import { parseStamp, SCHEME_CURVE, verifyStamp } from './stamp.js';
+import type { StampVerifier } from './verifypool.js';
 import { candidateKeys, resolvePrincipal } from '../domain/credentials.js';
 import { checkTimestamp, commitQueue, fingerprintOf, parseEnvelope, runQuery, runSubmit } from '../activities/engine.js';
 import type { Obj } from '../activities/validate.js';
@@ -29,6 +30,8 @@ export interface AppDeps {
   log: Logger;
   /** Server clock (ms); replaceable in tests. */
   now?: () => number;
+  /** Stamp checks (P-256 on worker threads); default: every check on the calling thread. */
+  verifier?: StampVerifier;
 }
 
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -50,6 +53,15 @@ interface Exchange {
 export function createApp(deps: AppDeps): RequestListener {
   const { store, registry, config, log } = deps;
   const now = deps.now ?? Date.now;
+  const verifier = deps.verifier;
+  // Concurrency signal for the verifier: requests started in this turn of the event loop and in
+  // the previous one. One request per turn (a lone client) → check inline, no thread hop;
+  // several → other requests are waiting, so the check goes to a thread.
+  let turnRequests = 0;
+  let lastTurnRequests = 0;
+  let turnTimer = false;
+  const endTurn = () => { lastTurnRequests = turnRequests; turnRequests = 0; turnTimer = false; };
+  const concurrent = () => turnRequests > 1 || lastTurnRequests > 1;
   const submits = commitQueue(store);
   const corsOrigin = config.corsOrigin;
   const varyOrigin = corsOrigin !== '*';
@@ -144,6 +156,8 @@ export function createApp(deps: AppDeps): RequestListener {
           if (method === 'POST') {
             readBody(req, config.bodyLimit, (err, raw) => {
               if (err) { fail(x, err); return; }
+              turnRequests++;
+              if (!turnTimer) { turnTimer = true; setImmediate(endTurn); }
               route(x, kind, op, raw!).then((reply) => send(x, 200, reply), (e: unknown) => fail(x, e));
             });
             return;
@@ -172,7 +186,7 @@ export function createApp(deps: AppDeps): RequestListener {
     if (kind === 'query') {
       const op = registry.query(opName);
       if (!op) throw unknownOperation(kind, opName);
-      const { keys } = authenticate(x.req, raw);
+      const { keys } = await authenticate(x.req, raw);
       const body = parseBody(raw);
       const orgId = requireOrganizationId(body);
       const { principal, organization } = resolvePrincipal(store, keys, orgId,
@@ -182,7 +196,7 @@ export function createApp(deps: AppDeps): RequestListener {
     if (kind === 'submit') {
       const op = registry.submit(opName);
       if (!op) throw unknownOperation(kind, opName);
-      const cred = authenticate(x.req, raw);
+      const cred = await authenticate(x.req, raw);
       const body = parseBody(raw);
       const env = parseEnvelope(op, body);
       checkTimestamp(env.timestampMs, nowMs, config.timestampWindowMs, config.timestampFutureMs);
@@ -204,7 +218,7 @@ export function createApp(deps: AppDeps): RequestListener {
   }
 
   /** Verifies the stamp over the raw bytes; returns the registered keys it may stand for. */
-  function authenticate(req: IncomingMessage, raw: Buffer): { keys: ApiKeyRow[]; publicKey: string; curve: ApiKeyCurve } {
+  async function authenticate(req: IncomingMessage, raw: Buffer): Promise<{ keys: ApiKeyRow[]; publicKey: string; curve: ApiKeyCurve }> {
     const header = headerValue(req, 'x-stamp');
     if (header === undefined || header === '') {
       if (headerValue(req, 'x-stamp-webauthn') !== undefined) {
@@ -216,7 +230,8 @@ export function createApp(deps: AppDeps): RequestListener {
     const curve = SCHEME_CURVE[stamp.scheme];
     const keys = candidateKeys(store, stamp.publicKey, curve);
     if (keys.length === 0) throw unauthenticated('no API key is registered for the stamp\'s public key', 'PUBLIC_KEY_NOT_FOUND');
-    if (!verifyStamp(stamp, raw)) throw unauthenticated('the stamp signature does not verify over the request body', 'SIGNATURE_INVALID');
+    const ok = verifier ? await verifier.verify(stamp, raw, concurrent()) : verifyStamp(stamp, raw);
+    if (!ok) throw unauthenticated('the stamp signature does not verify over the request body', 'SIGNATURE_INVALID');
     return { keys, publicKey: stamp.publicKey, curve };
   }
 
