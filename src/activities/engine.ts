@@ -182,14 +182,22 @@ export class CommitQueue {
     if (batch.length === 0) return;
     this.#pending = [];
     const { store } = this;
-    const group = () => batch.map((job): Settled => {
-      try {
-        return { ok: true, value: store.transaction(job.work) };
-      } catch (error) {
-        if (error instanceof ApiError) return { ok: false, error };
-        throw new BatchAborted(error);
+    // Jobs run until GROUP_BUDGET_MS have passed (at least one); the rest wait for the next group,
+    // so a few heavy submits (e.g. 100-payload signing) do not hold back every reply behind them.
+    const group = (): Settled[] => {
+      const t0 = performance.now();
+      const out: Settled[] = [];
+      for (const job of batch) {
+        if (out.length > 0 && performance.now() - t0 >= GROUP_BUDGET_MS) break;
+        try {
+          out.push({ ok: true, value: store.transaction(job.work) });
+        } catch (error) {
+          if (error instanceof ApiError) out.push({ ok: false, error });
+          else throw new BatchAborted(error);
+        }
       }
-    });
+      return out;
+    };
     let settled: Settled[];
     try {
       const begun = this.#begin(group);
@@ -202,6 +210,10 @@ export class CommitQueue {
         return;
       }
       settled = begun;
+      if (settled.length < batch.length) {
+        this.#pending = batch.splice(settled.length).concat(this.#pending);
+        if (!this.#scheduled) { this.#scheduled = true; setImmediate(this.#flush); }
+      }
     } catch (e) {
       if (batch.length === 1) {
         settled = [{ ok: false, error: e instanceof BatchAborted ? e.inner : e }];
@@ -243,6 +255,8 @@ export interface NoWaitTransactions {
 }
 
 const BUSY = Symbol('busy');
+/** Work per group before the remaining submits go to the next one (ms). */
+const GROUP_BUDGET_MS = 5;
 const MAX_BUSY_RETRIES = 50;
 
 class BatchAborted extends Error {

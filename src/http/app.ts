@@ -1,15 +1,14 @@
 /**
- * The HTTP host, on node:http directly: raw body → stamp check over the exact bytes → JSON →
- * envelope → organization / principal → operation. Every failure leaves as {code, message,
- * details}. (An Express 5 + express.raw version of this file cost ~150–200 µs of CPU per request
- * on the 2-core benchmark machine, more than the P-256 stamp check itself; docs/server.md.)
+ * The Express host: raw body → stamp check over the exact bytes → JSON → envelope →
+ * organization / principal → operation. Every failure leaves as {code, message, details}.
  *
- * Routing (as Express routed it before): the `/public/v1/` prefix and `/healthz` / `/readyz` are
- * matched case-insensitively, one trailing slash is tolerated, the query string is ignored, a
- * doubled leading slash (`//public/...`, from a base URL ending in `/`) is served the same, and
- * the `:kind` / `:op` segments are percent-decoded.
+ * Express does the routing (case-insensitive, one trailing slash tolerated, query string ignored,
+ * `:kind` / `:op` percent-decoded); a first middleware folds the `//public/...` a base URL with a
+ * trailing slash produces. The body is read by readBody below rather than express.raw: the
+ * body-parser chain cost more CPU per request than the P-256 stamp check (docs/server.md).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import express, { type NextFunction, type Request, type Response } from 'express';
 import zlib from 'node:zlib';
 import type { Readable, Transform } from 'node:stream';
 import { ApiError, Grpc, invalidArgument, notFound, unauthenticated } from '../errors.js';
@@ -34,11 +33,9 @@ export interface AppDeps {
   verifier?: StampVerifier;
 }
 
-export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 const CORS_ALLOW_HEADERS = 'content-type, accept, x-stamp, x-stamp-webauthn, x-client-version';
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-const PREFIX = '/public/v1/';
 
 /** Per-request state for the log line. */
 interface Exchange {
@@ -50,7 +47,7 @@ interface Exchange {
   done: boolean;
 }
 
-export function createApp(deps: AppDeps): RequestListener {
+export function createApp(deps: AppDeps): express.Express {
   const { store, registry, config, log } = deps;
   const now = deps.now ?? Date.now;
   const verifier = deps.verifier;
@@ -112,74 +109,73 @@ export function createApp(deps: AppDeps): RequestListener {
     return new MethodNotAllowed(`method ${method} is not allowed; use ${use}`, allow);
   }
 
-  function handle(req: IncomingMessage, res: ServerResponse): void {
-    const start = performance.now();
-    let url = req.url ?? '/';
-    if (url.charCodeAt(0) !== 47 /* / */) {
-      try { url = new URL(url).pathname; } catch { url = '/'; }
-    }
-    if (url.startsWith('//')) url = url.replace(/^\/{2,}/, '/');
-    const qm = url.indexOf('?');
-    const path = qm >= 0 ? url.slice(0, qm) : url;
-    const x: Exchange = { req, res, path, start, done: false };
-    const method = req.method;
-
-    try {
-      if (method === 'OPTIONS') {
-        const headers: Record<string, string> = {
-          'Access-Control-Allow-Origin': corsOrigin,
-          'Access-Control-Allow-Methods': 'POST, GET, OPTIONS',
-          'Access-Control-Allow-Headers': CORS_ALLOW_HEADERS,
-          'Access-Control-Max-Age': '86400',
-        };
-        if (varyOrigin) headers.Vary = 'Origin';
-        x.done = true;
-        res.writeHead(204, headers);
-        res.end();
-        logLine(x, 204);
-        return;
-      }
-
-      let p = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
-      if (p.length >= PREFIX.length && p.slice(0, PREFIX.length).toLowerCase() === PREFIX) {
-        p = p.slice(PREFIX.length);
-        const slash = p.indexOf('/');
-        if (slash > 0 && slash < p.length - 1 && p.indexOf('/', slash + 1) < 0) {
-          let kind: string;
-          let op: string;
-          try {
-            kind = decodeURIComponent(p.slice(0, slash));
-            op = decodeURIComponent(p.slice(slash + 1));
-          } catch {
-            throw invalidArgument('the request path could not be decoded');
-          }
-          if (method === 'POST') {
-            readBody(req, config.bodyLimit, (err, raw) => {
-              if (err) { fail(x, err); return; }
-              turnRequests++;
-              if (!turnTimer) { turnTimer = true; setImmediate(endTurn); }
-              route(x, kind, op, raw!).then((reply) => send(x, 200, reply), (e: unknown) => fail(x, e));
-            });
-            return;
-          }
-          if (kind !== 'query' && kind !== 'submit') throw notFound(`unknown path ${path}`, 'NOT_FOUND');
-          throw methodNotAllowed(method, 'POST, OPTIONS', 'POST');
-        }
-      } else {
-        const lower = p.toLowerCase();
-        if (lower === '/healthz' || lower === '/readyz') {
-          if (method !== 'GET' && method !== 'HEAD') throw methodNotAllowed(method, 'GET, HEAD, OPTIONS', 'GET');
-          if (lower === '/healthz') send(x, 200, { status: 'ok' });
-          else if (store.isReady()) send(x, 200, { status: 'ready' });
-          else send(x, 503, { code: Grpc.UNAVAILABLE, message: 'storage is not available', details: [] });
-          return;
-        }
-      }
-      throw notFound(`unknown path ${path}`, 'NOT_FOUND');
-    } catch (e) {
-      fail(x, e);
-    }
+  /** Builds the per-request state and, unless the exchange already ended, runs `body`. */
+  function exchange(req: IncomingMessage, res: ServerResponse): Exchange {
+    return { req, res, path: (req.url ?? '/').split('?', 1)[0]!, start: performance.now(), done: false };
   }
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.set('query parser', false);
+
+  // A base URL ending in `/` makes the clients send `//public/...`: serve it the same.
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    if (req.url.startsWith('//')) req.url = req.url.replace(/^\/{2,}/, '/');
+    next();
+  });
+
+  app.options(/.*/, (req: Request, res: Response) => {
+    const x = exchange(req, res);
+    const headers: Record<string, string> = {
+      'Access-Control-Allow-Origin': corsOrigin,
+      'Access-Control-Allow-Methods': 'POST, GET, OPTIONS',
+      'Access-Control-Allow-Headers': CORS_ALLOW_HEADERS,
+      'Access-Control-Max-Age': '86400',
+    };
+    if (varyOrigin) headers.Vary = 'Origin';
+    x.done = true;
+    res.writeHead(204, headers);
+    res.end();
+    logLine(x, 204);
+  });
+
+  app.get('/healthz', (req: Request, res: Response) => { send(exchange(req, res), 200, { status: 'ok' }); });
+  app.get('/readyz', (req: Request, res: Response) => {
+    const x = exchange(req, res);
+    if (store.isReady()) send(x, 200, { status: 'ready' });
+    else send(x, 503, { code: Grpc.UNAVAILABLE, message: 'storage is not available', details: [] });
+  });
+  app.all(['/healthz', '/readyz'], (req: Request, res: Response) => {
+    fail(exchange(req, res), methodNotAllowed(req.method, 'GET, HEAD, OPTIONS', 'GET'));
+  });
+
+  // The API: the body is read here, raw (the stamp covers its exact bytes), not by a body parser.
+  app.post('/public/v1/:kind/:op', (req: Request, res: Response) => {
+    const x = exchange(req, res);
+    const kind = req.params.kind as string;
+    const op = req.params.op as string;
+    readBody(req, config.bodyLimit, (err, raw) => {
+      if (err) { fail(x, err); return; }
+      turnRequests++;
+      if (!turnTimer) { turnTimer = true; setImmediate(endTurn); }
+      route(x, kind, op, raw!).then((reply) => send(x, 200, reply), (e: unknown) => fail(x, e));
+    });
+  });
+  app.all('/public/v1/:kind/:op', (req: Request, res: Response) => {
+    const x = exchange(req, res);
+    const kind = String(req.params.kind).toLowerCase();
+    if (kind !== 'query' && kind !== 'submit') fail(x, notFound(`unknown path ${x.path}`, 'NOT_FOUND'));
+    else fail(x, methodNotAllowed(req.method, 'POST, OPTIONS', 'POST'));
+  });
+
+  app.use((req: Request, res: Response) => { fail(exchange(req, res), notFound(`unknown path ${req.path}`, 'NOT_FOUND')); });
+  // Errors Express itself raises (e.g. a path segment that cannot be percent-decoded).
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const status = (err as { status?: number }).status;
+    fail(exchange(req, res), status !== undefined && status >= 400 && status < 500
+      ? invalidArgument('the request path could not be decoded') : err);
+  });
 
   async function route(x: Exchange, kind: string, opName: string, raw: Buffer): Promise<Record<string, unknown>> {
     const nowMs = now();
@@ -235,7 +231,7 @@ export function createApp(deps: AppDeps): RequestListener {
     return { keys, publicKey: stamp.publicKey, curve };
   }
 
-  return handle;
+  return app;
 }
 
 class MethodNotAllowed extends ApiError {

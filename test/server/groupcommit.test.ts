@@ -99,6 +99,18 @@ describe('group commit', () => {
     expect(committedTags(file)).toEqual(['held', 'queued']);
   });
 
+  it('a group stops taking submits after its time budget; the rest commit in the next group, in order', async () => {
+    const { store, file, org } = fresh();
+    const q = new CommitQueue(store);
+    const events: string[] = [];
+    const busy = (ms: number) => { const t = performance.now(); while (performance.now() - t < ms) { /* a heavy submit */ } };
+    const job = (id: string, ms: number) => q.run(() => { tag(store, org, id); busy(ms); events.push(`work ${id}`); })
+      .then(() => { events.push(`reply ${id}: ${committedTags(file).join(',')}`); });
+    await Promise.all([job('h1', 30), job('l1', 0), job('l2', 0)]);
+    // h1 alone exceeded the budget: committed and answered before l1 and l2 ran
+    expect(events).toEqual(['work h1', 'reply h1: h1', 'work l1', 'work l2', 'reply l1: h1,l1,l2', 'reply l2: h1,l1,l2']);
+  });
+
   it('a submit queued after a flush goes into the next group', async () => {
     const { store, file, org } = fresh();
     const q = new CommitQueue(store);
