@@ -6,5 +6,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    reporters: ['default', './test/summary-reporter.ts'],
   },
 });
