@@ -19,18 +19,14 @@
  * requests/s is reported.
  * Env: BENCH_HTTP_REQUESTS (timed requests per round, default 2000), BENCH_HTTP_ROUNDS (default 3).
  */
-import http from 'node:http';
-import { mkdtempSync, rmSync, mkdirSync, writeFileSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, rmSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir, cpus, loadavg } from 'node:os';
-import { join, dirname } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { p256 } from '@noble/curves/nist.js';
-import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { startServer } from '../src/server.js';
 import { loadConfig } from '../src/config.js';
-
-interface Prepared { path: string; body: string; headers: Record<string, string> }
+import { load, medianByRps, percentile, stampBody as stamp, startTrivial, writeResults, type Req as Prepared } from './load.js';
 
 export interface HttpBenchRow {
   scenario: 'trivial' | 'whoami' | 'submit';
@@ -59,53 +55,8 @@ export interface HttpBenchResult {
   rows: HttpBenchRow[];
 }
 
-const b64url = (s: string) => Buffer.from(s, 'utf8').toString('base64').replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-
-function stamp(body: string, key: { publicKey: string; privateKey: string }): string {
-  const sig = p256.sign(new TextEncoder().encode(body), hexToBytes(key.privateKey), { format: 'der', lowS: false });
-  return b64url(JSON.stringify({ publicKey: key.publicKey, scheme: 'SIGNATURE_SCHEME_TK_API_P256', signature: bytesToHex(sig) }));
-}
-
-function post(agent: http.Agent, port: number, req: Prepared): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const r = http.request({ host: '127.0.0.1', port, method: 'POST', path: req.path, agent, headers: { ...req.headers, 'Content-Length': Buffer.byteLength(req.body) } }, (res) => {
-      res.on('data', () => {});
-      res.on('end', () => resolve(res.statusCode ?? 0));
-      res.on('error', reject);
-    });
-    r.on('error', reject);
-    r.end(req.body);
-  });
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[i]!;
-}
-
-/** Sends every prepared request once from `concurrency` keep-alive workers; returns timings. */
-async function load(port: number, reqs: Prepared[], concurrency: number): Promise<{ wallMs: number; lat: number[]; errors: number }> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const lat: number[] = new Array(reqs.length);
-  let next = 0;
-  let errors = 0;
-  const t0 = process.hrtime.bigint();
-  const worker = async () => {
-    for (;;) {
-      const i = next++;
-      if (i >= reqs.length) return;
-      const s = process.hrtime.bigint();
-      const status = await post(agent, port, reqs[i]!);
-      lat[i] = Number(process.hrtime.bigint() - s) / 1e6;
-      if (status !== 200) errors++;
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
-  agent.destroy();
-  return { wallMs, lat, errors };
-}
+/** Replies are drained unread; only the status decides success. */
+const DRAIN = { readBody: false } as const;
 
 export async function run(opts: { requests?: number; rounds?: number; write?: boolean; print?: boolean } = {}): Promise<HttpBenchResult> {
   const n = opts.requests ?? Number(process.env.BENCH_HTTP_REQUESTS ?? 2000);
@@ -117,13 +68,8 @@ export async function run(opts: { requests?: number; rounds?: number; write?: bo
   // every setting from the environment (SQLITE_SYNCHRONOUS, WORKERS, STAMP_WORKERS, …) applies; only
   // the address, the data directory and the log level are the benchmark's own
   const server = await startServer({ ...cfg, host: '127.0.0.1', port: 0, dataDir, logLevel: 'silent' });
-  const fixed = JSON.stringify({ organizationId: 'fixed', organizationName: 'fixed', userId: 'fixed', username: 'fixed' });
-  const trivial = http.createServer((req, res) => {
-    req.on('data', () => {});
-    req.on('end', () => { res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(fixed) }); res.end(fixed); });
-  });
-  await new Promise<void>((r) => trivial.listen(0, '127.0.0.1', () => r()));
-  const trivialPort = (trivial.address() as { port: number }).port;
+  const trivial = await startTrivial(JSON.stringify({ organizationId: 'fixed', organizationName: 'fixed', userId: 'fixed', username: 'fixed' }));
+  const trivialPort = trivial.port;
 
   try {
     const key = server.rootApiKey ?? JSON.parse(readFileSync(join(dataDir, 'root-api-key.json'), 'utf8'));
@@ -146,22 +92,19 @@ export async function run(opts: { requests?: number; rounds?: number; write?: bo
         ['submit', server.port, () => submitReqs(n)],
       ];
       for (const [scenario, port, make] of scenarios) {
-        await load(port, scenario === 'submit' ? submitReqs(warm) : make().slice(0, warm), concurrency);
+        await load(port, scenario === 'submit' ? submitReqs(warm) : make().slice(0, warm), concurrency, DRAIN);
       }
       const measured = new Map<string, { rps: number; lat: number[]; errors: number }[]>();
       for (let round = 0; round < rounds; round++) {
         for (const [scenario, port, make] of scenarios) {
           const reqs = make();
-          const { wallMs, lat, errors } = await load(port, reqs, concurrency);
+          const { wallMs, lat, errors } = await load(port, reqs, concurrency, DRAIN);
           const list = measured.get(scenario) ?? [];
           list.push({ rps: (reqs.length / wallMs) * 1000, lat, errors });
           measured.set(scenario, list);
         }
       }
-      const median = (scenario: string) => {
-        const list = [...(measured.get(scenario) ?? [])].sort((a, b) => a.rps - b.rps);
-        return list[Math.floor(list.length / 2)]!;
-      };
+      const median = (scenario: string) => medianByRps(measured.get(scenario) ?? []);
       const trivialRps = median('trivial').rps;
       for (const [scenario] of scenarios) {
         const m = median(scenario);
@@ -189,14 +132,11 @@ export async function run(opts: { requests?: number; rounds?: number; write?: bo
     const table = toMarkdown(result);
     if (opts.print !== false) console.log(table);
     if (opts.write !== false) {
-      const dir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bench', 'results');
-      mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, `http-${result.date.slice(0, 10)}.json`), JSON.stringify(result, null, 2) + '\n');
-      writeFileSync(join(dir, 'http-latest.md'), table + '\n');
+      writeResults({ [`http-${result.date.slice(0, 10)}.json`]: JSON.stringify(result, null, 2) + '\n', 'http-latest.md': table + '\n' });
     }
     return result;
   } finally {
-    await new Promise<void>((r) => trivial.close(() => r()));
+    await trivial.close();
     await server.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }

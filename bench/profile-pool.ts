@@ -12,17 +12,17 @@
  *      SQLITE_SYNCHRONOUS (default FULL), BENCH_POOL_WRITE=0 (do not write bench/results/profile-pool-latest.md).
  */
 import http from 'node:http';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, cpus, loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createPrivateKey, randomBytes, sign as nodeSign, type KeyObject } from 'node:crypto';
 import { p256 } from '@noble/curves/nist.js';
 import { startServer, type RunningServer } from '../src/server.js';
 import { loadConfig } from '../src/config.js';
+import { load as loadAll, medianByRps, percentile as pct, post, startTrivial, writeResults, type LoadResult, type Req } from './load.js';
 
 type Scenario = 'whoami' | 'submit' | 'sign' | 'batch';
-interface Req { path: string; body: string; headers: Record<string, string | number> }
 interface Target { name: string; server: RunningServer; orgId: string; privateKeyId: string; key: KeyObject; publicKey: string; dataDir: string }
 interface Cell { target: string; scenario: string; clients: number; requests: number; rps: number; perSecond: number; p50Ms: number; p99Ms: number; errors: number }
 
@@ -50,44 +50,13 @@ function request(t: Target, s: Scenario | 'trivial'): Req {
     case 'sign': path = '/public/v1/submit/sign_raw_payload'; body = JSON.stringify({ parameters: { signWith: t.privateKeyId, payload: hex(), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' }, organizationId: t.orgId, timestampMs, type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2' }); break;
     case 'batch': path = '/public/v1/submit/sign_raw_payloads'; body = JSON.stringify({ parameters: { signWith: t.privateKeyId, payloads: Array.from({ length: 100 }, hex), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' }, organizationId: t.orgId, timestampMs, type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS' }); break;
   }
-  return { path, body, headers: { 'Content-Type': 'application/json', 'X-Stamp': stamp(t, body), 'Content-Length': Buffer.byteLength(body) } };
+  return { path, body, headers: { 'Content-Type': 'application/json', 'X-Stamp': stamp(t, body) } };
 }
 
-function post(agent: http.Agent, port: number, r: Req): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const q = http.request({ host: '127.0.0.1', port, method: 'POST', path: r.path, agent, headers: r.headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    q.on('error', reject);
-    q.end(r.body);
-  });
+/** Sends every request once from `clients` keep-alive clients; a reply is an error unless 200 and not a FAILED activity. */
+function load(port: number, reqs: Req[], clients: number): Promise<LoadResult> {
+  return loadAll(port, reqs, clients, { ok: (status, body) => status === 200 && !body.includes('ACTIVITY_STATUS_FAILED') });
 }
-
-async function load(port: number, reqs: Req[], clients: number): Promise<{ wallMs: number; lat: number[]; errors: number }> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
-  const lat: number[] = [];
-  let next = 0;
-  let errors = 0;
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: clients }, async () => {
-    for (;;) {
-      const i = next++;
-      if (i >= reqs.length) return;
-      const s = performance.now();
-      const r = await post(agent, port, reqs[i]!);
-      lat.push(performance.now() - s);
-      if (r.status !== 200 || r.body.includes('ACTIVITY_STATUS_FAILED')) errors++;
-    }
-  }));
-  const wallMs = performance.now() - t0;
-  agent.destroy();
-  return { wallMs, lat, errors };
-}
-
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
 
 async function target(name: string, workers: number, sync: string): Promise<Target> {
   const dataDir = mkdtempSync(join(tmpdir(), 'kmas-bench-pool-'));
@@ -96,7 +65,7 @@ async function target(name: string, workers: number, sync: string): Promise<Targ
   const t: Target = { name, server, orgId: server.bootstrap.organizationId, privateKeyId: '', key: signerOf(rk.publicKey, rk.privateKey), publicKey: rk.publicKey, dataDir };
   const body = JSON.stringify({ parameters: { privateKeys: [{ privateKeyName: 'bench', curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] }] }, organizationId: t.orgId, timestampMs: String(Date.now()), type: 'ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2' });
   const agent = new http.Agent({ keepAlive: false });
-  const res = await post(agent, server.port, { path: '/public/v1/submit/create_private_keys', body, headers: { 'Content-Type': 'application/json', 'X-Stamp': stamp(t, body), 'Content-Length': Buffer.byteLength(body) } });
+  const res = await post(agent, server.port, { path: '/public/v1/submit/create_private_keys', body, headers: { 'Content-Type': 'application/json', 'X-Stamp': stamp(t, body) } });
   agent.destroy();
   t.privateKeyId = JSON.parse(res.body).activity.result.createPrivateKeysResultV2.privateKeys[0].privateKeyId;
   return t;
@@ -109,13 +78,8 @@ export async function run(): Promise<Cell[]> {
   const clientsList = (process.env.BENCH_POOL_CLIENTS ?? '1,16').split(',').map(Number);
   const sync = loadConfig({ env: process.env }).sqliteSynchronous;
   const load0 = loadavg()[0]!;
-  const fixed = JSON.stringify({ organizationId: 'fixed', organizationName: 'fixed', userId: 'fixed', username: 'fixed' });
-  const trivial = http.createServer((req, res) => {
-    req.on('data', () => {});
-    req.on('end', () => { res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(fixed) }); res.end(fixed); });
-  });
-  await new Promise<void>((r) => trivial.listen(0, '127.0.0.1', () => r()));
-  const trivialPort = (trivial.address() as { port: number }).port;
+  const trivial = await startTrivial(JSON.stringify({ organizationId: 'fixed', organizationName: 'fixed', userId: 'fixed', username: 'fixed' }));
+  const trivialPort = trivial.port;
   const single = await target('1 process', 1, sync);
   const pool = await target(`pool WORKERS=${workers}`, workers, sync);
   const cells: Cell[] = [];
@@ -136,8 +100,8 @@ export async function run(): Promise<Cell[]> {
         }
       }
       for (const [name, , s] of plan) {
-        const list = [...got.get(`${name}|${s}`)!].sort((a, b) => a.rps - b.rps);
-        const m = list[Math.floor(list.length / 2)]!;
+        const list = got.get(`${name}|${s}`)!;
+        const m = medianByRps(list);
         const sorted = [...m.lat].sort((a, b) => a - b);
         cells.push({ target: name, scenario: s, clients, requests: count(s), rps: m.rps, perSecond: m.rps * (s === 'batch' ? 100 : 1),
           p50Ms: pct(sorted, 50), p99Ms: pct(sorted, 99), errors: list.reduce((a, x) => a + x.errors, 0) });
@@ -146,7 +110,7 @@ export async function run(): Promise<Cell[]> {
   } finally {
     await single.server.stop();
     await pool.server.stop();
-    await new Promise<void>((r) => trivial.close(() => r()));
+    await trivial.close();
     for (const t of [single, pool]) rmSync(t.dataDir, { recursive: true, force: true });
   }
   const f = (x: number, d = 0) => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
@@ -163,11 +127,7 @@ export async function run(): Promise<Cell[]> {
     }),
   ];
   console.log(lines.join('\n'));
-  if (process.env.BENCH_POOL_WRITE !== '0') {
-    const dir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bench', 'results');
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'profile-pool-latest.md'), lines.join('\n') + '\n');
-  }
+  if (process.env.BENCH_POOL_WRITE !== '0') writeResults({ 'profile-pool-latest.md': lines.join('\n') + '\n' });
   return cells;
 }
 

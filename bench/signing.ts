@@ -18,21 +18,19 @@
  *      SQLITE_SYNCHRONOUS (server setting, default from src/config.ts).
  */
 import http from 'node:http';
-import { mkdtempSync, rmSync, mkdirSync, writeFileSync, readFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir, cpus, loadavg } from 'node:os';
-import { join, dirname } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { randomBytes } from 'node:crypto';
-import { p256 } from '@noble/curves/nist.js';
-import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
 import { startServer, type RunningServer } from '../src/server.js';
 import { loadConfig, type SqliteSynchronous } from '../src/config.js';
 import { generatePrivateKey, signDigest, signDigests, Vault, wipe } from '../src/crypto/index.js';
 import { parseStamp, verifyStamp } from '../src/http/stamp.js';
 import { SignPool } from '../src/crypto/signpool.js';
 import Database from 'better-sqlite3';
-
-interface Req { path: string; body: string; headers: Record<string, string> }
+import { load as loadAll, percentile as pct, post, stampBody as stampOf, startTrivial, writeResults, type LoadResult, type Req } from './load.js';
 interface Cell { scenario: string; concurrency: number; requests: number; rps: number; perSecond: number; unit: string; p50Ms: number; p99Ms: number; errors: number }
 
 export interface SigningBenchResult {
@@ -47,48 +45,9 @@ export interface SigningBenchResult {
   targets: { what: string; target: string; reached: string; met: boolean }[];
 }
 
-const b64url = (s: string) => Buffer.from(s, 'utf8').toString('base64').replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-
-function stampOf(body: string, key: { publicKey: string; privateKey: string }): string {
-  const sig = p256.sign(new TextEncoder().encode(body), hexToBytes(key.privateKey), { format: 'der', lowS: false });
-  return b64url(JSON.stringify({ publicKey: key.publicKey, scheme: 'SIGNATURE_SCHEME_TK_API_P256', signature: bytesToHex(sig) }));
-}
-
-function post(agent: http.Agent, port: number, r: Req): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const q = http.request({ host: '127.0.0.1', port, method: 'POST', path: r.path, agent, headers: { ...r.headers, 'Content-Length': Buffer.byteLength(r.body) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    q.on('error', reject);
-    q.end(r.body);
-  });
-}
-
-const pct = (sorted: number[], p: number) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]! : NaN;
-
-/** Sends each request once from `concurrency` keep-alive clients (bounded: reqs.length requests). */
-async function load(port: number, reqs: Req[], concurrency: number, check?: (body: string) => boolean): Promise<{ wallMs: number; lat: number[]; errors: number }> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const lat: number[] = new Array(reqs.length);
-  let next = 0;
-  let errors = 0;
-  const t0 = process.hrtime.bigint();
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    for (;;) {
-      const i = next++;
-      if (i >= reqs.length) return;
-      const s = process.hrtime.bigint();
-      const res = await post(agent, port, reqs[i]!);
-      lat[i] = Number(process.hrtime.bigint() - s) / 1e6;
-      if (res.status !== 200 || (check && !check(res.body))) errors++;
-    }
-  }));
-  const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
-  agent.destroy();
-  return { wallMs, lat, errors };
+/** Sends each request once from `concurrency` keep-alive clients; a reply is an error unless 200 (and `check` accepts its body). */
+function load(port: number, reqs: Req[], concurrency: number, check?: (body: string) => boolean): Promise<LoadResult> {
+  return loadAll(port, reqs, concurrency, { ok: (status, body) => status === 200 && (!check || check(body)) });
 }
 
 function cell(scenario: string, concurrency: number, reqs: number, perReq: number, unit: string, m: { wallMs: number; lat: number[]; errors: number }): Cell {
@@ -173,13 +132,8 @@ export async function run(opts: { requests?: number; batches?: number; write?: b
   const altSync = cfg.sqliteSynchronous === 'NORMAL' ? 'OFF' : 'NORMAL';
   const WORKERS = Number(process.env.BENCH_SIGN_WORKERS ?? 1);
   const hPool = await harness(cfg.sqliteSynchronous, WORKERS);
-  const fixed = JSON.stringify({ activity: { status: 'ACTIVITY_STATUS_COMPLETED' } });
-  const trivial = http.createServer((req, res) => {
-    req.on('data', () => {});
-    req.on('end', () => { res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(fixed) }); res.end(fixed); });
-  });
-  await new Promise<void>((r) => trivial.listen(0, '127.0.0.1', () => r()));
-  const trivialPort = (trivial.address() as { port: number }).port;
+  const trivial = await startTrivial(JSON.stringify({ activity: { status: 'ACTIVITY_STATUS_COMPLETED' } }));
+  const trivialPort = trivial.port;
   const rows: Cell[] = [];
   try {
     for (const c of [1, 16]) {
@@ -258,14 +212,11 @@ export async function run(opts: { requests?: number; batches?: number; write?: b
     const md = toMarkdown(result);
     if (opts.print !== false) console.log(md);
     if (opts.write !== false) {
-      const dir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bench', 'results');
-      mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, `signing-${result.date.slice(0, 10)}.json`), JSON.stringify(result, null, 2) + '\n');
-      writeFileSync(join(dir, 'signing-latest.md'), md + '\n');
+      writeResults({ [`signing-${result.date.slice(0, 10)}.json`]: JSON.stringify(result, null, 2) + '\n', 'signing-latest.md': md + '\n' });
     }
     return result;
   } finally {
-    await new Promise<void>((r) => trivial.close(() => r()));
+    await trivial.close();
     for (const x of [h, hOff, hPool]) {
       await x.server.stop();
       rmSync(x.dataDir, { recursive: true, force: true });

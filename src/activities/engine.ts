@@ -101,7 +101,7 @@ export function runSubmit(
       failure = e;
     }
     const id = randomUUID();
-    const record: Record<string, unknown> = {
+    const record = activityRecord({
       id,
       organizationId: organization.id,
       status: failure ? STATUS_FAILED : STATUS_COMPLETED,
@@ -116,13 +116,7 @@ export function runSubmit(
           result: { [keys.specResultKey]: result },
         },
       },
-      votes: [],
-      fingerprint,
-      canApprove: false,
-      canReject: false,
-      createdAt: timestamp(nowMs),
-      updatedAt: timestamp(nowMs),
-    };
+    }, fingerprint, nowMs);
     if (failure) record.failure = failure.toStatus();
     const row: ActivityRow = {
       id, organizationId: organization.id, type: env.type, status: record.status as string, fingerprint,
@@ -296,7 +290,7 @@ export function runQuery(
   if (op.specWrapper === 'none') return reply;
   return {
     ...reply,
-    activity: {
+    activity: activityRecord({
       id: randomUUID(),
       organizationId: organization.id,
       status: STATUS_COMPLETED,
@@ -304,12 +298,35 @@ export function runQuery(
       timestampMs: String(nowMs),
       intent: {},
       result: reply,
-      votes: [],
-      fingerprint,
-      canApprove: false,
-      canReject: false,
-      createdAt: timestamp(nowMs),
-      updatedAt: timestamp(nowMs),
-    },
+    }, fingerprint, nowMs),
+  };
+}
+
+interface ActivityHead {
+  id: string;
+  organizationId: string;
+  status: string;
+  type: string;
+  timestampMs: string;
+  intent: unknown;
+  result: unknown;
+}
+
+/** The stored/replied activity object; fields listed one by one so the key order is fixed. */
+function activityRecord(h: ActivityHead, fingerprint: string, nowMs: number): Record<string, unknown> {
+  return {
+    id: h.id,
+    organizationId: h.organizationId,
+    status: h.status,
+    type: h.type,
+    timestampMs: h.timestampMs,
+    intent: h.intent,
+    result: h.result,
+    votes: [],
+    fingerprint,
+    canApprove: false,
+    canReject: false,
+    createdAt: timestamp(nowMs),
+    updatedAt: timestamp(nowMs),
   };
 }

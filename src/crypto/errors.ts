@@ -3,16 +3,11 @@
  * HTTP status), `field` names the request field at fault when the function knows it.
  * Messages never contain key bytes, seeds, mnemonics or plaintexts.
  */
+import type { CoreErrorCode } from '../core/api.js';
+
 export type CryptoErrorCode =
   // passed through from the wasm core (design §1)
-  | 'INVALID_PRIVATE_KEY'
-  | 'INVALID_PUBLIC_KEY'
-  | 'INVALID_DIGEST'
-  | 'INVALID_SIGNATURE'
-  | 'INVALID_RECOVERY_ID'
-  | 'INVALID_TWEAK'
-  | 'INVALID_LENGTH'
-  | 'SIGN_FAILED'
+  | CoreErrorCode
   // src/crypto's own
   | 'UNSUPPORTED_CURVE'
   | 'INVALID_PATH'

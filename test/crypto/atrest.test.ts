@@ -13,17 +13,7 @@ import {
   sealSecretText,
   type AtRestContext,
 } from '../../src/crypto/atrest.js';
-import { CryptoError } from '../../src/crypto/errors.js';
-import { hex } from './helpers.js';
-
-const code = (fn: () => unknown) => {
-  try {
-    fn();
-  } catch (e) {
-    return e instanceof CryptoError ? e.code : `other: ${String(e)}`;
-  }
-  return undefined;
-};
+import { code, hex } from './helpers.js';
 
 const mk = () => globalThis.crypto.getRandomValues(new Uint8Array(32));
 const ctx: AtRestContext = { kind: 'private_key', organizationId: 'org-1', recordId: 'pk-1' };

@@ -4,16 +4,8 @@ import { p256 } from '@noble/curves/nist.js';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import * as curves from '../../src/crypto/curves.js';
 import { CryptoError } from '../../src/crypto/errors.js';
-import { hex, loadVector, unhex } from './helpers.js';
+import { code, hex, loadVector, unhex } from './helpers.js';
 
-const code = (fn: () => unknown) => {
-  try {
-    fn();
-  } catch (e) {
-    return e instanceof CryptoError ? e.code : `other: ${String(e)}`;
-  }
-  return undefined;
-};
 const noble = { secp256k1, p256 } as const;
 
 describe('curve façade over the core', () => {

@@ -13,17 +13,7 @@ import {
   turnkeyOpen,
   turnkeySeal,
 } from '../../src/crypto/hpke.js';
-import { CryptoError } from '../../src/crypto/errors.js';
-import { hex, loadVector, unhex } from './helpers.js';
-
-const code = (fn: () => unknown) => {
-  try {
-    fn();
-  } catch (e) {
-    return e instanceof CryptoError ? e.code : `other: ${String(e)}`;
-  }
-  return undefined;
-};
+import { code, hex, loadVector, unhex } from './helpers.js';
 
 describe('RFC 9180 base mode, DHKEM(P-256, HKDF-SHA256), HKDF-SHA256, AES-256-GCM', () => {
   const [v] = loadVector<any[]>('hpke/rfc9180_base_p256_sha256_aes256gcm.json');

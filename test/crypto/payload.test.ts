@@ -9,18 +9,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { preparePayload, signRawPayload, signRawPayloads } from '../../src/crypto/payload.js';
 import { getPublicKey, type CurveId } from '../../src/crypto/curves.js';
 import { ethereumAddress } from '../../src/crypto/addresses.js';
-import { CryptoError } from '../../src/crypto/errors.js';
-import { hex, unhex } from './helpers.js';
-
-const err = (fn: () => unknown): CryptoError => {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof CryptoError) return e;
-    throw e;
-  }
-  throw new Error('expected a CryptoError');
-};
+import { EIP712_MAIL_TYPES, err, hex, unhex } from './helpers.js';
 
 const noble = { secp256k1, p256 } as const;
 
@@ -84,23 +73,7 @@ describe('ECDSA digest rules', () => {
 
 describe('EIP-712 and EIP-7702 encodings', () => {
   const typedData = {
-    types: {
-      EIP712Domain: [
-        { name: 'name', type: 'string' },
-        { name: 'version', type: 'string' },
-        { name: 'chainId', type: 'uint256' },
-        { name: 'verifyingContract', type: 'address' },
-      ],
-      Person: [
-        { name: 'name', type: 'string' },
-        { name: 'wallet', type: 'address' },
-      ],
-      Mail: [
-        { name: 'from', type: 'Person' },
-        { name: 'to', type: 'Person' },
-        { name: 'contents', type: 'string' },
-      ],
-    },
+    types: EIP712_MAIL_TYPES,
     primaryType: 'Mail',
     domain: { name: 'Ether Mail', version: '1', chainId: 1, verifyingContract: '0xCcCCccccCCCCcCCCCCCcCcCccCcCCCcCcccccccC' },
     message: {

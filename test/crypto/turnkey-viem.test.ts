@@ -8,6 +8,7 @@ import { generatePrivateKey, getPublicKey } from '../../src/crypto/curves.js';
 import { ethereumAddress } from '../../src/crypto/addresses.js';
 import { signRawPayload } from '../../src/crypto/payload.js';
 import { signEthereumTransaction } from '../../src/crypto/ethereum.js';
+import { EIP712_MAIL_TYPES } from './helpers.js';
 
 const sk = generatePrivateKey('secp256k1');
 const address = ethereumAddress(getPublicKey('secp256k1', sk)) as Hex;
@@ -41,24 +42,7 @@ describe('@turnkey/viem account over src/crypto', async () => {
   it('signTypedData → viem verifyTypedData', async () => {
     const typedData = {
       domain: { name: 'Ether Mail', version: '1', chainId: 1, verifyingContract: '0xCcCCccccCCCCcCCCCCCcCcCccCcCCCcCcccccccC' as const },
-      types: {
-        EIP712Domain: [
-          { name: 'name', type: 'string' },
-          { name: 'version', type: 'string' },
-          { name: 'chainId', type: 'uint256' },
-          { name: 'verifyingContract', type: 'address' },
-        ],
-        Person: [
-          { name: 'name', type: 'string' },
-          { name: 'wallet', type: 'address' },
-        ],
-        Mail: [
-          { name: 'from', type: 'Person' },
-          { name: 'to', type: 'Person' },
-          { name: 'contents', type: 'string' },
-          { name: 'amount', type: 'uint256' },
-        ],
-      },
+      types: { ...EIP712_MAIL_TYPES, Mail: [...EIP712_MAIL_TYPES.Mail, { name: 'amount', type: 'uint256' }] },
       primaryType: 'Mail' as const,
       message: {
         from: { name: 'Cow', wallet: '0xCD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826' as const },

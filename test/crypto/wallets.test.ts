@@ -2,18 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { HDKey as ScureHDKey } from '@scure/bip32';
 import { deriveAccountPrivateKey, deriveWalletAccounts, privateKeyAddresses, publicKeyHexFromPrivate } from '../../src/crypto/wallets.js';
 import { mnemonicToSeed } from '../../src/crypto/hd.js';
-import { CryptoError } from '../../src/crypto/errors.js';
-import { hex, loadVector } from './helpers.js';
-
-const err = (fn: () => unknown): CryptoError => {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof CryptoError) return e;
-    throw e;
-  }
-  throw new Error('expected a CryptoError');
-};
+import { err, hex, loadVector } from './helpers.js';
 
 describe('wallet accounts', () => {
   const v = loadVector<any>('bitcoin/address_vectors.json');

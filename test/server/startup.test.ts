@@ -207,7 +207,8 @@ describe('CLI commands', () => {
   it('init creates the data directory and prints bootstrap.json; serve then uses the same state', async (ctx) => {
     const why = ensureBuilt();
     if (why) ctx.skip(why);
-    const dataDir = join(freshDataDir(), 'nested', 'data');
+    const parent = freshDataDir();
+    const dataDir = join(parent, 'nested', 'data');
     try {
       const r = cli(['init'], { DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
       expect(r.status, r.stderr).toBe(0);
@@ -221,7 +222,7 @@ describe('CLI commands', () => {
         await server.stop();
       }
     } finally {
-      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(parent, { recursive: true, force: true });
     }
   });
 
