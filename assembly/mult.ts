@@ -77,6 +77,19 @@ function addDigit(acc: usize, d: u32, inf: u32): u32 {
   return inf & (nz ^ 1);
 }
 
+/** If the accumulator never left infinity (inf = 1, i.e. k = 0), clear its Z so it reads as the
+ *  point at infinity; masked, no branch on inf. */
+@inline
+function zeroZIfInf(r: usize, inf: u32): void {
+  let z = r + 2 * FE;
+  let m: u64 = <u64>0 - <u64>inf;
+  store<u64>(z, load<u64>(z, 0) & ~m, 0);
+  store<u64>(z, load<u64>(z, 8) & ~m, 8);
+  store<u64>(z, load<u64>(z, 16) & ~m, 16);
+  store<u64>(z, load<u64>(z, 24) & ~m, 24);
+  store<u64>(z, load<u64>(z, 32) & ~m, 32);
+}
+
 /** r = k·G (Jacobian), k < n as 32 big-endian bytes. Constant time.
  *  k is recoded into 43 signed base-64 digits d_w ∈ [−31, 32]; window w adds d_w·64^w·G from the
  *  table (|d_w| looked up by a full scan, y negated by cmov for d_w < 0). The partial sum S before
@@ -109,14 +122,7 @@ export function mulG_ct(r: usize, k: usize): void {
   store<u64>(KW, 0, 8);
   store<u64>(KW, 0, 16);
   store<u64>(KW, 0, 24);
-  // k = 0: make sure Z = 0
-  let z = r + 2 * FE;
-  let m: u64 = <u64>0 - <u64>inf;
-  store<u64>(z, load<u64>(z, 0) & ~m, 0);
-  store<u64>(z, load<u64>(z, 8) & ~m, 8);
-  store<u64>(z, load<u64>(z, 16) & ~m, 16);
-  store<u64>(z, load<u64>(z, 24) & ~m, 24);
-  store<u64>(z, load<u64>(z, 32) & ~m, 32);
+  zeroZIfInf(r, inf); // k = 0
 }
 
 /** Affine table of 1P..15P for a public affine point P (variable time in P only). */
@@ -145,13 +151,7 @@ export function mul_ct(r: usize, p: usize, k: usize): void {
     lookupAff(ENTRY, PT_A, 15, d);
     inf = addDigit(r, d, inf);
   }
-  let z = r + 2 * FE;
-  let m: u64 = <u64>0 - <u64>inf;
-  store<u64>(z, load<u64>(z, 0) & ~m, 0);
-  store<u64>(z, load<u64>(z, 8) & ~m, 8);
-  store<u64>(z, load<u64>(z, 16) & ~m, 16);
-  store<u64>(z, load<u64>(z, 24) & ~m, 24);
-  store<u64>(z, load<u64>(z, 32) & ~m, 32);
+  zeroZIfInf(r, inf);
 }
 
 // ---- variable time ----
