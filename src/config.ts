@@ -86,7 +86,7 @@ const workerCount = (raw: string, name: string): number => {
 };
 
 /** 'auto' is kept as -1 (which also reads back, since startServer re-parses a loaded Config). */
-const stampWorkerCount = (raw: string, name: string): number => {
+const threadCount = (raw: string, name: string): number => {
   const v = raw.trim().toLowerCase();
   return v === 'auto' || v === '-1' ? -1 : int(0, 16)(raw, name);
 };
@@ -114,8 +114,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'corsOrigin', env: 'CORS_ORIGIN', flag: '--cors-origin', def: '*', doc: 'Access-Control-Allow-Origin value for browser clients', parse: nonEmpty },
   { key: 'masterKey', env: 'KMAS_MASTER_KEY', flag: '--master-key', def: undefined, doc: 'Master key encrypting private keys and mnemonics at rest (64 hex chars or base64 of 32 bytes; prefer the env variable); unset: DATA_DIR/master.key, created on first start with mode 0600', parse: masterKeyText },
   { key: 'workers', env: 'WORKERS', flag: '--workers', def: '1', doc: 'Server processes sharing the port (node:cluster; SQLite WAL shared); 1 = one process, auto = one per CPU', parse: workerCount },
-  { key: 'signWorkers', env: 'SIGN_WORKERS', flag: '--sign-workers', def: '0', doc: 'Worker threads (each with its own wasm core) that share sign_raw_payloads batches with the request thread; 0 = off', parse: int(0, 64) },
-  { key: 'stampWorkers', env: 'STAMP_WORKERS', flag: '--stamp-workers', def: 'auto', doc: 'Worker threads checking P-256 stamps off the event loop; auto = 1 when the machine has more than one CPU and WORKERS is 1, else 0', parse: stampWorkerCount },
+  { key: 'signWorkers', env: 'SIGN_WORKERS', flag: '--sign-workers', def: 'auto', doc: 'Worker threads (each with its own wasm core) that open sealed keys and sign off the event loop (sign_raw_payload(s), sign_transaction; batches split across them); 0 = sign on the request thread; auto = 1 when the machine has more than one CPU and WORKERS is 1, else 0', parse: threadCount },
+  { key: 'stampWorkers', env: 'STAMP_WORKERS', flag: '--stamp-workers', def: 'auto', doc: 'Worker threads checking P-256 stamps off the event loop; auto = 1 when the machine has more than one CPU and WORKERS is 1, else 0', parse: threadCount },
 ];
 
 /** Reads settings from (in rising priority) defaults, env, CLI flags, then explicit overrides. */

@@ -7,7 +7,7 @@ import { loadConfig, type Config } from './config.js';
 import { createLogger } from './log.js';
 import { openSqliteStore } from './storage/sqlite.js';
 import { defaultRegistry } from './activities/registry.js';
-import { answerClientErrors, createApp } from './http/app.js';
+import { answerClientErrors, createApp, requestListener } from './http/app.js';
 import { ensureBootstrap, type BootstrapInfo } from './bootstrap.js';
 import { VERIFIER_BACKENDS } from './http/stamp.js';
 import { batchedStdout, type LineSink } from './http/logsink.js';
@@ -45,12 +45,18 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   const logSink = batchedStdout();
   const log = createLogger(config.logLevel, logSink);
   fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const store = openSqliteStore(path.join(config.dataDir, DB_FILE), { synchronous: config.sqliteSynchronous });
+  const store = openSqliteStore(path.join(config.dataDir, DB_FILE), { synchronous: config.sqliteSynchronous, syncOffThread: true });
   let boot: ReturnType<typeof ensureBootstrap>;
   try {
     // A pool's primary serves nothing: no signing threads there (each worker starts its own).
     const pooled = config.workers > 1 && cluster.isPrimary;
-    boot = ensureBootstrap(store, pooled ? { ...config, signWorkers: 0 } : config, log);
+    boot = ensureBootstrap(store, { ...config, signWorkers: pooled ? 0 : autoThreads(config.signWorkers, config) }, log);
+  } catch (e) {
+    store.close();
+    throw e;
+  }
+  try {
+    await store.durable?.();
   } catch (e) {
     store.close();
     throw e;
@@ -64,10 +70,10 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
     }
     log.warn('WORKERS > 1 needs the compiled build (dist/src/http/worker.js); serving from this process', { workers: config.workers });
   }
-  const stampThreads = config.stampWorkers >= 0 ? config.stampWorkers : (availableParallelism() > 1 && config.workers <= 1 ? 1 : 0);
+  const stampThreads = autoThreads(config.stampWorkers, config);
   const verifier = new StampVerifier(stampThreads);
   const app = createApp({ store, registry: defaultRegistry(), config, log, verifier });
-  const server = http.createServer(app);
+  const server = http.createServer(requestListener(app));
   answerClientErrors(server, config.corsOrigin);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -84,13 +90,22 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
     url, port, dataDir: config.dataDir, bootstrap: boot.info, rootApiKey: boot.rootApiKey, config,
     stop() {
       stopped ??= new Promise<void>((resolve) => {
-        server.close(() => { store.close(); logSink.flush(); void verifier.close().then(() => resolve()); });
+        server.close(() => {
+          const closeAll = () => { store.close(); logSink.flush(); void verifier.close().then(() => resolve()); };
+          // Every reply waited for its commit's fsync already; this only covers writes with no reply.
+          Promise.resolve(store.durable?.()).then(closeAll, closeAll);
+        });
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), 2000).unref();
       });
       return stopped;
     },
   };
+}
+
+/** A thread count setting: as given, or for auto (-1) one thread when there is a spare CPU and no process pool. */
+function autoThreads(setting: number, config: Config): number {
+  return setting >= 0 ? setting : (availableParallelism() > 1 && config.workers <= 1 ? 1 : 0);
 }
 
 /** WORKERS > 1: the primary forks the pool (src/http/pool.ts) and serves nothing itself. */

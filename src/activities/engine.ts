@@ -60,7 +60,12 @@ export function checkTimestamp(timestampMs: string, nowMs: number, windowMs: num
   }
 }
 
-export interface SubmitOutcome { activity: Record<string, unknown>; reused: boolean }
+export interface SubmitOutcome {
+  activity: Record<string, unknown>;
+  /** JSON.stringify(activity), as stored: the reply reuses it. */
+  activityJson: string;
+  reused: boolean;
+}
 
 /**
  * Validates, authorizes, executes and stores one submit, in one transaction (a savepoint when
@@ -77,30 +82,53 @@ export function runSubmit(
   fingerprint: string,
   nowMs: number,
 ): SubmitOutcome {
+  return store.transaction(() => submitInTransaction(store, op, env, principal, organization, fingerprint, nowMs));
+}
+
+/**
+ * runSubmit for a caller that already runs it in a transaction of its own that rolls back when
+ * this throws (the group commit gives every submit a savepoint): one savepoint less per submit.
+ */
+export function submitInTransaction(
+  store: Store,
+  op: SubmitOperation,
+  env: Envelope,
+  principal: Principal,
+  organization: OrganizationRow,
+  fingerprint: string,
+  nowMs: number,
+  pre?: Prepared,
+): SubmitOutcome {
   if (principal.access !== 'member') {
     throw permissionDenied('a parent organization may only read its sub-organizations', 'ORGANIZATION_MISMATCH');
   }
   const keys = op.types[env.type]!;
-  return store.transaction(() => {
+  const requestMs = Number(env.timestampMs);
+  {
     // Identical body → the activity it already created (checked before re-validating, so a
     // resubmission returns the same activity even if the state has moved on since).
-    const existing = store.activities.byFingerprint(fingerprint);
-    if (existing) return { activity: reuse(existing, organization), reused: true };
+    const existing = store.activities.byFingerprint(fingerprint, requestMs);
+    if (existing) {
+      const activity = reuse(existing, organization);
+      return { activity, activityJson: existing.recordJson ?? JSON.stringify(activity), reused: true };
+    }
 
-    const intent = op.validate(env.parameters, env.type);
+    // validate is a pure function of the parameters: prepareSubmit's intent is the same one.
+    const intent = pre?.intent ?? op.validate(env.parameters, env.type);
     op.authorize(principal, intent, store);
 
     const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID };
+    if (pre?.prepared !== undefined) ctx.prepared = pre.prepared;
     let result: unknown;
     let failure: ApiError | undefined;
     try {
       // Nested transaction = savepoint: a failing handler leaves no partial change behind.
-      result = store.transaction(() => op.execute(ctx, intent));
+      result = op.readOnly ? op.execute(ctx, intent) : store.transaction(() => op.execute(ctx, intent));
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;
       failure = e;
     }
-    const id = randomUUID();
+    const id = uuidV7(nowMs);
     const record = activityRecord({
       id,
       organizationId: organization.id,
@@ -118,13 +146,55 @@ export function runSubmit(
       },
     }, fingerprint, nowMs);
     if (failure) record.failure = failure.toStatus();
+    const recordJson = JSON.stringify(record);
     const row: ActivityRow = {
-      id, organizationId: organization.id, type: env.type, status: record.status as string, fingerprint,
-      createdMs: nowMs, updatedMs: nowMs, record,
+      id, organizationId: organization.id, type: env.type, status: record.status as string, fingerprint, requestMs,
+      createdMs: nowMs, updatedMs: nowMs, record, recordJson,
     };
     store.activities.insert(row);
-    return { activity: record, reused: false };
-  });
+    return { activity: record, activityJson: recordJson, reused: false };
+  }
+}
+
+/** What prepareSubmit hands to the transaction: the validated intent and prepare()'s result. */
+export interface Prepared { intent: unknown; prepared?: unknown }
+
+/**
+ * The part of a submit that can run before its transaction (SubmitOperation.prepare): validate,
+ * authorize against the state as it is now, then the operation's prepare (e.g. signing on a
+ * worker thread). Never throws: on any refusal or failure it returns what it has (or nothing),
+ * and the transaction repeats every check against the state it sees and answers as it would
+ * without this.
+ */
+export async function prepareSubmit(
+  store: Store,
+  op: SubmitOperation,
+  env: Envelope,
+  principal: Principal,
+  organization: OrganizationRow,
+  nowMs: number,
+): Promise<Prepared | undefined> {
+  let intent: unknown;
+  try {
+    intent = op.validate(env.parameters, env.type);
+    if (principal.access !== 'member' || !op.prepare) return { intent };
+    op.authorize(principal, intent, store);
+    const work = op.prepare({ store, principal, organization, nowMs, newId: randomUUID }, intent);
+    return work ? { intent, prepared: await work } : { intent };
+  } catch {
+    return intent === undefined ? undefined : { intent };
+  }
+}
+
+/**
+ * A UUID version 7 (RFC 9562): 48 bits of Unix milliseconds, then random bits. Activity ids are
+ * time-ordered so that storing one touches the right edge of the id index instead of a random page.
+ */
+export function uuidV7(ms: number): string {
+  // randomUUID draws from Node's buffered entropy (randomBytes(16) per call cost a syscall):
+  // keep its random part and its variant bits, put the time and version 7 in front.
+  const t = (Math.max(0, Math.floor(ms)) % 2 ** 48).toString(16).padStart(12, '0');
+  return `${t.slice(0, 8)}-${t.slice(8)}-7${randomUUID().slice(15)}`;
 }
 
 // ---- group commit ---------------------------------------------------------------------------
@@ -217,11 +287,10 @@ export class CommitQueue {
         });
       }
     }
-    for (let i = 0; i < batch.length; i++) {
-      const s = settled[i]!;
-      if (s.ok) batch[i]!.resolve(s.value);
-      else batch[i]!.reject(s.error);
-    }
+    // Replies wait until the commit is on disk (stores that sync after commit, see Store.durable).
+    const durable = store.durable?.();
+    if (durable) durable.then(() => settle(batch, settled), (e: unknown) => settle(batch, settled.map((s) => (s.ok ? { ok: false, error: e } : s))));
+    else settle(batch, settled);
   }
 
   /**
@@ -252,6 +321,14 @@ const BUSY = Symbol('busy');
 /** Work per group before the remaining submits go to the next one (ms). */
 const GROUP_BUDGET_MS = 5;
 const MAX_BUSY_RETRIES = 50;
+
+function settle(batch: Job[], settled: Settled[]): void {
+  for (let i = 0; i < settled.length; i++) {
+    const s = settled[i]!;
+    if (s.ok) batch[i]!.resolve(s.value);
+    else batch[i]!.reject(s.error);
+  }
+}
 
 class BatchAborted extends Error {
   constructor(readonly inner: unknown) { super('group commit aborted'); }

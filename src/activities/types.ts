@@ -10,6 +10,8 @@ export interface ExecContext {
   organization: OrganizationRow;
   nowMs: number;
   newId(): string;
+  /** What the operation's prepare() produced before the transaction, if it ran and succeeded. */
+  prepared?: unknown;
 }
 
 export interface TypeVersion {
@@ -35,6 +37,16 @@ export interface SubmitOperation<I = unknown, R = unknown> {
   authorize(principal: Principal, intent: I, store: Store): void;
   /** Runs inside the activity transaction; an ApiError thrown here marks the activity FAILED. */
   execute(ctx: ExecContext, intent: I): R;
+  /** true when execute changes nothing in the store (signing): it then needs no savepoint of its own. */
+  readOnly?: boolean;
+  /**
+   * Optional work done before the transaction, after validate and authorize passed outside it,
+   * e.g. signing on a worker thread while the event loop serves other requests. It must change
+   * nothing; its result reaches execute as ctx.prepared, and execute must check that it still
+   * applies (the state may change before the transaction). undefined = nothing to prepare; a
+   * rejection only means execute does the work itself.
+   */
+  prepare?(ctx: ExecContext, intent: I): Promise<unknown> | undefined;
   /** The intent as the specification names its fields, when it differs from the clients' form. */
   specIntent?(intent: I): unknown;
 }

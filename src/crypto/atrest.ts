@@ -98,6 +98,18 @@ export function openWithAtRestKey(atRestKey: Uint8Array, sealed: Uint8Array, ctx
   return aes256GcmOpen(atRestKey, sealed.subarray(1, 1 + NONCE), sealed.subarray(1 + NONCE), aad(ctx));
 }
 
+/**
+ * Opens a stored secret for use by the server. A failure here is the server's (wrong master key,
+ * corrupted row), never the caller's, and says no more than that.
+ */
+export function openStored(atRestKey: Uint8Array, sealed: Uint8Array, ctx: AtRestContext): Uint8Array {
+  try {
+    return openWithAtRestKey(atRestKey, sealed, ctx);
+  } catch {
+    throw new CryptoError('DECRYPTION_FAILED', `stored ${ctx.kind} could not be opened (wrong master key or corrupted data)`);
+  }
+}
+
 /** Seal a string (e.g. a mnemonic); returns base64 text for a TEXT column. */
 export function sealSecretText(masterKey: Uint8Array, text: string, ctx: AtRestContext): string {
   const pt = utf8(text);

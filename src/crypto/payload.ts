@@ -136,9 +136,11 @@ export function signRawPayloads(
   fieldPrefix = 'payloads',
   /** the ECDSA batch signer (default: the core's batch path on this thread; e.g. a SignPool) */
   batchSigner: (curve: 'secp256k1' | 'p256', digests: Uint8Array[], privateKey: Uint8Array) => RecoverableSignature[] = signDigests,
+  /** index of payloads[0] in the whole request (when this is a slice of it), for error fields */
+  firstIndex = 0,
 ): RawSignature[] {
   if (!Array.isArray(payloads)) throw new CryptoError('INVALID_PAYLOAD', 'payloads must be an array', fieldPrefix);
-  const prepared = payloads.map((payload, i) => preparePayload(curve, { payload, encoding, hashFunction }, { payload: `${fieldPrefix}[${i}]` }));
+  const prepared = payloads.map((payload, i) => preparePayload(curve, { payload, encoding, hashFunction }, { payload: `${fieldPrefix}[${firstIndex + i}]` }));
   if (curve === 'ed25519') {
     return prepared.map((p) => formatEd25519Signature(signEd25519((p as { message: Uint8Array }).message, privateKey)));
   }

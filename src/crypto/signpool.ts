@@ -1,39 +1,33 @@
 /**
- * SignPool: batch ECDSA signing split across worker threads, each holding its own wasm core, for
- * the synchronous request path. signDigests() hands slices of the batch to the ready workers,
- * signs one slice on the calling thread, then blocks (Atomics.wait) until the workers are done:
- * the caller stays synchronous while the batch uses every core. Opt-in (SIGN_WORKERS); without
- * ready workers it signs on the calling thread exactly like curves.signDigests.
+ * SignPool: signing on worker threads, off the event loop. Each thread holds its own wasm core
+ * and a copy of the at-rest key; it receives SEALED keys, opens them for the moment of use, signs
+ * (signjob.ts, the same code the Vault runs on the calling thread) and wipes them. The request
+ * thread meanwhile serves other requests: the activity engine signs before its transaction
+ * (SubmitOperation.prepare) and only checks and stores the result inside it.
  *
- * Each worker has a SharedArrayBuffer: control words, then key (32) ‖ digests (32·max) ‖
- * signatures (64·max) ‖ recovery ids (max). The key and digests are wiped after every job.
+ * Jobs asked for during one turn of the event loop go to a thread in one message, and come back
+ * in one: under load several requests arrive per turn, and a message each way costs the event
+ * loop a good part of what the thread saves. A sign_raw_payloads batch is split across the
+ * threads when there are several. A thread that dies fails its jobs (the caller then signs on
+ * its own thread) and is replaced.
  *
  * Workers run compiled JavaScript (dist/src/crypto/signworker.js): from sources (vitest) the pool
- * uses the built file; when none exists the pool has no workers.
+ * uses the built file; when none exists the pool has no threads.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { CryptoError } from './errors.js';
-import { signDigests, type EcdsaCurve, type RecoverableSignature } from './curves.js';
+import type { AtRestContext } from './atrest.js';
+import type { RawSignature } from './payload.js';
+import { errorFromData, type SignJob, type SignJobResult } from './signjob.js';
+import type { WorkerJob, WorkerResult } from './signworker.js';
 
-export const SLOT = { state: 0, ready: 1, curve: 2, count: 3, status: 4, words: 8 } as const;
-export const STATE = { idle: 0, job: 1, done: 2, exit: 3 } as const;
+/** Batches at least this long are split across the threads (each slice at least half this). */
+export const MIN_SPLIT = 16;
 
-export function layout(max: number) {
-  const key = SLOT.words * 4;
-  const digests = key + 32;
-  const sigs = digests + 32 * max;
-  const recs = sigs + 64 * max;
-  return { key, digests, sigs, recs, size: recs + max };
-}
-
-/** Below this many digests a batch is signed on the calling thread (handing off costs more). */
-export const MIN_PARALLEL = 8;
-const JOB_TIMEOUT_MS = 10_000;
-
-function workerFile(): string | undefined {
+export function workerFile(): string | undefined {
   const here = fileURLToPath(new URL('./signworker.js', import.meta.url));
   if (existsSync(here)) return here;
   let dir = dirname(fileURLToPath(import.meta.url));
@@ -53,106 +47,121 @@ function workerFile(): string | undefined {
   }
 }
 
-interface Slot { worker: Worker; ctl: Int32Array; bytes: Uint8Array }
+interface Pending { resolve: (v: SignJobResult) => void; reject: (e: unknown) => void }
+interface Thread { worker: Worker; ready: boolean; pending: Map<number, Pending>; outbox: WorkerJob[] }
 
 export class SignPool {
-  readonly #slots: Slot[] = [];
-  readonly #max: number;
-  readonly #L: ReturnType<typeof layout>;
+  readonly #threads: Thread[] = [];
+  readonly #atRest: Uint8Array;
+  readonly #file: string | undefined;
+  readonly #want: number;
+  #next = 0;
+  #id = 0;
   #closed = false;
 
-  /** `workers` threads, each taking up to `maxPerWorker` digests per job. */
-  constructor(workers: number, maxPerWorker = 1000) {
-    this.#max = maxPerWorker;
-    this.#L = layout(maxPerWorker);
-    const file = workerFile();
-    if (!file || workers <= 0) return;
-    for (let i = 0; i < workers; i++) {
-      const sab = new SharedArrayBuffer(this.#L.size);
-      const worker = new Worker(file, { workerData: { sab, max: maxPerWorker } });
-      worker.unref();
-      worker.on('error', () => { /* a dead worker is simply never ready */ });
-      this.#slots.push({ worker, ctl: new Int32Array(sab, 0, SLOT.words), bytes: new Uint8Array(sab) });
-    }
+  /** `threads` worker threads signing with keys sealed under `atRestKey` (copied; the caller keeps its own). */
+  constructor(threads: number, atRestKey: Uint8Array) {
+    this.#atRest = new Uint8Array(atRestKey);
+    this.#file = workerFile();
+    this.#want = this.#file ? Math.max(0, threads) : 0;
+    for (let i = 0; i < this.#want; i++) this.#start();
   }
 
-  /** Whether a worker script was found (workers may still be starting). */
-  get size(): number { return this.#slots.length; }
+  /** Threads the pool runs (0 when the worker script is missing). */
+  get size(): number { return this.#threads.length; }
 
-  /** Workers that have loaded their core. */
-  get ready(): number { return this.#slots.filter((s) => Atomics.load(s.ctl, SLOT.ready) === 1).length; }
+  /** Threads that have loaded their core. */
+  get ready(): number { return this.#threads.filter((t) => t.ready).length; }
 
-  /** Resolves once every worker is ready (or after timeoutMs). */
+  /** Resolves once every thread is ready (or after timeoutMs) with the number ready. */
   async whenReady(timeoutMs = 10_000): Promise<number> {
     const end = Date.now() + timeoutMs;
-    while (this.ready < this.#slots.length && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    while (this.ready < this.#threads.length && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
     return this.ready;
   }
 
-  /** Same result as curves.signDigests(curve, digests, privateKey), byte for byte. */
-  signDigests(curve: EcdsaCurve, digests: Uint8Array[], privateKey: Uint8Array): RecoverableSignature[] {
-    const ready = this.#closed ? [] : this.#slots.filter((s) => Atomics.load(s.ctl, SLOT.ready) === 1 && Atomics.load(s.ctl, SLOT.state) === STATE.idle);
-    if (ready.length === 0 || digests.length < MIN_PARALLEL) return signDigests(curve, digests, privateKey);
-    if (!(privateKey instanceof Uint8Array) || privateKey.length !== 32) return signDigests(curve, digests, privateKey);
-    for (const d of digests) if (!(d instanceof Uint8Array) || d.length !== 32) return signDigests(curve, digests, privateKey);
-
-    const parts = ready.length + 1;
-    const chunk = Math.min(this.#max, Math.ceil(digests.length / parts));
-    const L = this.#L;
-    const jobs: { slot: Slot; start: number; count: number }[] = [];
-    let next = 0;
-    for (const slot of ready) {
-      const count = Math.min(chunk, digests.length - next - 1);
-      if (count <= 0) break;
-      slot.bytes.set(privateKey, L.key);
-      for (let i = 0; i < count; i++) slot.bytes.set(digests[next + i]!, L.digests + 32 * i);
-      slot.ctl[SLOT.curve] = curve === 'secp256k1' ? 0 : 1;
-      slot.ctl[SLOT.count] = count;
-      slot.ctl[SLOT.status] = 0;
-      Atomics.store(slot.ctl, SLOT.state, STATE.job);
-      Atomics.notify(slot.ctl, SLOT.state);
-      jobs.push({ slot, start: next, count });
-      next += count;
-    }
-    const out: RecoverableSignature[] = new Array(digests.length);
-    let failure: unknown;
-    try {
-      const mine = signDigests(curve, digests.slice(next), privateKey);
-      mine.forEach((s, i) => { out[next + i] = s; });
-    } catch (e) {
-      failure = e;
-    }
-    for (const { slot, start, count } of jobs) {
-      const deadline = Date.now() + JOB_TIMEOUT_MS;
-      while (Atomics.load(slot.ctl, SLOT.state) === STATE.job && Date.now() < deadline) {
-        Atomics.wait(slot.ctl, SLOT.state, STATE.job, 100);
+  #start(): void {
+    const worker = new Worker(this.#file!, { workerData: { atRestKey: this.#atRest } });
+    worker.unref();
+    const t: Thread = { worker, ready: false, pending: new Map(), outbox: [] };
+    worker.on('message', (m: WorkerResult[] | 'ready') => {
+      if (m === 'ready') { t.ready = true; return; }
+      for (const r of m) {
+        const p = t.pending.get(r.id);
+        if (!p) continue;
+        t.pending.delete(r.id);
+        if (r.ok) p.resolve(r.value);
+        else p.reject(errorFromData(r.error));
       }
-      const done = Atomics.load(slot.ctl, SLOT.state) === STATE.done;
-      if (!done || slot.ctl[SLOT.status] !== 0) {
-        failure ??= new CryptoError('SIGN_FAILED', done ? 'batch signing failed in a worker' : 'a signing worker did not answer');
-      } else {
-        for (let i = 0; i < count; i++) {
-          out[start + i] = {
-            signature: slot.bytes.slice(L.sigs + 64 * i, L.sigs + 64 * (i + 1)),
-            recovery: slot.bytes[L.recs + i]!,
-          };
-        }
-      }
-      slot.bytes.fill(0, L.key, L.sigs);
-      if (done) Atomics.store(slot.ctl, SLOT.state, STATE.idle);
-    }
-    if (failure) throw failure;
-    return out;
+    });
+    const lost = () => {
+      const i = this.#threads.indexOf(t);
+      if (i < 0) return;
+      this.#threads.splice(i, 1);
+      const failure = new CryptoError('SIGN_FAILED', 'a signing thread stopped');
+      for (const p of t.pending.values()) p.reject(failure);
+      t.pending.clear();
+      if (!this.#closed) this.#start();
+    };
+    worker.on('error', lost);
+    worker.on('exit', lost);
+    this.#threads.push(t);
   }
 
-  /** Stops the workers. */
+  /**
+   * Runs a job on a thread: the key opened there from `sealed` under `ctx`. Rejects with the
+   * CryptoError the Vault would throw for the same job, or SIGN_FAILED when no thread can do it.
+   */
+  run(sealed: Uint8Array, ctx: AtRestContext, job: SignJob): Promise<SignJobResult> {
+    if (this.#closed || this.#threads.length === 0) return Promise.reject(new CryptoError('SIGN_FAILED', 'no signing thread'));
+    if (job.op === 'payloads' && this.#threads.length > 1 && job.payloads.length >= MIN_SPLIT) return this.#split(sealed, ctx, job);
+    return this.#send(this.#threads[this.#next++ % this.#threads.length]!, sealed, ctx, job);
+  }
+
+  #split(sealed: Uint8Array, ctx: AtRestContext, job: Extract<SignJob, { op: 'payloads' }>): Promise<SignJobResult> {
+    const parts = Math.min(this.#threads.length, Math.floor(job.payloads.length / (MIN_SPLIT / 2)));
+    const size = Math.ceil(job.payloads.length / parts);
+    const slices: Promise<SignJobResult>[] = [];
+    for (let i = 0; i < parts; i++) {
+      const start = i * size;
+      const payloads = job.payloads.slice(start, start + size);
+      slices.push(this.#send(this.#threads[(this.#next + i) % this.#threads.length]!, sealed, ctx, { ...job, payloads, firstIndex: (job.firstIndex ?? 0) + start }));
+    }
+    this.#next += parts;
+    return Promise.all(slices).then((all) => (all as RawSignature[][]).flat());
+  }
+
+  #send(t: Thread, sealed: Uint8Array, ctx: AtRestContext, job: SignJob): Promise<SignJobResult> {
+    const id = ++this.#id;
+    if (t.outbox.length === 0) setImmediate(this.#flush, t);
+    // The sealed key is copied: the message owns (and transfers) its bytes.
+    t.outbox.push({ id, sealed: new Uint8Array(sealed), ctx, job });
+    return new Promise<SignJobResult>((resolve, reject) => { t.pending.set(id, { resolve, reject }); });
+  }
+
+  readonly #flush = (t: Thread): void => {
+    const jobs = t.outbox;
+    t.outbox = [];
+    if (jobs.length === 0) return;
+    if (!this.#threads.includes(t)) {
+      const failure = new CryptoError('SIGN_FAILED', 'a signing thread stopped');
+      for (const j of jobs) { t.pending.get(j.id)?.reject(failure); t.pending.delete(j.id); }
+      return;
+    }
+    t.worker.postMessage(jobs, jobs.map((j) => j.sealed.buffer as ArrayBuffer));
+  };
+
+  /** Stops the threads; jobs not yet answered fail. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    for (const s of this.#slots) {
-      Atomics.store(s.ctl, SLOT.state, STATE.exit);
-      Atomics.notify(s.ctl, SLOT.state);
-      void s.worker.terminate();
+    this.#atRest.fill(0);
+    const threads = this.#threads.splice(0);
+    const failure = new CryptoError('SIGN_FAILED', 'the signing pool is closed');
+    for (const t of threads) {
+      for (const p of t.pending.values()) p.reject(failure);
+      t.pending.clear();
+      void t.worker.terminate();
     }
   }
 }

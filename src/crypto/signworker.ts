@@ -1,44 +1,27 @@
 /**
- * Worker thread of the SignPool (signpool.ts): holds its own instance of the wasm core and signs
- * slices of a batch. Jobs arrive through a SharedArrayBuffer (layout in signpool.ts); the worker
- * blocks in Atomics.wait between jobs and wipes the key and digests it copied after each job.
+ * Worker thread of the SignPool (signpool.ts): holds its own instance of the wasm core and the
+ * at-rest key (from workerData), opens sealed keys and runs signing jobs (signjob.ts). Jobs come
+ * in batches, one message per batch, and their results go back the same way. The opened key is
+ * wiped after every job; nothing here logs.
  */
-import { workerData } from 'node:worker_threads';
-import { core } from '../core/node.js';
-import { SLOT, STATE, layout } from './signpool.js';
+import { parentPort, workerData } from 'node:worker_threads';
+import { openStored, type AtRestContext } from './atrest.js';
+import { errorToData, runSignJob, type ErrorData, type SignJob, type SignJobResult } from './signjob.js';
 
-const sab = workerData.sab as SharedArrayBuffer;
-const max = workerData.max as number;
-const L = layout(max);
-const ctl = new Int32Array(sab, 0, SLOT.words);
-const bytes = new Uint8Array(sab);
+export interface WorkerJob { id: number; sealed: Uint8Array; ctx: AtRestContext; job: SignJob }
+export type WorkerResult = { id: number; ok: true; value: SignJobResult } | { id: number; ok: false; error: ErrorData };
 
-Atomics.store(ctl, SLOT.ready, 1);
-Atomics.notify(ctl, SLOT.ready);
+const atRest = workerData.atRestKey as Uint8Array;
+const port = parentPort!;
 
-for (;;) {
-  Atomics.wait(ctl, SLOT.state, STATE.idle);
-  const state = Atomics.load(ctl, SLOT.state);
-  if (state === STATE.exit) break;
-  if (state !== STATE.job) continue;
-  const count = ctl[SLOT.count]!;
-  const curve = ctl[SLOT.curve] === 0 ? core.secp256k1 : core.p256;
-  const key = bytes.slice(L.key, L.key + 32);
-  const digests: Uint8Array[] = [];
-  try {
-    for (let i = 0; i < count; i++) digests.push(bytes.slice(L.digests + 32 * i, L.digests + 32 * (i + 1)));
-    const sigs = curve.signBatch(digests, key);
-    for (let i = 0; i < count; i++) {
-      bytes.set(sigs[i]!.signature, L.sigs + 64 * i);
-      bytes[L.recs + i] = sigs[i]!.recovery;
+port.on('message', (batch: WorkerJob[]) => {
+  const out: WorkerResult[] = batch.map(({ id, sealed, ctx, job }): WorkerResult => {
+    try {
+      return { id, ok: true, value: runSignJob(job, () => openStored(atRest, sealed, ctx)) };
+    } catch (e) {
+      return { id, ok: false, error: errorToData(e) };
     }
-    ctl[SLOT.status] = 0;
-  } catch {
-    ctl[SLOT.status] = 1;
-  } finally {
-    key.fill(0);
-    for (const d of digests) d.fill(0);
-  }
-  Atomics.store(ctl, SLOT.state, STATE.done);
-  Atomics.notify(ctl, SLOT.state);
-}
+  });
+  port.postMessage(out);
+});
+port.postMessage('ready');

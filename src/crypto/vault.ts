@@ -7,13 +7,13 @@
  */
 import { CryptoError } from './errors.js';
 import { utf8, wipe } from './bytes.js';
-import { generatePrivateKey, getPublicKey, signDigest, type CurveId } from './curves.js';
-import { deriveAtRestKey, openWithAtRestKey, sealWithAtRestKey, type AtRestContext } from './atrest.js';
+import { generatePrivateKey, getPublicKey, type CurveId } from './curves.js';
+import { deriveAtRestKey, openStored, sealWithAtRestKey, type AtRestContext } from './atrest.js';
 import { deriveFromSeed, generateMnemonic, mnemonicToSeed } from './hd.js';
 import { validateAccountSpec, publicKeyHex, type WalletAccountSpec } from './wallets.js';
 import { addressFromPublicKey } from './addresses.js';
-import { signRawPayload, signRawPayloads, type RawPayloadRequest, type RawSignature, type FieldNames } from './payload.js';
-import { parseUnsignedTransaction, serializeSignedTransaction, transactionSigningDigest } from './ethereum.js';
+import type { RawPayloadRequest, RawSignature } from './payload.js';
+import { runSignJob, type SignJob, type SignJobResult } from './signjob.js';
 import { SignPool } from './signpool.js';
 import { createExportBundle, createImportBundle, openImportedPrivateKey, openImportedWallet, signerPublicKeyHex } from './bundles.js';
 
@@ -61,11 +61,7 @@ export class Vault {
 
   /** Opens a stored secret; a failure here is the server's (wrong master key / corrupted row), never the caller's. */
   #open(sealed: Uint8Array, ctx: AtRestContext): Uint8Array {
-    try {
-      return openWithAtRestKey(this.#atRest, sealed, ctx);
-    } catch {
-      throw new CryptoError('DECRYPTION_FAILED', `stored ${ctx.kind} could not be opened (wrong master key or corrupted data)`);
-    }
+    return openStored(this.#atRest, sealed, ctx);
   }
 
   #with<T>(sealed: Uint8Array, ctx: AtRestContext, fn: (secret: Uint8Array) => T): T {
@@ -176,23 +172,40 @@ export class Vault {
   // ---- signing ------------------------------------------------------------------------------
 
   /** sign_raw_payload with a sealed key (ECDSA on the wasm core, Ed25519 on noble). */
-  signPayload(sealed: Uint8Array, ctx: AtRestContext, curve: CurveId, req: RawPayloadRequest, fields?: FieldNames): RawSignature {
-    return this.#with(sealed, ctx, (sk) => signRawPayload(curve, sk, req, fields));
+  signPayload(sealed: Uint8Array, ctx: AtRestContext, curve: CurveId, req: RawPayloadRequest): RawSignature {
+    return this.sign(sealed, ctx, { op: 'payload', curve, request: req }) as RawSignature;
   }
 
   /** sign_raw_payloads with a sealed key through the core's batch path. */
   signPayloads(sealed: Uint8Array, ctx: AtRestContext, curve: CurveId, payloads: string[], encoding: string, hashFunction: string): RawSignature[] {
+    return this.sign(sealed, ctx, { op: 'payloads', curve, payloads, encoding, hashFunction }) as RawSignature[];
+  }
+
+  /** sign_transaction (TRANSACTION_TYPE_ETHEREUM), secp256k1 only; hex without 0x. */
+  signEthereumTransaction(sealed: Uint8Array, ctx: AtRestContext, curve: CurveId, unsignedTransaction: string, field = 'unsignedTransaction'): string {
+    return this.sign(sealed, ctx, { op: 'transaction', curve, unsignedTransaction, field }) as string;
+  }
+
+  /** A signing job (signjob.ts) on this thread. */
+  sign(sealed: Uint8Array, ctx: AtRestContext, job: SignJob): SignJobResult {
+    return runSignJob(job, () => this.#open(sealed, ctx));
+  }
+
+  /**
+   * The same job on a signing thread (useWorkers), the key opened there; undefined when this
+   * Vault has none. Rejects with the CryptoError sign() would throw, or SIGN_FAILED.
+   */
+  signOffThread(sealed: Uint8Array, ctx: AtRestContext, job: SignJob): Promise<SignJobResult> | undefined {
     const pool = this.#pool;
-    return this.#with(sealed, ctx, (sk) => signRawPayloads(curve, sk, payloads, encoding, hashFunction, 'payloads',
-      pool ? (c, d, k) => pool.signDigests(c, d, k) : undefined));
+    return pool && pool.size > 0 ? pool.run(sealed, ctx, job) : undefined;
   }
 
   // ---- worker pool ----------------------------------------------------------------------------
 
-  /** Batch signing (signPayloads) on `workers` extra threads, each with its own wasm core; 0 = off. */
+  /** Signing threads (signOffThread), each with its own wasm core; 0 = none. */
   useWorkers(workers: number): SignPool | undefined {
     this.#pool?.close();
-    this.#pool = workers > 0 ? new SignPool(workers) : undefined;
+    this.#pool = workers > 0 ? new SignPool(workers, this.#atRest) : undefined;
     return this.#pool;
   }
 
@@ -202,15 +215,6 @@ export class Vault {
   close(): void {
     this.#pool?.close();
     this.#pool = undefined;
-  }
-
-  /** sign_transaction (TRANSACTION_TYPE_ETHEREUM), secp256k1 only; hex without 0x. */
-  signEthereumTransaction(sealed: Uint8Array, ctx: AtRestContext, curve: CurveId, unsignedTransaction: string, field = 'unsignedTransaction'): string {
-    if (curve !== 'secp256k1') throw new CryptoError('UNSUPPORTED_COMBINATION', 'TRANSACTION_TYPE_ETHEREUM needs a CURVE_SECP256K1 key', 'signWith');
-    const tx = parseUnsignedTransaction(unsignedTransaction, field);
-    const digest = transactionSigningDigest(tx);
-    const sig = this.#with(sealed, ctx, (sk) => signDigest('secp256k1', digest, sk));
-    return serializeSignedTransaction(tx, sig);
   }
 
   // ---- export -------------------------------------------------------------------------------

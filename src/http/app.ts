@@ -19,7 +19,7 @@ import type { Registry } from '../activities/registry.js';
 import { parseStamp, SCHEME_CURVE, verifyStamp } from './stamp.js';
 import type { StampVerifier } from './verifypool.js';
 import { candidateKeys, resolvePrincipal } from '../domain/credentials.js';
-import { checkTimestamp, commitQueue, fingerprintOf, parseEnvelope, runQuery, runSubmit } from '../activities/engine.js';
+import { checkTimestamp, commitQueue, fingerprintOf, parseEnvelope, prepareSubmit, runQuery, submitInTransaction, type Prepared } from '../activities/engine.js';
 import type { Obj } from '../activities/validate.js';
 
 export interface AppDeps {
@@ -71,7 +71,7 @@ export function createApp(deps: AppDeps): express.Express {
     if (res.headersSent || res.destroyed) {
       res.end();
     } else {
-      const body = JSON.stringify(obj);
+      const body = obj instanceof Serialized ? obj.json : JSON.stringify(obj);
       const headers: Record<string, string | number> = {
         'Access-Control-Allow-Origin': corsOrigin,
         'Content-Type': 'application/json; charset=utf-8',
@@ -119,12 +119,19 @@ export function createApp(deps: AppDeps): express.Express {
   app.disable('etag');
   app.set('query parser', false);
 
-  // A base URL ending in `/` makes the clients send `//public/...`: serve it the same.
-  app.use((req: Request, _res: Response, next: NextFunction) => {
-    if (req.url.startsWith('//')) req.url = req.url.replace(/^\/{2,}/, '/');
-    next();
+  // The API first (every request but a preflight or a probe is one). The body is read here,
+  // raw (the stamp covers its exact bytes), not by a body parser.
+  app.post('/public/v1/:kind/:op', (req: Request, res: Response) => {
+    const x = exchange(req, res);
+    const kind = req.params.kind as string;
+    const op = req.params.op as string;
+    readBody(req, config.bodyLimit, (err, raw) => {
+      if (err) { fail(x, err); return; }
+      turnRequests++;
+      if (!turnTimer) { turnTimer = true; setImmediate(endTurn); }
+      route(x, kind, op, raw!).then((reply) => send(x, 200, reply), (e: unknown) => fail(x, e));
+    });
   });
-
   app.options(/.*/, (req: Request, res: Response) => {
     const x = exchange(req, res);
     const headers: Record<string, string> = {
@@ -150,18 +157,6 @@ export function createApp(deps: AppDeps): express.Express {
     fail(exchange(req, res), methodNotAllowed(req.method, 'GET, HEAD, OPTIONS', 'GET'));
   });
 
-  // The API: the body is read here, raw (the stamp covers its exact bytes), not by a body parser.
-  app.post('/public/v1/:kind/:op', (req: Request, res: Response) => {
-    const x = exchange(req, res);
-    const kind = req.params.kind as string;
-    const op = req.params.op as string;
-    readBody(req, config.bodyLimit, (err, raw) => {
-      if (err) { fail(x, err); return; }
-      turnRequests++;
-      if (!turnTimer) { turnTimer = true; setImmediate(endTurn); }
-      route(x, kind, op, raw!).then((reply) => send(x, 200, reply), (e: unknown) => fail(x, e));
-    });
-  });
   app.all('/public/v1/:kind/:op', (req: Request, res: Response) => {
     const x = exchange(req, res);
     const kind = String(req.params.kind).toLowerCase();
@@ -177,7 +172,7 @@ export function createApp(deps: AppDeps): express.Express {
       ? invalidArgument('the request path could not be decoded') : err);
   });
 
-  async function route(x: Exchange, kind: string, opName: string, raw: Buffer): Promise<Record<string, unknown>> {
+  async function route(x: Exchange, kind: string, opName: string, raw: Buffer): Promise<Record<string, unknown> | Serialized> {
     const nowMs = now();
     if (kind === 'query') {
       const op = registry.query(opName);
@@ -187,7 +182,11 @@ export function createApp(deps: AppDeps): express.Express {
       const orgId = requireOrganizationId(body);
       const { principal, organization } = resolvePrincipal(store, keys, orgId,
         { parentMayRead: op.parentMayRead, resolvesFromParent: op.resolvesFromParent === true }, nowMs);
-      return runQuery(store, op, body, principal, organization, fingerprintOf(raw), nowMs);
+      const reply = runQuery(store, op, body, principal, organization, fingerprintOf(raw), nowMs);
+      // What it read may include commits whose fsync is still under way: show it once on disk.
+      const durable = store.durable?.();
+      if (durable) await durable;
+      return reply;
     }
     if (kind === 'submit') {
       const op = registry.submit(opName);
@@ -197,6 +196,16 @@ export function createApp(deps: AppDeps): express.Express {
       const env = parseEnvelope(op, body);
       checkTimestamp(env.timestampMs, nowMs, config.timestampWindowMs, config.timestampFutureMs);
       const fingerprint = fingerprintOf(raw);
+      // Work an operation can do before its transaction (signing on a worker thread) runs now,
+      // against the state as it is; everything is checked again inside the transaction.
+      let pre: Prepared | undefined;
+      if (op.prepare) {
+        let who: ReturnType<typeof resolvePrincipal> | undefined;
+        try {
+          who = resolvePrincipal(store, cred.keys, env.organizationId, { parentMayRead: false, resolvesFromParent: false }, nowMs);
+        } catch { /* the transaction gives the answer */ }
+        if (who) pre = await prepareSubmit(store, op, env, who.principal, who.organization, nowMs);
+      }
       // Group commit (engine.ts): the submit runs inside the next shared transaction and this
       // promise settles only after its COMMIT. The credential is resolved again in there, since
       // an earlier submit of the same group may have deleted the key or its user.
@@ -205,10 +214,11 @@ export function createApp(deps: AppDeps): express.Express {
         if (keys.length === 0) throw unauthenticated('no API key is registered for the stamp\'s public key', 'PUBLIC_KEY_NOT_FOUND');
         const { principal, organization } = resolvePrincipal(store, keys, env.organizationId,
           { parentMayRead: false, resolvesFromParent: false }, nowMs);
-        return runSubmit(store, op, env, principal, organization, fingerprint, nowMs);
+        // The queue runs this in a savepoint of its own, so a refusal leaves nothing behind.
+        return submitInTransaction(store, op, env, principal, organization, fingerprint, nowMs, pre);
       });
       x.activityId = out.activity.id as string;
-      return { activity: out.activity };
+      return new Serialized(`{"activity":${out.activityJson}}`);
     }
     throw notFound(`unknown path ${x.path}`, 'NOT_FOUND');
   }
@@ -232,6 +242,23 @@ export function createApp(deps: AppDeps): express.Express {
   }
 
   return app;
+}
+
+/**
+ * The HTTP server's listener: the Express app, after one normalization Express routing cannot
+ * express: a base URL ending in `/` makes the clients send `//public/...`, served the same.
+ */
+export function requestListener(app: express.Express): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    const url = req.url;
+    if (url !== undefined && url.charCodeAt(1) === 47 && url.charCodeAt(0) === 47) req.url = url.replace(/^\/{2,}/, '/');
+    app(req as Request, res as Response);
+  };
+}
+
+/** A reply body already in JSON (the submit reply reuses the activity's stored serialization). */
+class Serialized {
+  constructor(readonly json: string) {}
 }
 
 class MethodNotAllowed extends ApiError {

@@ -51,7 +51,7 @@ export async function startPool(config: Config, log: Logger, entry: string): Pro
       // with the configured port, also 0: cluster hands all of them the primary's one handle.
       // STAMP_WORKERS=auto means none in a pool (its processes already use the cores).
       if (m?.type === 'kmas:hello') {
-        w.send({ type: 'kmas:start', config: { ...config, workers: 1, stampWorkers: config.stampWorkers < 0 ? 0 : config.stampWorkers } } satisfies StartMessage);
+        w.send({ type: 'kmas:start', config: { ...config, workers: 1, stampWorkers: config.stampWorkers < 0 ? 0 : config.stampWorkers, signWorkers: config.signWorkers < 0 ? 0 : config.signWorkers } } satisfies StartMessage);
       }
       else if (m?.type === 'kmas:ready') { w.off('message', onMessage); port = m.port; resolve(w); }
       else if (m?.type === 'kmas:failed') { w.off('message', onMessage); reject(new Error(m.message)); }

@@ -4,6 +4,7 @@
  * src/crypto (AES-256-GCM under the master key); nothing here ever sees plaintext key material.
  */
 import type Database from 'better-sqlite3';
+import type { RowCache } from './rowcache.js';
 
 export interface AddressEntry { format: string; address: string }
 
@@ -220,8 +221,16 @@ const targetFrom = (r: Row): ImportTargetRow => ({
 });
 
 /** The SQLite implementation over the Store's better-sqlite3 handle (tables from KEYS_MIGRATION_SQL). */
-export function sqliteKeyStore(db: Database.Database): KeyStore {
+export function sqliteKeyStore(db: Database.Database, cache: RowCache): KeyStore {
   const q = (sql: string) => db.prepare<unknown[], Row>(sql);
+  // Every signing request resolves its key (by id or address): those lookups are cached, and
+  // every write of a key, wallet or account clears the cache (rowcache.ts).
+  const pkById = cache.map<PrivateKeyRow>();
+  const pkByAddress = cache.map<PrivateKeyRow>();
+  const accountByAddress = cache.map<WalletAccountRow>();
+  const copyKey = <T extends { sealed: Uint8Array }>(r: T): T => ({ ...r, sealed: new Uint8Array(r.sealed) });
+  const copyPk = (r: PrivateKeyRow): PrivateKeyRow => ({ ...copyKey(r), addresses: r.addresses.map((a) => ({ ...a })) });
+  const written = () => cache.clear();
   const s = {
     pkGet: q('SELECT * FROM private_keys WHERE organization_id = ? AND id = ?'),
     pkByAddr: q(`SELECT k.* FROM private_key_addresses a JOIN private_keys k ON k.id = a.private_key_id
@@ -290,37 +299,46 @@ export function sqliteKeyStore(db: Database.Database): KeyStore {
 
   return {
     privateKeys: {
-      get: (org, id) => { const r = s.pkGet.get(org, id); return r ? pkFrom(r) : undefined; },
-      byAddress: (org, address) => { const r = s.pkByAddr.get(org, addressKey(address)); return r ? pkFrom(r) : undefined; },
+      get: (org, id) => cache.get(pkById, `${org}/${id}`, () => { const r = s.pkGet.get(org, id); return r ? pkFrom(r) : undefined; }, copyPk),
+      byAddress: (org, address) => {
+        const key = addressKey(address);
+        return cache.get(pkByAddress, `${org}/${key}`, () => { const r = s.pkByAddr.get(org, key); return r ? pkFrom(r) : undefined; }, copyPk);
+      },
       list: (org) => s.pkList.all(org).map(pkFrom),
       insert: (k) => {
+        written();
         s.pkInsert.run(k.id, k.organizationId, k.name, k.curve, k.publicKey, JSON.stringify(k.addresses), buf(k.sealed),
           k.imported ? 1 : 0, k.exported ? 1 : 0, k.createdMs, k.updatedMs);
         for (const a of new Set(k.addresses.map((x) => addressKey(x.address)))) s.pkAddrInsert.run(k.id, k.organizationId, a);
       },
-      markExported: (org, id, ms) => { s.pkExported.run(ms, org, id); },
-      delete: (org, id) => { s.pkAddrDelete.run(id); s.pkDelete.run(org, id); },
+      markExported: (org, id, ms) => { written(); s.pkExported.run(ms, org, id); },
+      delete: (org, id) => { written(); s.pkAddrDelete.run(id); s.pkDelete.run(org, id); },
       count: (org) => s.pkCount.get(org)!.n as number,
     },
     wallets: {
       get: (org, id) => { const r = s.wGet.get(org, id); return r ? walletFrom(r) : undefined; },
       list: (org) => s.wList.all(org).map(walletFrom),
       insert: (w) => {
+        written();
         s.wInsert.run(w.id, w.organizationId, w.name, buf(w.sealedMnemonic), w.imported ? 1 : 0, w.exported ? 1 : 0, w.createdMs, w.updatedMs);
       },
-      rename: (org, id, name, ms) => { s.wRename.run(name, ms, org, id); },
-      markExported: (org, id, ms) => { s.wExported.run(ms, org, id); },
-      delete: (org, id) => { s.wDeleteAccounts.run(org, id); s.wDelete.run(org, id); },
+      rename: (org, id, name, ms) => { written(); s.wRename.run(name, ms, org, id); },
+      markExported: (org, id, ms) => { written(); s.wExported.run(ms, org, id); },
+      delete: (org, id) => { written(); s.wDeleteAccounts.run(org, id); s.wDelete.run(org, id); },
       count: (org) => s.wCount.get(org)!.n as number,
     },
     accounts: {
       get: (org, id) => { const r = s.aGet.get(org, id); return r ? accountFrom(r) : undefined; },
-      byAddress: (org, address) => { const r = s.aByAddr.get(org, addressKey(address)); return r ? accountFrom(r) : undefined; },
+      byAddress: (org, address) => {
+        const key = addressKey(address);
+        return cache.get(accountByAddress, `${org}/${key}`, () => { const r = s.aByAddr.get(org, key); return r ? accountFrom(r) : undefined; }, copyKey);
+      },
       inWalletByAddress: (org, w, address) => { const r = s.aInWalletByAddr.get(org, w, addressKey(address)); return r ? accountFrom(r) : undefined; },
       inWalletByPath: (org, w, path) => s.aInWalletByPath.all(org, w, path).map(accountFrom),
       list: listAccounts,
       listAll: (org, w) => s.aAll.all(org, w).map(accountFrom),
       insert: (a) => {
+        written();
         s.aInsert.run(a.id, a.organizationId, a.walletId, a.curve, a.pathFormat, a.path, a.addressFormat, a.address, addressKey(a.address),
           a.publicKey, buf(a.sealed), a.name, a.createdMs, a.updatedMs);
       },

@@ -93,4 +93,34 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'private keys, wallets, wallet accounts, import targets, server secrets (sealed)',
     sql: KEYS_MIGRATION_SQL,
   },
+  {
+    // The idempotency index keyed by (request timestampMs, body fingerprint) instead of the
+    // fingerprint alone: a fingerprint is random, so every insert dirtied a random page of a
+    // growing index; request times are nearly in order, so inserts now land at its right edge
+    // (and activity ids are time-ordered UUIDv7s for the same reason). Identical bodies carry the
+    // same timestampMs, so the lookup is as exact as before.
+    version: 11,
+    name: 'activities: idempotency index by (request_ms, fingerprint)',
+    sql: `
+      CREATE TABLE activities_v11 (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        organization_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        status TEXT NOT NULL,
+        request_ms INTEGER NOT NULL,
+        fingerprint TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        record TEXT NOT NULL
+      );
+      INSERT INTO activities_v11 (seq, id, organization_id, type, status, request_ms, fingerprint, created_ms, updated_ms, record)
+        SELECT seq, id, organization_id, type, status, CAST(json_extract(record, '$.timestampMs') AS INTEGER), fingerprint, created_ms, updated_ms, record
+        FROM activities ORDER BY seq;
+      DROP TABLE activities;
+      ALTER TABLE activities_v11 RENAME TO activities;
+      CREATE INDEX activities_org ON activities(organization_id, seq);
+      CREATE UNIQUE INDEX activities_request ON activities(request_ms, fingerprint);
+    `,
+  },
 ];

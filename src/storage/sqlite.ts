@@ -1,10 +1,13 @@
 /** SQLite implementation of the Store (better-sqlite3, WAL, one file DATA_DIR/kmas.sqlite). */
 import Database from 'better-sqlite3';
+import fs from 'node:fs';
+import path from 'node:path';
 import type {
   ActivityListQuery, ActivityRow, ApiKeyRow, FeatureRow, OrganizationRow, Store, TagRow, TagType, UserRow,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
+import { RowCache } from './rowcache.js';
 import type { SqliteSynchronous } from '../config.js';
 
 type Row = Record<string, unknown>;
@@ -30,20 +33,35 @@ const tagFrom = (r: Row): TagRow => ({
 });
 const activityFrom = (r: Row): ActivityRow => ({
   id: r.id as string, organizationId: r.organization_id as string, type: r.type as string, status: r.status as string,
-  fingerprint: r.fingerprint as string, createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
+  fingerprint: r.fingerprint as string, requestMs: r.request_ms as number, createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
   record: JSON.parse(r.record as string) as Record<string, unknown>,
+  recordJson: r.record as string,
 });
 
 const BUSY_TIMEOUT_MS = 5000;
 
-export function openSqliteStore(file: string, opts: { synchronous?: SqliteSynchronous } = {}): Store {
+export interface SqliteStoreOptions {
+  synchronous?: SqliteSynchronous;
+  /**
+   * With synchronous FULL: SQLite runs at NORMAL and the store itself fsyncs the WAL on libuv's
+   * thread pool; `durable()` says when the commits so far are on disk. Callers must await it
+   * before acknowledging anything (the server does; see WalSync).
+   */
+  syncOffThread?: boolean;
+}
+
+export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Store {
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
-  db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
+  const synchronous = opts.synchronous ?? 'FULL';
+  const offThread = opts.syncOffThread === true && synchronous === 'FULL';
+  db.pragma(`synchronous = ${offThread ? 'NORMAL' : synchronous}`);
   db.pragma('foreign_keys = ON');
   db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   migrate(db);
-  const keys = sqliteKeyStore(db);
+  // Rows read by every request (rowcache.ts has the rules that keep them correct).
+  const cache = new RowCache(db);
+  const keys = sqliteKeyStore(db, cache);
 
   const q = <T = Row>(sql: string) => db.prepare<unknown[], T>(sql);
 
@@ -87,43 +105,35 @@ export function openSqliteStore(file: string, opts: { synchronous?: SqliteSynchr
 
     actGet: q('SELECT * FROM activities WHERE organization_id = ? AND id = ?'),
     actSeq: q<{ seq: number }>('SELECT seq FROM activities WHERE organization_id = ? AND id = ?'),
-    actByFp: q('SELECT * FROM activities WHERE fingerprint = ?'),
-    actInsert: q('INSERT INTO activities (id, organization_id, type, status, fingerprint, created_ms, updated_ms, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+    actByFp: q('SELECT * FROM activities WHERE request_ms = ? AND fingerprint = ?'),
+    actInsert: q('INSERT INTO activities (id, organization_id, type, status, request_ms, fingerprint, created_ms, updated_ms, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     actCount: q<{ n: number }>('SELECT COUNT(*) AS n FROM activities WHERE organization_id = ?'),
     ping: q('SELECT 1 AS ok'),
   };
 
-  /**
-   * Every stamped request looks its API key up by public key (twice for a submit: before the
-   * signature check and again inside the group commit). Those lookups are cached. Correctness:
-   * the cache is cleared by every insert / delete of an API key through this store (also inside
-   * a transaction that is later rolled back: clearing is always safe), is filled only outside
-   * transactions (never with uncommitted rows), and is dropped whenever another connection
-   * (another process of the pool, the CLI) has committed (PRAGMA data_version). Expiry is not
-   * cached: callers compare expiresAtMs with their clock on every request.
-   */
-  const keyCache = new Map<string, ApiKeyRow[]>();
-  const KEY_CACHE_MAX = 10_000;
-  const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
-  let seenDataVersion = dataVersion.get();
-  const keysByPublicKey = (pk: string): ApiKeyRow[] => {
-    const v = dataVersion.get();
-    if (v !== seenDataVersion) { keyCache.clear(); seenDataVersion = v; }
-    let rows = keyCache.get(pk);
-    if (!rows) {
-      rows = s.keyByPub.all(pk).map(keyFrom);
-      if (!db.inTransaction) {
-        if (keyCache.size >= KEY_CACHE_MAX) keyCache.clear();
-        keyCache.set(pk, rows);
-      }
-    }
-    return rows.map((r) => ({ ...r }));
-  };
+  const keyCache = cache.map<ApiKeyRow[]>();
+  const orgCache = cache.map<OrganizationRow>();
+  const userCache = cache.map<UserRow>();
+  const clearCaches = () => cache.clear();
+  const keysByPublicKey = (pk: string): ApiKeyRow[] => cache.get(keyCache, pk, () => s.keyByPub.all(pk).map(keyFrom))!;
 
   // One transaction function for every call (BEGIN IMMEDIATE … COMMIT, or a SAVEPOINT when
   // nested): db.transaction(fn) per call built four wrapper functions each time (~4% of a
   // submit's CPU under load).
-  const runInTransaction = db.transaction((fn: () => unknown) => fn());
+  const runTx = db.transaction((fn: () => unknown) => fn());
+  const walSync = offThread ? new WalSync(`${file}-wal`) : undefined;
+  // The outermost transaction's COMMIT is what WalSync has to cover.
+  const runInTransaction = walSync
+    ? { immediate: (fn: () => unknown) => { const outer = !db.inTransaction; const v = runTx.immediate(fn); if (outer) walSync.committed(); return v; } }
+    : runTx;
+  const transaction = <T>(fn: () => T): T => {
+    if (db.inTransaction) return runInTransaction.immediate(fn) as T;
+    try {
+      return runInTransaction.immediate(fn) as T;
+    } finally {
+      cache.transactionEnded();
+    }
+  };
   // PRAGMA busy_timeout acts when the statement is prepared, so these cannot be prepared once.
   const noBusyWait = () => db.pragma('busy_timeout = 0');
   const busyWait = () => db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
@@ -131,7 +141,7 @@ export function openSqliteStore(file: string, opts: { synchronous?: SqliteSynchr
   let closed = false;
   // transactionNoWait: the optional group-commit capability (engine.ts NoWaitTransactions).
   const store: Store & { transactionNoWait<T>(fn: () => T): { busy: true } | { busy: false; value: T } } = {
-    transaction: <T>(fn: () => T): T => runInTransaction.immediate(fn) as T,
+    transaction,
     // The group commit's first try (engine.ts NoWaitTransactions): BEGIN IMMEDIATE with no busy
     // wait, so a process of a pool does not sleep in SQLite's busy handler with its event loop
     // stopped while another process commits; inside the transaction the usual timeout applies.
@@ -140,7 +150,7 @@ export function openSqliteStore(file: string, opts: { synchronous?: SqliteSynchr
       let started = false;
       noBusyWait();
       try {
-        const value = runInTransaction.immediate(() => { started = true; busyWait(); return fn(); }) as T;
+        const value = transaction(() => { started = true; busyWait(); return fn(); });
         return { busy: false, value };
       } catch (e) {
         if (!started && (e as { code?: string }).code === 'SQLITE_BUSY') return { busy: true };
@@ -149,26 +159,27 @@ export function openSqliteStore(file: string, opts: { synchronous?: SqliteSynchr
         if (!started) busyWait();
       }
     },
+    durable: () => walSync?.durable(),
     isReady: () => {
-      if (closed) return false;
+      if (closed || walSync?.failed) return false;
       try { return s.ping.get() !== undefined; } catch { return false; }
     },
-    close: () => { if (!closed) { closed = true; db.close(); } },
+    close: () => { if (!closed) { closed = true; walSync?.close(); db.close(); } },
 
     organizations: {
-      get: (id) => { const r = s.orgGet.get(id); return r ? orgFrom(r) : undefined; },
-      insert: (o) => { s.orgInsert.run(o.id, o.name, o.parentId, o.rootQuorumThreshold, o.createdMs, o.updatedMs); },
+      get: (id) => cache.get(orgCache, id, () => { const r = s.orgGet.get(id); return r ? orgFrom(r) : undefined; }),
+      insert: (o) => { clearCaches(); s.orgInsert.run(o.id, o.name, o.parentId, o.rootQuorumThreshold, o.createdMs, o.updatedMs); },
       childrenOf: (id) => s.orgChildren.all(id).map(orgFrom),
       roots: () => s.orgRoots.all().map(orgFrom),
-      touch: (id, ms) => { s.orgTouch.run(ms, id); },
+      touch: (id, ms) => { clearCaches(); s.orgTouch.run(ms, id); },
       count: () => s.orgCount.get()!.n,
     },
     users: {
-      get: (org, id) => { const r = s.userGet.get(org, id); return r ? userFrom(r) : undefined; },
+      get: (org, id) => cache.get(userCache, `${org}/${id}`, () => { const r = s.userGet.get(org, id); return r ? userFrom(r) : undefined; }),
       list: (org) => s.userList.all(org).map(userFrom),
-      insert: (u) => { s.userInsert.run(u.id, u.organizationId, u.name, u.email, u.phoneNumber, u.isRoot ? 1 : 0, u.createdMs, u.updatedMs); },
-      update: (u) => { s.userUpdate.run(u.name, u.email, u.phoneNumber, u.isRoot ? 1 : 0, u.updatedMs, u.organizationId, u.id); },
-      delete: (org, id) => { s.userDelete.run(org, id); },
+      insert: (u) => { clearCaches(); s.userInsert.run(u.id, u.organizationId, u.name, u.email, u.phoneNumber, u.isRoot ? 1 : 0, u.createdMs, u.updatedMs); },
+      update: (u) => { clearCaches(); s.userUpdate.run(u.name, u.email, u.phoneNumber, u.isRoot ? 1 : 0, u.updatedMs, u.organizationId, u.id); },
+      delete: (org, id) => { clearCaches(); s.userDelete.run(org, id); },
       rootUserIds: (org) => s.userRoots.all(org).map((r) => r.id),
     },
     apiKeys: {
@@ -177,11 +188,11 @@ export function openSqliteStore(file: string, opts: { synchronous?: SqliteSynchr
       listByUser: (org, user) => s.keyByUser.all(org, user).map(keyFrom),
       listByOrganization: (org) => s.keyByOrg.all(org).map(keyFrom),
       insert: (k) => {
-        keyCache.clear();
+        clearCaches();
         s.keyInsert.run(k.id, k.organizationId, k.userId, k.name, k.publicKey, k.curve, k.credentialType,
           k.expirationSeconds, k.expiresAtMs, k.createdMs, k.updatedMs);
       },
-      delete: (org, id) => { keyCache.clear(); s.keyDelete.run(org, id); },
+      delete: (org, id) => { clearCaches(); s.keyDelete.run(org, id); },
     },
     tags: {
       get: (org, id) => { const r = s.tagGet.get(org, id); return r ? tagFrom(r) : undefined; },
@@ -207,9 +218,9 @@ export function openSqliteStore(file: string, opts: { synchronous?: SqliteSynchr
     },
     activities: {
       get: (org, id) => { const r = s.actGet.get(org, id); return r ? activityFrom(r) : undefined; },
-      byFingerprint: (fp) => { const r = s.actByFp.get(fp); return r ? activityFrom(r) : undefined; },
+      byFingerprint: (fp, requestMs) => { const r = s.actByFp.get(requestMs, fp); return r ? activityFrom(r) : undefined; },
       insert: (a) => {
-        s.actInsert.run(a.id, a.organizationId, a.type, a.status, a.fingerprint, a.createdMs, a.updatedMs, JSON.stringify(a.record));
+        s.actInsert.run(a.id, a.organizationId, a.type, a.status, a.requestMs, a.fingerprint, a.createdMs, a.updatedMs, a.recordJson ?? JSON.stringify(a.record));
       },
       list: (lq) => listActivities(lq),
       count: (org) => s.actCount.get(org)!.n,
@@ -265,5 +276,81 @@ function migrate(db: Database.Database): void {
       db.exec(m.sql);
       db.prepare('INSERT INTO schema_migrations (version, name, applied_ms) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
     }).immediate();
+  }
+}
+
+/**
+ * Durability off the event loop. With PRAGMA synchronous=FULL, better-sqlite3's COMMIT fsyncs the
+ * WAL on the calling thread, stopping every other request for the length of the fsync. Here SQLite
+ * runs at synchronous=NORMAL (the WAL stays consistent: frames carry checksums, and SQLite itself
+ * syncs the WAL before a checkpoint and the database after it), and this class fdatasyncs the WAL
+ * on libuv's thread pool after commits. A commit is durable once a sync that started after it has
+ * finished: the WAL is append-only between checkpoints and a sync covers every write made to the
+ * file before it started. Syncs do not overlap; commits made while one runs share the next one.
+ *
+ * A failed fsync cannot be retried safely (the kernel may have dropped the dirty pages), so the
+ * store stops: every later durable() rejects and isReady() is false.
+ */
+interface Waiter { upTo: number; resolve: () => void; reject: (e: Error) => void }
+
+class WalSync {
+  #committed = 0;
+  #synced = 0;
+  #running = false;
+  #waiters: Waiter[] = [];
+  #fd: number | undefined;
+  #closing = false;
+  failed: Error | undefined;
+
+  constructor(private readonly walFile: string) {}
+
+  committed(): void { this.#committed++; }
+
+  /** undefined when every commit so far is on disk; else a promise settled when it is. */
+  durable(): Promise<void> | undefined {
+    if (this.failed) return Promise.reject(this.failed);
+    if (this.#synced === this.#committed) return undefined;
+    return new Promise<void>((resolve, reject) => {
+      this.#waiters.push({ upTo: this.#committed, resolve, reject });
+      if (!this.#running) this.#start();
+    });
+  }
+
+  #start(): void {
+    this.#running = true;
+    const upTo = this.#committed;
+    const done = (err: NodeJS.ErrnoException | null) => {
+      this.#running = false;
+      if (this.#closing) { this.close(); if (err) return; }
+      if (err) {
+        this.failed = new Error(`fsync of the SQLite WAL failed (${err.code ?? err.message}); the store stops accepting writes`);
+        for (const w of this.#waiters.splice(0)) w.reject(this.failed);
+        return;
+      }
+      this.#synced = upTo;
+      const still: Waiter[] = [];
+      for (const w of this.#waiters) (w.upTo <= upTo ? w.resolve() : still.push(w));
+      this.#waiters = still;
+      if (still.length > 0) this.#start();
+    };
+    if (this.#fd !== undefined) { fs.fdatasync(this.#fd, done); return; }
+    // First sync: open the WAL (it exists once a transaction has committed in WAL mode and stays
+    // while this connection is open) and make its directory entry durable too.
+    fs.open(this.walFile, 'r+', (err, fd) => {
+      if (err) { done(err); return; }
+      this.#fd = fd;
+      fs.open(path.dirname(this.walFile), 'r', (derr, dfd) => {
+        if (derr) { done(derr); return; }
+        fs.fsync(dfd, (serr) => { fs.close(dfd, () => {}); if (serr) done(serr); else fs.fdatasync(fd, done); });
+      });
+    });
+  }
+
+  /** Closes the WAL's descriptor now, or when the sync under way ends. */
+  close(): void {
+    this.#closing = true;
+    if (this.#running || this.#fd === undefined) return;
+    fs.closeSync(this.#fd);
+    this.#fd = undefined;
   }
 }

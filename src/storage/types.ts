@@ -62,10 +62,14 @@ export interface ActivityRow {
   type: string;
   status: string;
   fingerprint: string;
+  /** The request's timestampMs (with the fingerprint, the idempotency key). */
+  requestMs: number;
   createdMs: number;
   updatedMs: number;
   /** The whole v1Activity record as served. */
   record: Record<string, unknown>;
+  /** JSON.stringify(record), when the caller has it already (stored as is; saves a second serialization). */
+  recordJson?: string;
 }
 
 export interface ActivityListQuery {
@@ -82,6 +86,12 @@ export interface ActivityListQuery {
 export interface Store {
   /** Runs fn inside one write transaction (all or nothing). */
   transaction<T>(fn: () => T): T;
+  /**
+   * When the store makes commits durable after they return (SQLite with syncOffThread): a promise
+   * settled once every transaction committed so far is on disk; undefined when it already is (or
+   * the store syncs at commit). Nothing may be acknowledged before it settles.
+   */
+  durable?(): Promise<void> | undefined;
   isReady(): boolean;
   close(): void;
 
@@ -139,7 +149,8 @@ export interface Store {
   };
   activities: {
     get(organizationId: string, id: string): ActivityRow | undefined;
-    byFingerprint(fingerprint: string): ActivityRow | undefined;
+    /** The activity a request body created: its fingerprint and its timestampMs. */
+    byFingerprint(fingerprint: string, requestMs: number): ActivityRow | undefined;
     insert(row: ActivityRow): void;
     list(q: ActivityListQuery): ActivityRow[] | undefined;
     count(organizationId: string): number;

@@ -144,15 +144,53 @@ describe('API key lookup cache (src/storage/sqlite.ts)', () => {
     expect(store.apiKeys.byPublicKey('02aa')).toEqual([]);
   });
 
-  it('drops what it holds when another connection (another pool process) commits', () => {
+  const nextTurn = () => new Promise((r) => setImmediate(r));
+
+  it('drops what it holds when another connection (another pool process) commits: at once inside a write transaction, from the next turn outside', async () => {
     const { store, file, org } = fresh();
     store.transaction(() => { user(store, org, 'u1'); store.apiKeys.insert(key('k1', org, 'u1', '02aa')); });
     expect(store.apiKeys.byPublicKey('02aa').map((k) => k.id)).toEqual(['k1']);
     const other = openSqliteStore(file, { synchronous: 'FULL' });
     stores.push(other);
     other.transaction(() => other.apiKeys.delete(org, 'k1'));
-    expect(store.apiKeys.byPublicKey('02aa')).toEqual([]);
+    // A write transaction starts from the latest commit and never acts on older cached rows.
+    expect(store.transaction(() => store.apiKeys.byPublicKey('02aa'))).toEqual([]);
     other.transaction(() => other.apiKeys.insert(key('k3', org, 'u1', '02aa')));
+    await nextTurn();
     expect(store.apiKeys.byPublicKey('02aa').map((k) => k.id)).toEqual(['k3']);
+    other.transaction(() => other.apiKeys.delete(org, 'k3'));
+    await nextTurn();
+    expect(store.apiKeys.byPublicKey('02aa')).toEqual([]);
+  });
+
+  it('caches organizations, users and signing keys by the same rules', async () => {
+    const ETH = '0x' + 'aB'.repeat(20);
+    const { store, file, org } = fresh();
+    store.transaction(() => user(store, org, 'u1'));
+    expect(store.users.get(org, 'u1')?.name).toBe('u1');
+    const got = store.organizations.get(org)!;
+    got.name = 'changed by the caller';
+    expect(store.organizations.get(org)!.name).toBe('o'); // callers get copies
+    const other = openSqliteStore(file, { synchronous: 'FULL' });
+    stores.push(other);
+    other.transaction(() => other.users.delete(org, 'u1'));
+    expect(store.transaction(() => store.users.get(org, 'u1'))).toBeUndefined();
+    store.transaction(() => user(store, org, 'u2'));
+    expect(store.transaction(() => {
+      store.users.delete(org, 'u2');
+      return store.users.get(org, 'u2'); // own uncommitted delete
+    })).toBeUndefined();
+
+    const pk = { id: 'pk1', organizationId: org, name: 'k', curve: 'CURVE_SECP256K1', publicKey: '02bb', addresses: [{ format: 'ADDRESS_FORMAT_ETHEREUM', address: ETH }],
+      sealed: new Uint8Array([1, 2, 3]), imported: false, exported: false, createdMs: 1, updatedMs: 1 };
+    store.transaction(() => store.keys.privateKeys.insert(pk));
+    const a = store.keys.privateKeys.byAddress(org, ETH.toLowerCase())!;
+    a.sealed.fill(0); // a caller wiping its copy does not reach the cache
+    expect([...store.keys.privateKeys.get(org, 'pk1')!.sealed]).toEqual([1, 2, 3]);
+    expect([...store.keys.privateKeys.byAddress(org, ETH.toUpperCase().replace('0X', '0x'))!.sealed]).toEqual([1, 2, 3]);
+    other.transaction(() => other.keys.privateKeys.delete(org, 'pk1'));
+    expect(store.transaction(() => store.keys.privateKeys.byAddress(org, ETH.toLowerCase()))).toBeUndefined();
+    await nextTurn();
+    expect(store.keys.privateKeys.get(org, 'pk1')).toBeUndefined();
   });
 });

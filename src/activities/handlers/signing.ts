@@ -10,7 +10,8 @@ import {
 } from '../../crypto/index.js';
 import { cryptoCall, resolveSigningKey, vaultOf, type SigningKey } from '../../domain/keys.js';
 import type { Store } from '../../storage/types.js';
-import { keysFor, type SubmitOperation } from '../types.js';
+import { keysFor, type ExecContext, type SubmitOperation } from '../types.js';
+import type { SignJob } from '../../crypto/signjob.js';
 import { Validator, type Obj } from '../validate.js';
 import { requireKeyAdmin } from './keyParams.js';
 
@@ -29,6 +30,33 @@ function specKeyId(intent: WithKey<{ signWith: string }>): string {
 
 function resolve(store: Store, organizationId: string, signWith: string): SigningKey {
   return resolveSigningKey(store, organizationId, signWith, 'signWith');
+}
+
+/** A signature made before the transaction (prepare, on a signing thread) and the key it used. */
+interface Presigned { keyId: string; sealed: Uint8Array; result: unknown }
+
+/** Signs on a signing thread with the key authorize resolved (undefined: no threads). */
+function presign(ctx: ExecContext, intent: WithKey<{ signWith: string }>, job: (key: SigningKey) => SignJob): Promise<Presigned> | undefined {
+  const key = intent[RESOLVED];
+  if (!key) return undefined;
+  return vaultOf(ctx.store).signOffThread(key.sealed, key.ctx, job(key))?.then((result) => ({ keyId: key.id, sealed: key.sealed, result }));
+}
+
+/** prepare()'s signature, if it was made with the very key the transaction resolved. */
+function presigned<T>(ctx: ExecContext, key: SigningKey): T | undefined {
+  const p = ctx.prepared as Presigned | undefined;
+  return p && p.keyId === key.id && equalBytes(p.sealed, key.sealed) ? p.result as T : undefined;
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** The key authorize resolved (same transaction, so still current); resolved anew if absent. */
+function resolved(store: Store, organizationId: string, intent: WithKey<{ signWith: string }>): SigningKey {
+  return intent[RESOLVED] ?? resolve(store, organizationId, intent.signWith);
 }
 
 interface SignRawPayload { signWith: string; payload: string; encoding: string; hashFunction: string }
@@ -62,9 +90,14 @@ export const signRawPayload: SubmitOperation<WithKey<SignRawPayload>, RawSignatu
     cryptoCall(() => preparePayload(key.curve, intent));
     remember(intent, key);
   },
+  prepare(ctx, intent) {
+    return presign(ctx, intent, (key) => ({ op: 'payload', curve: key.curve, request: { payload: intent.payload, encoding: intent.encoding, hashFunction: intent.hashFunction } }));
+  },
+  readOnly: true,
   execute(ctx, intent) {
-    const key = resolve(ctx.store, ctx.organization.id, intent.signWith);
-    return cryptoCall(() => vaultOf(ctx.store).signPayload(key.sealed, key.ctx, key.curve, intent));
+    const key = resolved(ctx.store, ctx.organization.id, intent);
+    return presigned<RawSignature>(ctx, key)
+      ?? cryptoCall(() => vaultOf(ctx.store).signPayload(key.sealed, key.ctx, key.curve, intent));
   },
   specIntent(intent) {
     return { privateKeyId: specKeyId(intent), payload: intent.payload, encoding: intent.encoding, hashFunction: intent.hashFunction };
@@ -99,9 +132,14 @@ export const signRawPayloads: SubmitOperation<WithKey<SignRawPayloads>, { signat
     });
     remember(intent, key);
   },
+  prepare(ctx, intent) {
+    return presign(ctx, intent, (key) => ({ op: 'payloads', curve: key.curve, payloads: intent.payloads, encoding: intent.encoding, hashFunction: intent.hashFunction }));
+  },
+  readOnly: true,
   execute(ctx, intent) {
-    const key = resolve(ctx.store, ctx.organization.id, intent.signWith);
-    const signatures = cryptoCall(() => vaultOf(ctx.store).signPayloads(key.sealed, key.ctx, key.curve, intent.payloads, intent.encoding, intent.hashFunction));
+    const key = resolved(ctx.store, ctx.organization.id, intent);
+    const signatures = presigned<RawSignature[]>(ctx, key)
+      ?? cryptoCall(() => vaultOf(ctx.store).signPayloads(key.sealed, key.ctx, key.curve, intent.payloads, intent.encoding, intent.hashFunction));
     return { signatures };
   },
 };
@@ -141,9 +179,14 @@ export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signed
     }
     remember(intent, key);
   },
+  prepare(ctx, intent) {
+    return presign(ctx, intent, (key) => ({ op: 'transaction', curve: key.curve, unsignedTransaction: intent.unsignedTransaction }));
+  },
+  readOnly: true,
   execute(ctx, intent) {
-    const key = resolve(ctx.store, ctx.organization.id, intent.signWith);
-    const signedTransaction = cryptoCall(() => vaultOf(ctx.store).signEthereumTransaction(key.sealed, key.ctx, key.curve, intent.unsignedTransaction));
+    const key = resolved(ctx.store, ctx.organization.id, intent);
+    const signedTransaction = presigned<string>(ctx, key)
+      ?? cryptoCall(() => vaultOf(ctx.store).signEthereumTransaction(key.sealed, key.ctx, key.curve, intent.unsignedTransaction));
     return { signedTransaction };
   },
   specIntent(intent) {

@@ -1,0 +1,131 @@
+// Storage details that users meet only on upgrade or power loss: the v11 migration keeps every
+// activity (and its idempotency) from a v10 database, and with syncOffThread a commit is
+// reported durable only after the WAL has been fsynced (src/storage/sqlite.ts WalSync).
+import { describe, it, expect, afterEach } from 'vitest';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { MIGRATIONS } from '../../src/storage/migrations.js';
+import { openSqliteStore } from '../../src/storage/sqlite.js';
+import type { Store } from '../../src/storage/types.js';
+import { uuidV7 } from '../../src/activities/engine.js';
+
+const dirs: string[] = [];
+const stores: Store[] = [];
+afterEach(() => {
+  for (const s of stores.splice(0)) s.close();
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+function tmpFile(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kmas-storage-'));
+  dirs.push(dir);
+  return path.join(dir, 'kmas.sqlite');
+}
+
+describe('migration 11 (idempotency by request time and fingerprint)', () => {
+  it('moves every activity of a v10 database, keeps its seq order and finds it by (timestampMs, fingerprint)', () => {
+    const file = tmpFile();
+    // A database as the previous release left it: migrations 1…10 and a few activities.
+    const old = new Database(file);
+    old.pragma('journal_mode = WAL');
+    old.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_ms INTEGER NOT NULL)');
+    for (const m of MIGRATIONS.filter((x) => x.version <= 10)) {
+      old.exec(m.sql);
+      old.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, 1);
+    }
+    const ins = old.prepare('INSERT INTO activities (id, organization_id, type, status, fingerprint, created_ms, updated_ms, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+    const rows = [0, 1, 2].map((i) => {
+      const ts = String(1_790_000_000_000 + i);
+      const record = { id: `a${i}`, organizationId: 'o', status: 'ACTIVITY_STATUS_COMPLETED', type: 'ACTIVITY_TYPE_X', timestampMs: ts };
+      ins.run(`a${i}`, 'o', 'ACTIVITY_TYPE_X', 'ACTIVITY_STATUS_COMPLETED', `sha256:${i}`, 10 + i, 10 + i, JSON.stringify(record));
+      return { id: `a${i}`, ts: Number(ts), fp: `sha256:${i}` };
+    });
+    old.close();
+
+    const store = openSqliteStore(file);
+    stores.push(store);
+    for (const r of rows) {
+      const got = store.activities.byFingerprint(r.fp, r.ts);
+      expect(got?.id).toBe(r.id);
+      expect(got?.requestMs).toBe(r.ts);
+      expect(store.activities.byFingerprint(r.fp, r.ts + 1)).toBeUndefined();
+    }
+    expect(store.activities.list({ organizationId: 'o', limit: 10 })!.map((a) => a.id)).toEqual(['a2', 'a1', 'a0']);
+    // The same (timestampMs, fingerprint) cannot be stored twice.
+    expect(() => store.transaction(() => store.activities.insert({
+      id: 'dup', organizationId: 'o', type: 'T', status: 'S', fingerprint: rows[0]!.fp, requestMs: rows[0]!.ts, createdMs: 1, updatedMs: 1, record: {},
+    }))).toThrow(/UNIQUE/);
+  });
+});
+
+describe('activity ids', () => {
+  it('are RFC 9562 version 7 UUIDs that sort by their time', () => {
+    const a = uuidV7(1_790_000_000_000);
+    const b = uuidV7(1_790_000_000_001);
+    expect(a).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(parseInt(a.replace(/-/g, '').slice(0, 12), 16)).toBe(1_790_000_000_000);
+    expect(a < b).toBe(true);
+    expect(uuidV7(5)).not.toBe(uuidV7(5));
+  });
+});
+
+describe('durability off the event loop (syncOffThread)', () => {
+  it('reports a commit durable only after an fsync of the WAL that started after it', async () => {
+    const file = tmpFile();
+    const store = openSqliteStore(file, { synchronous: 'FULL', syncOffThread: true });
+    stores.push(store);
+    const db = new Database(file, { readonly: true });
+    try {
+      // SQLite itself runs at NORMAL: the store does the syncing.
+      expect(store.durable!()).toBeUndefined(); // nothing committed yet
+      const synced: number[] = [];
+      const realFdatasync = fs.fdatasync;
+      let started = 0;
+      (fs as { fdatasync: typeof fs.fdatasync }).fdatasync = ((fd: number, cb: (e: NodeJS.ErrnoException | null) => void) => {
+        started++;
+        realFdatasync(fd, (e) => { synced.push(started); cb(e); });
+      }) as typeof fs.fdatasync;
+      try {
+        store.transaction(() => store.organizations.insert({ id: 'o1', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
+        const first = store.durable!();
+        expect(first).toBeInstanceOf(Promise);
+        // a commit made while that sync runs waits for a second one
+        store.transaction(() => store.organizations.insert({ id: 'o2', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
+        const second = store.durable!();
+        await first;
+        await second;
+        expect(started).toBeGreaterThanOrEqual(2);
+        expect(synced.length).toBe(started);
+        expect(store.durable!()).toBeUndefined();
+        expect((db.prepare('SELECT COUNT(*) AS n FROM organizations').get() as { n: number }).n).toBe(2);
+      } finally {
+        (fs as { fdatasync: typeof fs.fdatasync }).fdatasync = realFdatasync;
+      }
+    } finally {
+      db.close();
+    }
+  });
+
+  it('a failed fsync stops the store: later durable() calls reject and it is no longer ready', async () => {
+    const file = tmpFile();
+    const store = openSqliteStore(file, { synchronous: 'FULL', syncOffThread: true });
+    stores.push(store);
+    store.transaction(() => store.organizations.insert({ id: 'o1', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
+    await store.durable!(); // opens the WAL's descriptor
+    const realFdatasync = fs.fdatasync;
+    (fs as { fdatasync: typeof fs.fdatasync }).fdatasync = ((_fd: number, cb: (e: NodeJS.ErrnoException | null) => void) => {
+      const e = new Error('EIO: i/o error') as NodeJS.ErrnoException;
+      e.code = 'EIO';
+      setImmediate(() => cb(e));
+    }) as typeof fs.fdatasync;
+    try {
+      store.transaction(() => store.organizations.insert({ id: 'o2', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
+      await expect(store.durable!()).rejects.toThrow(/fsync of the SQLite WAL failed \(EIO\)/);
+      expect(store.isReady()).toBe(false);
+      await expect(store.durable!()).rejects.toThrow(/EIO/);
+    } finally {
+      (fs as { fdatasync: typeof fs.fdatasync }).fdatasync = realFdatasync;
+    }
+  });
+});
