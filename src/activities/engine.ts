@@ -9,6 +9,7 @@ import { timestamp } from '../domain/records.js';
 import type { Principal } from '../domain/principal.js';
 import type { ActivityRow, OrganizationRow, Store } from '../storage/types.js';
 import type { ExecContext, QueryOperation, SubmitOperation } from './types.js';
+import type { StampCheck } from '../crypto/signpool.js';
 import type { Obj } from './validate.js';
 
 export const STATUS_COMPLETED = 'ACTIVITY_STATUS_COMPLETED';
@@ -162,9 +163,9 @@ export interface Prepared { intent: unknown; prepared?: unknown }
 /**
  * The part of a submit that can run before its transaction (SubmitOperation.prepare): validate,
  * authorize against the state as it is now, then the operation's prepare (e.g. signing on a
- * worker thread). Never throws: on any refusal or failure it returns what it has (or nothing),
- * and the transaction repeats every check against the state it sees and answers as it would
- * without this.
+ * worker thread, which may also check the request's stamp: stampCheck). Never throws: on any
+ * refusal or failure it returns what it has (or nothing), and the transaction repeats every
+ * check against the state it sees and answers as it would without this.
  */
 export async function prepareSubmit(
   store: Store,
@@ -173,13 +174,16 @@ export async function prepareSubmit(
   principal: Principal,
   organization: OrganizationRow,
   nowMs: number,
+  stampCheck?: StampCheck,
 ): Promise<Prepared | undefined> {
   let intent: unknown;
   try {
     intent = op.validate(env.parameters, env.type);
     if (principal.access !== 'member' || !op.prepare) return { intent };
     op.authorize(principal, intent, store);
-    const work = op.prepare({ store, principal, organization, nowMs, newId: randomUUID }, intent);
+    const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID };
+    if (stampCheck) ctx.stampCheck = stampCheck;
+    const work = op.prepare(ctx, intent);
     return work ? { intent, prepared: await work } : { intent };
   } catch {
     return intent === undefined ? undefined : { intent };

@@ -1,6 +1,7 @@
 /** The shapes every operation handler implements; the registry maps paths to them. */
 import type { Principal } from '../domain/principal.js';
 import type { OrganizationRow, Store } from '../storage/types.js';
+import type { StampCheck } from '../crypto/signpool.js';
 import type { Obj } from './validate.js';
 
 export interface ExecContext {
@@ -12,6 +13,8 @@ export interface ExecContext {
   newId(): string;
   /** What the operation's prepare() produced before the transaction, if it ran and succeeded. */
   prepared?: unknown;
+  /** In prepare(): the request's stamp, for work that can check it on its own thread (signpool.ts). */
+  stampCheck?: StampCheck;
 }
 
 export interface TypeVersion {

@@ -14,7 +14,7 @@ import { validateAccountSpec, publicKeyHex, type WalletAccountSpec } from './wal
 import { addressFromPublicKey } from './addresses.js';
 import type { RawPayloadRequest, RawSignature } from './payload.js';
 import { runSignJob, type SignJob, type SignJobResult } from './signjob.js';
-import { SignPool } from './signpool.js';
+import { SignPool, type StampCheck } from './signpool.js';
 import { createExportBundle, createImportBundle, openImportedPrivateKey, openImportedWallet, signerPublicKeyHex } from './bundles.js';
 
 export const SIGNER_CONTEXT: AtRestContext = { kind: 'bundle_signer', organizationId: '', recordId: 'bundle-signer' };
@@ -193,11 +193,12 @@ export class Vault {
 
   /**
    * The same job on a signing thread (useWorkers), the key opened there; undefined when this
-   * Vault has none. Rejects with the CryptoError sign() would throw, or SIGN_FAILED.
+   * Vault has none. Rejects with the CryptoError sign() would throw, or SIGN_FAILED (also when
+   * `check` is given and the stamp does not verify: then no key is opened).
    */
-  signOffThread(sealed: Uint8Array, ctx: AtRestContext, job: SignJob): Promise<SignJobResult> | undefined {
+  signOffThread(sealed: Uint8Array, ctx: AtRestContext, job: SignJob, check?: StampCheck): Promise<SignJobResult> | undefined {
     const pool = this.#pool;
-    return pool && pool.size > 0 ? pool.run(sealed, ctx, job) : undefined;
+    return pool && pool.size > 0 ? pool.run(sealed, ctx, job, check) : undefined;
   }
 
   // ---- worker pool ----------------------------------------------------------------------------

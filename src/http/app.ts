@@ -16,11 +16,13 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { ApiKeyCurve, ApiKeyRow, Store } from '../storage/types.js';
 import type { Registry } from '../activities/registry.js';
-import { parseStamp, SCHEME_CURVE, verifyStamp } from './stamp.js';
+import { parseStamp, SCHEME_CURVE, verifyStamp, type Stamp } from './stamp.js';
+import type { StampCheck } from '../crypto/signpool.js';
 import type { StampVerifier } from './verifypool.js';
 import { candidateKeys, resolvePrincipal } from '../domain/credentials.js';
-import { checkTimestamp, commitQueue, fingerprintOf, parseEnvelope, prepareSubmit, runQuery, submitInTransaction, type Prepared } from '../activities/engine.js';
+import { checkTimestamp, commitQueue, fingerprintOf, parseEnvelope, prepareSubmit, runQuery, submitInTransaction, type Envelope, type Prepared } from '../activities/engine.js';
 import type { Obj } from '../activities/validate.js';
+import type { SubmitOperation } from '../activities/types.js';
 
 export interface AppDeps {
   store: Store;
@@ -51,9 +53,9 @@ export function createApp(deps: AppDeps): express.Express {
   const { store, registry, config, log } = deps;
   const now = deps.now ?? Date.now;
   const verifier = deps.verifier;
-  // Concurrency signal for the verifier: requests started in this turn of the event loop and in
-  // the previous one. One request per turn (a lone client) → check inline, no thread hop;
-  // several → other requests are waiting, so the check goes to a thread.
+  // Concurrency signal for the stamp and signing threads: requests started in this turn of the
+  // event loop and in the previous one. One request per turn (a lone client) → work inline, no
+  // thread hop; several → other requests are waiting, so the work goes to a thread.
   let turnRequests = 0;
   let lastTurnRequests = 0;
   let turnTimer = false;
@@ -172,6 +174,13 @@ export function createApp(deps: AppDeps): express.Express {
       ? invalidArgument('the request path could not be decoded') : err);
   });
 
+  /** The submit body as an envelope of `op` whose timestamp is within the window. */
+  function envelopeOf(op: SubmitOperation, raw: Buffer, nowMs: number): Envelope {
+    const env = parseEnvelope(op, parseBody(raw));
+    checkTimestamp(env.timestampMs, nowMs, config.timestampWindowMs, config.timestampFutureMs);
+    return env;
+  }
+
   async function route(x: Exchange, kind: string, opName: string, raw: Buffer): Promise<Record<string, unknown> | Serialized> {
     const nowMs = now();
     if (kind === 'query') {
@@ -191,21 +200,34 @@ export function createApp(deps: AppDeps): express.Express {
     if (kind === 'submit') {
       const op = registry.submit(opName);
       if (!op) throw unknownOperation(kind, opName);
-      const cred = await authenticate(x.req, raw);
-      const body = parseBody(raw);
-      const env = parseEnvelope(op, body);
-      checkTimestamp(env.timestampMs, nowMs, config.timestampWindowMs, config.timestampFutureMs);
-      const fingerprint = fingerprintOf(raw);
-      // Work an operation can do before its transaction (signing on a worker thread) runs now,
-      // against the state as it is; everything is checked again inside the transaction.
+      const cred = credentialOf(x.req);
       let pre: Prepared | undefined;
-      if (op.prepare) {
+      let env: Envelope;
+      // A lone request (nothing else in progress) is served on this thread: a thread hop would
+      // add its latency and save no one any time.
+      if (!op.prepare || !concurrent()) {
+        await verify(cred, raw);
+        env = envelopeOf(op, raw, nowMs);
+      } else {
+        // Work the operation can do before its transaction (signing on a signing thread, which
+        // also checks the stamp: one thread hop for both) runs now, against the state as it is;
+        // the transaction checks everything again. Until the stamp has verified, any refusal is
+        // answered only after verifying it the usual way, so a bad stamp still gets its 401.
+        try {
+          env = envelopeOf(op, raw, nowMs);
+        } catch (e) {
+          await verify(cred, raw);
+          throw e;
+        }
+        const check: StampCheck = { stamp: cred.stamp, body: raw, verified: false };
         let who: ReturnType<typeof resolvePrincipal> | undefined;
         try {
           who = resolvePrincipal(store, cred.keys, env.organizationId, { parentMayRead: false, resolvesFromParent: false }, nowMs);
         } catch { /* the transaction gives the answer */ }
-        if (who) pre = await prepareSubmit(store, op, env, who.principal, who.organization, nowMs);
+        if (who) pre = await prepareSubmit(store, op, env, who.principal, who.organization, nowMs, check);
+        if (!check.verified) await verify(cred, raw);
       }
+      const fingerprint = fingerprintOf(raw);
       // Group commit (engine.ts): the submit runs inside the next shared transaction and this
       // promise settles only after its COMMIT. The credential is resolved again in there, since
       // an earlier submit of the same group may have deleted the key or its user.
@@ -215,7 +237,7 @@ export function createApp(deps: AppDeps): express.Express {
         const { principal, organization } = resolvePrincipal(store, keys, env.organizationId,
           { parentMayRead: false, resolvesFromParent: false }, nowMs);
         // The queue runs this in a savepoint of its own, so a refusal leaves nothing behind.
-        return submitInTransaction(store, op, env, principal, organization, fingerprint, nowMs, pre);
+        return submitInTransaction(store, op, env!, principal, organization, fingerprint, nowMs, pre);
       });
       x.activityId = out.activity.id as string;
       return new Serialized(`{"activity":${out.activityJson}}`);
@@ -223,8 +245,8 @@ export function createApp(deps: AppDeps): express.Express {
     throw notFound(`unknown path ${x.path}`, 'NOT_FOUND');
   }
 
-  /** Verifies the stamp over the raw bytes; returns the registered keys it may stand for. */
-  async function authenticate(req: IncomingMessage, raw: Buffer): Promise<{ keys: ApiKeyRow[]; publicKey: string; curve: ApiKeyCurve }> {
+  /** The stamp's credential (registered keys it may stand for), not yet verified. */
+  function credentialOf(req: IncomingMessage): Credential {
     const header = headerValue(req, 'x-stamp');
     if (header === undefined || header === '') {
       if (headerValue(req, 'x-stamp-webauthn') !== undefined) {
@@ -236,9 +258,19 @@ export function createApp(deps: AppDeps): express.Express {
     const curve = SCHEME_CURVE[stamp.scheme];
     const keys = candidateKeys(store, stamp.publicKey, curve);
     if (keys.length === 0) throw unauthenticated('no API key is registered for the stamp\'s public key', 'PUBLIC_KEY_NOT_FOUND');
-    const ok = verifier ? await verifier.verify(stamp, raw, concurrent()) : verifyStamp(stamp, raw);
+    return { stamp, keys, publicKey: stamp.publicKey, curve };
+  }
+
+  /** Verifies the stamp over the raw bytes (401 when it does not). */
+  async function verify(cred: Credential, raw: Buffer): Promise<void> {
+    const ok = verifier ? await verifier.verify(cred.stamp, raw, concurrent()) : verifyStamp(cred.stamp, raw);
     if (!ok) throw unauthenticated('the stamp signature does not verify over the request body', 'SIGNATURE_INVALID');
-    return { keys, publicKey: stamp.publicKey, curve };
+  }
+
+  async function authenticate(req: IncomingMessage, raw: Buffer): Promise<Credential> {
+    const cred = credentialOf(req);
+    await verify(cred, raw);
+    return cred;
   }
 
   return app;
@@ -336,6 +368,8 @@ function drain(req: IncomingMessage, then: () => void): void {
   req.on('error', once);
   req.resume();
 }
+
+interface Credential { stamp: Stamp; keys: ApiKeyRow[]; publicKey: string; curve: ApiKeyCurve }
 
 function unknownOperation(kind: string, op: string): ApiError {
   return notFound(`unknown or unsupported operation /public/v1/${kind}/${op}`, 'NOT_FOUND');

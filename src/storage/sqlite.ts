@@ -286,23 +286,39 @@ function migrate(db: Database.Database): void {
  * syncs the WAL before a checkpoint and the database after it), and this class fdatasyncs the WAL
  * on libuv's thread pool after commits. A commit is durable once a sync that started after it has
  * finished: the WAL is append-only between checkpoints and a sync covers every write made to the
- * file before it started. Syncs do not overlap; commits made while one runs share the next one.
+ * file before it started. Up to MAX_SYNCS_IN_FLIGHT syncs overlap, so a commit made just after a
+ * sync started need not wait for that sync to end (and for the event loop to notice) before its
+ * own begins; commits made meanwhile share the next one.
  *
  * A failed fsync cannot be retried safely (the kernel may have dropped the dirty pages), so the
  * store stops: every later durable() rejects and isReady() is false.
  */
 interface Waiter { upTo: number; resolve: () => void; reject: (e: Error) => void }
 
+const MAX_SYNCS_IN_FLIGHT = 2;
+
 class WalSync {
   #committed = 0;
   #synced = 0;
-  #running = false;
+  /** the highest commit a sync under way will cover */
+  #started = 0;
+  #inFlight = 0;
   #waiters: Waiter[] = [];
   #fd: number | undefined;
   #closing = false;
   failed: Error | undefined;
 
-  constructor(private readonly walFile: string) {}
+  constructor(private readonly walFile: string) {
+    // The WAL exists once the connection has read in WAL mode (the migrations did). Its directory
+    // entry is made durable once, here.
+    try {
+      this.#fd = fs.openSync(walFile, 'r+');
+      const dir = fs.openSync(path.dirname(walFile), 'r');
+      try { fs.fsyncSync(dir); } finally { fs.closeSync(dir); }
+    } catch {
+      if (this.#fd !== undefined) { fs.closeSync(this.#fd); this.#fd = undefined; }
+    }
+  }
 
   committed(): void { this.#committed++; }
 
@@ -312,30 +328,33 @@ class WalSync {
     if (this.#synced === this.#committed) return undefined;
     return new Promise<void>((resolve, reject) => {
       this.#waiters.push({ upTo: this.#committed, resolve, reject });
-      if (!this.#running) this.#start();
+      this.#kick();
     });
   }
 
-  #start(): void {
-    this.#running = true;
+  /** Starts a sync when a waiter needs commits no sync under way covers, and one may start. */
+  #kick(): void {
+    if (this.#committed <= this.#started || this.#inFlight >= MAX_SYNCS_IN_FLIGHT || this.#closing) return;
+    if (this.#fd === undefined && this.#inFlight > 0) return; // the first sync is opening the file
+    this.#inFlight++;
     const upTo = this.#committed;
+    this.#started = upTo;
     const done = (err: NodeJS.ErrnoException | null) => {
-      this.#running = false;
-      if (this.#closing) { this.close(); if (err) return; }
+      this.#inFlight--;
+      if (this.#closing) { if (this.#inFlight === 0) this.close(); if (err) return; }
+      if (this.failed) return;
       if (err) {
         this.failed = new Error(`fsync of the SQLite WAL failed (${err.code ?? err.message}); the store stops accepting writes`);
         for (const w of this.#waiters.splice(0)) w.reject(this.failed);
         return;
       }
-      this.#synced = upTo;
+      if (upTo > this.#synced) this.#synced = upTo;
       const still: Waiter[] = [];
-      for (const w of this.#waiters) (w.upTo <= upTo ? w.resolve() : still.push(w));
+      for (const w of this.#waiters) (w.upTo <= this.#synced ? w.resolve() : still.push(w));
       this.#waiters = still;
-      if (still.length > 0) this.#start();
+      if (still.length > 0) this.#kick();
     };
     if (this.#fd !== undefined) { fs.fdatasync(this.#fd, done); return; }
-    // First sync: open the WAL (it exists once a transaction has committed in WAL mode and stays
-    // while this connection is open) and make its directory entry durable too.
     fs.open(this.walFile, 'r+', (err, fd) => {
       if (err) { done(err); return; }
       this.#fd = fd;
@@ -346,10 +365,10 @@ class WalSync {
     });
   }
 
-  /** Closes the WAL's descriptor now, or when the sync under way ends. */
+  /** Closes the WAL's descriptor now, or when the syncs under way end. */
   close(): void {
     this.#closing = true;
-    if (this.#running || this.#fd === undefined) return;
+    if (this.#inFlight > 0 || this.#fd === undefined) return;
     fs.closeSync(this.#fd);
     this.#fd = undefined;
   }

@@ -39,7 +39,7 @@ interface Presigned { keyId: string; sealed: Uint8Array; result: unknown }
 function presign(ctx: ExecContext, intent: WithKey<{ signWith: string }>, job: (key: SigningKey) => SignJob): Promise<Presigned> | undefined {
   const key = intent[RESOLVED];
   if (!key) return undefined;
-  return vaultOf(ctx.store).signOffThread(key.sealed, key.ctx, job(key))?.then((result) => ({ keyId: key.id, sealed: key.sealed, result }));
+  return vaultOf(ctx.store).signOffThread(key.sealed, key.ctx, job(key), ctx.stampCheck)?.then((result) => ({ keyId: key.id, sealed: key.sealed, result }));
 }
 
 /** prepare()'s signature, if it was made with the very key the transaction resolved. */
