@@ -1,14 +1,19 @@
 /**
  * Shared pieces of the HTTP benchmarks (http.ts, signing.ts, profile-pool.ts): the keep-alive
- * load loop, the trivial node:http server they compare against, request stamping, percentiles,
- * the median round, and writing bench/results/. Not a benchmark itself (run.ts does not list it).
+ * load loop (in this process, or in a process of its own: loadInChild), the trivial node:http
+ * server they compare against, request stamping, percentiles, the median round, and writing
+ * bench/results/. Not a benchmark itself (run.ts does not list it).
  */
 import http from 'node:http';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { p256 } from '@noble/curves/nist.js';
-import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { hexToBytes } from '@noble/hashes/utils.js';
+import { createPrivateKey, sign as nodeSign, type KeyObject } from 'node:crypto';
 
 export interface Req { path: string; body: string; headers: Record<string, string> }
 export interface LoadResult { wallMs: number; lat: number[]; errors: number }
@@ -21,10 +26,19 @@ export interface LoadOptions {
 
 const b64url = (s: string) => Buffer.from(s, 'utf8').toString('base64').replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 
-/** X-Stamp header value: P-256 (DER, no low-S) signature of the body with the API key. */
+const signers = new Map<string, KeyObject>();
+
+/** X-Stamp header value: P-256 (DER) signature of the body with the API key (node:crypto, key objects cached). */
 export function stampBody(body: string, key: { publicKey: string; privateKey: string }): string {
-  const sig = p256.sign(new TextEncoder().encode(body), hexToBytes(key.privateKey), { format: 'der', lowS: false });
-  return b64url(JSON.stringify({ publicKey: key.publicKey, scheme: 'SIGNATURE_SCHEME_TK_API_P256', signature: bytesToHex(sig) }));
+  let signer = signers.get(key.privateKey);
+  if (!signer) {
+    const un = p256.Point.fromHex(key.publicKey).toBytes(false);
+    signer = createPrivateKey({ format: 'jwk', key: { kty: 'EC', crv: 'P-256', d: Buffer.from(hexToBytes(key.privateKey)).toString('base64url'),
+      x: Buffer.from(un.subarray(1, 33)).toString('base64url'), y: Buffer.from(un.subarray(33)).toString('base64url') } });
+    signers.set(key.privateKey, signer);
+  }
+  const signature = nodeSign('sha256', Buffer.from(body, 'utf8'), signer).toString('hex');
+  return b64url(JSON.stringify({ publicKey: key.publicKey, scheme: 'SIGNATURE_SCHEME_TK_API_P256', signature }));
 }
 
 /** One POST over `agent` (Content-Length set from the body); the reply body is '' when readBody is false. */
@@ -65,6 +79,26 @@ export async function load(port: number, reqs: Req[], concurrency: number, opts:
   return { wallMs, lat, errors };
 }
 
+/**
+ * load() from a separate process (loadclient.ts), so that the server's event loop is its own:
+ * the first `warm` requests warm the client and the server up, the rest are timed. A reply is an
+ * error unless it is a 200 (containing `expect`, when given).
+ */
+export function loadInChild(port: number, reqs: Req[], concurrency: number, warm: number, expect?: string): Promise<LoadResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'kmas-bench-load-'));
+  const file = join(dir, 'requests.json');
+  writeFileSync(file, JSON.stringify(reqs));
+  const script = join(dirname(fileURLToPath(import.meta.url)), 'loadclient.js');
+  const args = [script, file, String(port), String(concurrency), String(warm), ...(expect ? [expect] : [])];
+  return new Promise<LoadResult>((resolve, reject) => {
+    execFile(process.execPath, args, { maxBuffer: 1 << 28 }, (err, stdout, stderr) => {
+      rmSync(dir, { recursive: true, force: true });
+      if (err) { reject(new Error(`load client failed: ${stderr || err.message}`)); return; }
+      resolve(JSON.parse(stdout) as LoadResult);
+    });
+  });
+}
+
 /** Nearest-rank percentile of an ascending list (NaN when empty). */
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -78,15 +112,98 @@ export function medianByRps<T extends { rps: number }>(rounds: T[]): T {
   return list[Math.floor(list.length / 2)]!;
 }
 
-/** A node:http server on 127.0.0.1 answering every POST with the fixed JSON body (the ceiling). */
+const TRIVIAL_SOURCE = `
+const http = require('node:http');
+const fixed = process.argv[1];
+const server = http.createServer((req, res) => {
+  req.on('data', () => {});
+  req.on('end', () => { res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(fixed) }); res.end(fixed); });
+});
+server.listen(0, '127.0.0.1', () => process.send(server.address().port));
+process.on('disconnect', () => process.exit(0));
+`;
+
+/**
+ * A node:http server on 127.0.0.1 answering every POST with the fixed JSON body (the ceiling), in
+ * a process of its own: the garbage and threads of the servers under test do not slow it down.
+ */
 export async function startTrivial(fixed: string): Promise<{ port: number; close: () => Promise<void> }> {
-  const server = http.createServer((req, res) => {
-    req.on('data', () => {});
-    req.on('end', () => { res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(fixed) }); res.end(fixed); });
+  const child = spawn(process.execPath, ['-e', TRIVIAL_SOURCE, fixed], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (m) => resolve(Number(m)));
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`trivial server exited (${code})`)));
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const port = (server.address() as { port: number }).port;
-  return { port, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    port,
+    close: () => new Promise<void>((resolve) => {
+      if (child.exitCode !== null) { resolve(); return; }
+      child.once('exit', () => resolve());
+      child.disconnect();
+    }),
+  };
+}
+
+/** A kmas server started as users start it (bin/kmas.js serve), in a process of its own. */
+export interface ServerProcess {
+  port: number;
+  dataDir: string;
+  organizationId: string;
+  rootKey: { publicKey: string; privateKey: string };
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `bin/kmas.js serve` on a free loopback port with a fresh DATA_DIR, `flags` added (e.g.
+ * ['--sign-workers', '0']), logging off; resolves once /readyz answers 200.
+ */
+export async function startServerProcess(flags: string[] = []): Promise<ServerProcess> {
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(tmpdir(), 'kmas-bench-server-'));
+  const bin = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'kmas.js');
+  const child = spawn(process.execPath, [bin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--log-level', 'silent', ...flags],
+    { stdio: ['ignore', 'ignore', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const agent = new http.Agent({ keepAlive: false });
+  try {
+    for (let i = 0; ; i++) {
+      if (child.exitCode !== null) throw new Error(`kmas serve exited with code ${child.exitCode}`);
+      const ok = await get(agent, port, '/readyz').then((st) => st === 200, () => false);
+      if (ok) break;
+      if (i > 300) throw new Error('kmas serve did not become ready');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } catch (e) {
+    child.kill('SIGKILL');
+    throw e;
+  } finally {
+    agent.destroy();
+  }
+  const boot = JSON.parse(readFileSync(join(dataDir, 'bootstrap.json'), 'utf8')) as { organizationId: string };
+  const rootKey = JSON.parse(readFileSync(join(dataDir, 'root-api-key.json'), 'utf8')) as { publicKey: string; privateKey: string };
+  return {
+    port, dataDir, organizationId: boot.organizationId, rootKey,
+    async stop() {
+      if (child.exitCode === null) { child.kill('SIGTERM'); await exited; }
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => resolve(p)); });
+  });
+}
+
+function get(agent: http.Agent, port: number, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const q = http.request({ host: '127.0.0.1', port, method: 'GET', path, agent }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode ?? 0)); });
+    q.on('error', reject);
+    q.end();
+  });
 }
 
 /** Writes files into <repo>/bench/results/ (created if missing), name → content. */

@@ -9,6 +9,7 @@ import { openSqliteStore } from './storage/sqlite.js';
 import { defaultRegistry } from './activities/registry.js';
 import { answerClientErrors, createApp, requestListener } from './http/app.js';
 import { ensureBootstrap, type BootstrapInfo } from './bootstrap.js';
+import { vaultOf } from './domain/keys.js';
 import { VERIFIER_BACKENDS } from './http/stamp.js';
 import { batchedStdout, type LineSink } from './http/logsink.js';
 import { startPool, workerEntry } from './http/pool.js';
@@ -34,6 +35,8 @@ export interface RunningServer {
   bootstrap: BootstrapInfo;
   rootApiKey?: ApiKeyPair;
   config: Config;
+  /** signing threads (SIGN_WORKERS after auto) of this process; 0 in a pool's primary */
+  signThreads: number;
   stop(): Promise<void>;
 }
 
@@ -83,11 +86,12 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   const port = (server.address() as AddressInfo).port;
   const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${hostForUrl}:${port}`;
-  log.info('listening', { url, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, stampVerifiers: VERIFIER_BACKENDS, stampThreads: verifier.threads });
+  const signThreads = vaultOf(store).pool?.size ?? 0;
+  log.info('listening', { url, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, stampVerifiers: VERIFIER_BACKENDS, stampThreads: verifier.threads, signThreads });
 
   let stopped: Promise<void> | undefined;
   return {
-    url, port, dataDir: config.dataDir, bootstrap: boot.info, rootApiKey: boot.rootApiKey, config,
+    url, port, dataDir: config.dataDir, bootstrap: boot.info, rootApiKey: boot.rootApiKey, config, signThreads,
     stop() {
       stopped ??= new Promise<void>((resolve) => {
         server.close(() => {
@@ -118,7 +122,7 @@ async function startPoolServer(
   log.info('listening', { url, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, workers: pool.workers, stampVerifiers: VERIFIER_BACKENDS });
   let stopped: Promise<void> | undefined;
   return {
-    url, port: pool.port, dataDir: config.dataDir, bootstrap: boot.info, rootApiKey: boot.rootApiKey, config,
+    url, port: pool.port, dataDir: config.dataDir, bootstrap: boot.info, rootApiKey: boot.rootApiKey, config, signThreads: 0,
     stop() {
       stopped ??= pool.stop().then(() => logSink.flush());
       return stopped;
