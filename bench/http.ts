@@ -1,9 +1,10 @@
 /**
  * HTTP request-path benchmark (issue 3 "Measure and report").
  *
- * Through the real kmas server (started in-process on 127.0.0.1:0 with a fresh temporary DATA_DIR)
- * versus a trivial node:http server answering a fixed JSON body, in the same run, over loopback,
- * from 1 and 16 concurrent keep-alive clients:
+ * Through the real kmas server (`bin/kmas.js serve` in a process of its own on a free loopback port,
+ * fresh temporary DATA_DIR, settings from the environment) versus a trivial node:http server
+ * answering a fixed JSON body (also a process of its own), in the same run, from 1 and 16
+ * concurrent keep-alive clients of a load generator in a third process (load.ts loadInChild):
  *   - trivial   : POST → fixed JSON (the floor: node:http + the client loop)
  *   - whoami    : stamped POST /public/v1/query/whoami (stamp check + lookups + JSON reply)
  *   - submit    : stamped POST /public/v1/submit/create_user_tag with a unique name per request
@@ -13,20 +14,19 @@
  * concurrency. The SQLite `synchronous` setting is read from the server's configuration
  * (env SQLITE_SYNCHRONOUS, default of src/config.ts) and passed to the server explicitly.
  *
- * Run: npx tsc -p tsconfig.json && node dist/bench/http.js   (or: node dist/bench/run.js http)
+ * Run: npm run build && node dist/bench/http.js   (or: node dist/bench/run.js http)
  * Each (scenario, concurrency) cell is measured in BENCH_HTTP_ROUNDS rounds (default 3), the scenarios
  * interleaved round by round so that background load hits them alike; the round with the median
  * requests/s is reported.
  * Env: BENCH_HTTP_REQUESTS (timed requests per round, default 2000), BENCH_HTTP_ROUNDS (default 3).
  */
-import { mkdtempSync, rmSync, readFileSync, readdirSync } from 'node:fs';
-import { tmpdir, cpus, loadavg } from 'node:os';
+import { readdirSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
-import { startServer } from '../src/server.js';
 import { loadConfig } from '../src/config.js';
-import { load, medianByRps, percentile, stampBody as stamp, startTrivial, writeResults, type Req as Prepared } from './load.js';
+import { loadInChild, medianByRps, percentile, stampBody as stamp, startServerProcess, startTrivial, writeResults, type Req as Prepared } from './load.js';
 
 export interface HttpBenchRow {
   scenario: 'trivial' | 'whoami' | 'submit';
@@ -55,25 +55,21 @@ export interface HttpBenchResult {
   rows: HttpBenchRow[];
 }
 
-/** Replies are drained unread; only the status decides success. */
-const DRAIN = { readBody: false } as const;
-
 export async function run(opts: { requests?: number; rounds?: number; write?: boolean; print?: boolean } = {}): Promise<HttpBenchResult> {
   const n = opts.requests ?? Number(process.env.BENCH_HTTP_REQUESTS ?? 2000);
   const loadBefore = loadavg()[0]!;
   const rounds = Math.max(1, opts.rounds ?? Number(process.env.BENCH_HTTP_ROUNDS ?? 3));
-  const warm = Math.min(300, Math.ceil(n / 10));
+  const warm = 1000;
   const cfg = loadConfig({ env: process.env });
-  const dataDir = mkdtempSync(join(tmpdir(), 'kmas-bench-http-'));
-  // every setting from the environment (SQLITE_SYNCHRONOUS, WORKERS, STAMP_WORKERS, …) applies; only
-  // the address, the data directory and the log level are the benchmark's own
-  const server = await startServer({ ...cfg, host: '127.0.0.1', port: 0, dataDir, logLevel: 'silent' });
+  // every setting from the environment (SQLITE_SYNCHRONOUS, WORKERS, STAMP_WORKERS, …) reaches the
+  // server process; only the address, the data directory and the log level are the benchmark's own
+  const server = await startServerProcess();
   const trivial = await startTrivial(JSON.stringify({ organizationId: 'fixed', organizationName: 'fixed', userId: 'fixed', username: 'fixed' }));
   const trivialPort = trivial.port;
 
   try {
-    const key = server.rootApiKey ?? JSON.parse(readFileSync(join(dataDir, 'root-api-key.json'), 'utf8'));
-    const orgId = server.bootstrap.organizationId;
+    const key = server.rootKey;
+    const orgId = server.organizationId;
     const whoBody = JSON.stringify({ organizationId: orgId });
     const whoReq: Prepared = { path: '/public/v1/query/whoami', body: whoBody, headers: { 'Content-Type': 'application/json', 'X-Stamp': stamp(whoBody, key) } };
     let seq = 0;
@@ -87,20 +83,20 @@ export async function run(opts: { requests?: number; rounds?: number; write?: bo
     const rows: HttpBenchRow[] = [];
     for (const concurrency of [1, 16]) {
       const scenarios: [HttpBenchRow['scenario'], number, () => Prepared[]][] = [
-        ['trivial', trivialPort, () => same(trivialReq, n)],
-        ['whoami', server.port, () => same(whoReq, n)],
-        ['submit', server.port, () => submitReqs(n)],
+        ['trivial', trivialPort, () => same(trivialReq, warm + n)],
+        ['whoami', server.port, () => same(whoReq, warm + n)],
+        ['submit', server.port, () => submitReqs(warm + n)],
       ];
       for (const [scenario, port, make] of scenarios) {
-        await load(port, scenario === 'submit' ? submitReqs(warm) : make().slice(0, warm), concurrency, DRAIN);
+        await loadInChild(port, scenario === 'submit' ? submitReqs(2000) : make().slice(0, 2000), concurrency, 0);
       }
       const measured = new Map<string, { rps: number; lat: number[]; errors: number }[]>();
       for (let round = 0; round < rounds; round++) {
         for (const [scenario, port, make] of scenarios) {
-          const reqs = make();
-          const { wallMs, lat, errors } = await load(port, reqs, concurrency, DRAIN);
+          const reqs = scenario === 'submit' ? submitReqs(warm + n) : make();
+          const { wallMs, lat, errors } = await loadInChild(port, reqs, concurrency, warm);
           const list = measured.get(scenario) ?? [];
-          list.push({ rps: (reqs.length / wallMs) * 1000, lat, errors });
+          list.push({ rps: (n / wallMs) * 1000, lat, errors });
           measured.set(scenario, list);
         }
       }
@@ -114,16 +110,16 @@ export async function run(opts: { requests?: number; rounds?: number; write?: bo
       }
     }
 
-    const dbFile = readdirSync(dataDir).find((f) => /\.(sqlite|sqlite3|db)$/.test(f));
+    const dbFile = readdirSync(server.dataDir).find((f) => /\.(sqlite|sqlite3|db)$/.test(f));
     let journal = 'unknown';
     if (dbFile) {
-      const db = new Database(join(dataDir, dbFile), { readonly: true, fileMustExist: true });
+      const db = new Database(join(server.dataDir, dbFile), { readonly: true, fileMustExist: true });
       try { journal = String(db.pragma('journal_mode', { simple: true })).toUpperCase(); } finally { db.close(); }
     }
-    const effective = ('config' in server ? (server as unknown as { config: unknown }).config : cfg) as Record<string, unknown>;
+    const effective = cfg as unknown as Record<string, unknown>;
     const synchronous = String(effective.sqliteSynchronous);
     const serverSettings = Object.fromEntries(['workers', 'stampWorkers', 'signWorkers', 'timestampWindowMs', 'bodyLimit']
-      .filter((k) => effective[k] !== undefined).map((k) => [k, effective[k]]));
+      .filter((k) => effective[k] !== undefined).map((k) => [k, effective[k] === -1 ? 'auto' : effective[k]]));
 
     const result: HttpBenchResult = {
       date: new Date().toISOString(), node: process.version, cpu: `${cpus()[0]?.model ?? 'unknown'} ×${cpus().length}`,
@@ -138,7 +134,6 @@ export async function run(opts: { requests?: number; rounds?: number; write?: bo
   } finally {
     await trivial.close();
     await server.stop();
-    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
@@ -147,7 +142,7 @@ export function toMarkdown(r: HttpBenchResult): string {
   const lines = [
     `## HTTP request path (${r.date})`,
     '',
-    `Node ${r.node}, ${r.cpu}; loopback, keep-alive node:http clients; ${r.requestsPerScenario} timed requests per round, ${r.rounds} interleaved rounds, median round shown (requests stamped before timing).`,
+    `Node ${r.node}, ${r.cpu}; kmas, the trivial server and the load generator each in a process of their own, loopback, keep-alive node:http clients; ${r.requestsPerScenario} timed requests per round after 1000 untimed, ${r.rounds} interleaved rounds, median round shown (requests stamped before timing).`,
     `SQLite PRAGMA synchronous = ${r.sqliteSynchronous}, journal_mode = ${r.sqliteJournalMode}; every submit is committed before its reply.`,
     `Server settings: ${Object.entries(r.serverSettings).map(([k, v]) => `${k}=${v}`).join(', ') || '(defaults)'}.`,
     `1-minute load average ${r.loadAverage[0].toFixed(2)} before / ${r.loadAverage[1].toFixed(2)} after the run (the machine is shared: absolute numbers are noisy, the same-run ratios less so).`,

@@ -162,7 +162,9 @@ export async function startServerProcess(flags: string[] = []): Promise<ServerPr
   const dataDir = mkdtempSync(join(tmpdir(), 'kmas-bench-server-'));
   const bin = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'kmas.js');
   const child = spawn(process.execPath, [bin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--log-level', 'silent', ...flags],
-    { stdio: ['ignore', 'ignore', 'inherit'] });
+    { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => { if (stderr.length < 10_000) stderr += c.toString('utf8'); });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const agent = new http.Agent({ keepAlive: false });
   try {
@@ -175,7 +177,7 @@ export async function startServerProcess(flags: string[] = []): Promise<ServerPr
     }
   } catch (e) {
     child.kill('SIGKILL');
-    throw e;
+    throw new Error(`${(e as Error).message}${stderr ? `\n${stderr}` : ''}`);
   } finally {
     agent.destroy();
   }
