@@ -260,7 +260,7 @@ export function toMarkdown(r: SigningBenchResult): string {
   return [
     `## Signing through the API (${r.date})`,
     '',
-    `Node ${r.node}, ${r.cpu}; the servers in one process, the load generator in a process of its own (keep-alive node:http clients, loopback),`,
+    `Node ${r.node}, ${r.cpu}; every server (kmas as \`bin/kmas.js serve\` starts it, the trivial one) and the load generator in a process of its own (keep-alive node:http clients, loopback),`,
     `requests stamped before timing, a warm-up before every cell, ${r.rounds} interleaved rounds per cell (median round shown). Every sign request signs a distinct payload and commits its activity;`,
     `SQLite synchronous = ${r.sqliteSynchronous} (journal WAL). Ratios within the run are steadier than the absolute numbers.`,
     `1-minute load average ${r.loadAverage[0].toFixed(2)} at start, ${r.loadAverage[1].toFixed(2)} at end (on ${r.cpu.split('×').pop()} cores; other processes were running).`,

@@ -69,26 +69,11 @@ export interface SubmitOutcome {
 }
 
 /**
- * Validates, authorizes, executes and stores one submit, in one transaction (a savepoint when
- * called inside a group commit): an identical body returns its stored activity; a refusal
- * (validate / authorize) rolls back and stores nothing; an ApiError from the handler leaves a
- * FAILED activity; any other error rolls everything of this submit back and propagates.
- */
-export function runSubmit(
-  store: Store,
-  op: SubmitOperation,
-  env: Envelope,
-  principal: Principal,
-  organization: OrganizationRow,
-  fingerprint: string,
-  nowMs: number,
-): SubmitOutcome {
-  return store.transaction(() => submitInTransaction(store, op, env, principal, organization, fingerprint, nowMs));
-}
-
-/**
- * runSubmit for a caller that already runs it in a transaction of its own that rolls back when
- * this throws (the group commit gives every submit a savepoint): one savepoint less per submit.
+ * Validates, authorizes, executes and stores one submit. The caller runs it inside a transaction
+ * of its own that rolls back when this throws (the group commit gives every submit a savepoint):
+ * an identical body returns its stored activity; a refusal (validate / authorize) stores nothing;
+ * an ApiError from the handler leaves a FAILED activity; any other error propagates (and the
+ * caller's rollback undoes this submit). `pre` is what prepareSubmit did before the transaction.
  */
 export function submitInTransaction(
   store: Store,
@@ -105,56 +90,54 @@ export function submitInTransaction(
   }
   const keys = op.types[env.type]!;
   const requestMs = Number(env.timestampMs);
-  {
-    // Identical body → the activity it already created (checked before re-validating, so a
-    // resubmission returns the same activity even if the state has moved on since).
-    const existing = store.activities.byFingerprint(fingerprint, requestMs);
-    if (existing) {
-      const activity = reuse(existing, organization);
-      return { activity, activityJson: existing.recordJson ?? JSON.stringify(activity), reused: true };
-    }
-
-    // validate is a pure function of the parameters: prepareSubmit's intent is the same one.
-    const intent = pre?.intent ?? op.validate(env.parameters, env.type);
-    op.authorize(principal, intent, store);
-
-    const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID };
-    if (pre?.prepared !== undefined) ctx.prepared = pre.prepared;
-    let result: unknown;
-    let failure: ApiError | undefined;
-    try {
-      // Nested transaction = savepoint: a failing handler leaves no partial change behind.
-      result = op.readOnly ? op.execute(ctx, intent) : store.transaction(() => op.execute(ctx, intent));
-    } catch (e) {
-      if (!(e instanceof ApiError)) throw e;
-      failure = e;
-    }
-    const id = uuidV7(nowMs);
-    const record = activityRecord({
-      id,
-      organizationId: organization.id,
-      status: failure ? STATUS_FAILED : STATUS_COMPLETED,
-      type: env.type,
-      timestampMs: env.timestampMs,
-      intent: { [keys.intentKey]: intent },
-      result: failure ? {} : {
-        [keys.resultKey]: result,
-        activity: {
-          type: env.type,
-          intent: { [keys.specIntentKey]: op.specIntent ? op.specIntent(intent) : intent },
-          result: { [keys.specResultKey]: result },
-        },
-      },
-    }, fingerprint, nowMs);
-    if (failure) record.failure = failure.toStatus();
-    const recordJson = JSON.stringify(record);
-    const row: ActivityRow = {
-      id, organizationId: organization.id, type: env.type, status: record.status as string, fingerprint, requestMs,
-      createdMs: nowMs, updatedMs: nowMs, record, recordJson,
-    };
-    store.activities.insert(row);
-    return { activity: record, activityJson: recordJson, reused: false };
+  // Identical body → the activity it already created (checked before re-validating, so a
+  // resubmission returns the same activity even if the state has moved on since).
+  const existing = store.activities.byFingerprint(fingerprint, requestMs);
+  if (existing) {
+    const activity = reuse(existing, organization);
+    return { activity, activityJson: existing.recordJson ?? JSON.stringify(activity), reused: true };
   }
+
+  // validate is a pure function of the parameters: prepareSubmit's intent is the same one.
+  const intent = pre?.intent ?? op.validate(env.parameters, env.type);
+  op.authorize(principal, intent, store);
+
+  const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID };
+  if (pre?.prepared !== undefined) ctx.prepared = pre.prepared;
+  let result: unknown;
+  let failure: ApiError | undefined;
+  try {
+    // Nested transaction = savepoint: a failing handler leaves no partial change behind.
+    result = op.readOnly ? op.execute(ctx, intent) : store.transaction(() => op.execute(ctx, intent));
+  } catch (e) {
+    if (!(e instanceof ApiError)) throw e;
+    failure = e;
+  }
+  const id = uuidV7(nowMs);
+  const record = activityRecord({
+    id,
+    organizationId: organization.id,
+    status: failure ? STATUS_FAILED : STATUS_COMPLETED,
+    type: env.type,
+    timestampMs: env.timestampMs,
+    intent: { [keys.intentKey]: intent },
+    result: failure ? {} : {
+      [keys.resultKey]: result,
+      activity: {
+        type: env.type,
+        intent: { [keys.specIntentKey]: op.specIntent ? op.specIntent(intent) : intent },
+        result: { [keys.specResultKey]: result },
+      },
+    },
+  }, fingerprint, nowMs);
+  if (failure) record.failure = failure.toStatus();
+  const recordJson = JSON.stringify(record);
+  const row: ActivityRow = {
+    id, organizationId: organization.id, type: env.type, status: record.status as string, fingerprint, requestMs,
+    createdMs: nowMs, updatedMs: nowMs, record, recordJson,
+  };
+  store.activities.insert(row);
+  return { activity: record, activityJson: recordJson, reused: false };
 }
 
 /** What prepareSubmit hands to the transaction: the validated intent and prepare()'s result. */

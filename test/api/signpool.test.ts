@@ -10,7 +10,8 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { serializeTransaction } from 'viem';
 import { CryptoError, generatePrivateKey, Vault, type CurveId } from '../../src/crypto/index.js';
 import type { SignJob } from '../../src/crypto/signjob.js';
-import { startTestServer, type TestServer } from '../server/harness.js';
+import { startTestServer, submitBody, type TestServer } from '../server/harness.js';
+import { SUBMIT } from '../server/checks.js';
 
 const vaults: Vault[] = [];
 const servers: TestServer[] = [];
@@ -158,5 +159,35 @@ describe('signing through the API with and without signing threads', () => {
     expect(newer).toEqual([]);
     // and a sign after the delete is refused
     expect(await sign()).not.toBe('signed');
+  });
+
+  it('on the signing-thread path a bad stamp is still a 401 (also with a bad body or timestamp) and stores nothing', async () => {
+    const ts = await startTestServer({ signWorkers: 1 });
+    servers.push(ts);
+    const k = await ts.sdk.createPrivateKeys({ privateKeys: [{ privateKeyName: 'stamped', curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: [] }] });
+    const id = k.privateKeys[0]!.privateKeyId!;
+    const before = (await ts.sdk.getActivities({ paginationOptions: { limit: '100' } })).activities.length;
+    const body = (ms = Date.now()) => submitBody('ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2', ts.orgId,
+      { signWith: id, payload: hex(32), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' }, String(ms));
+    const path = SUBMIT('sign_raw_payload');
+    // Every request is sent at once, so the server sees them together and takes the thread path.
+    const kinds = Array.from({ length: 48 }, (_, i) => (['good', 'forged', 'forged-json', 'forged-old'] as const)[i % 4]);
+    const replies = await Promise.all(kinds.map((kind) => {
+      if (kind === 'good') return ts.raw(path, body());
+      if (kind === 'forged') { const b = body(); return ts.raw(path, b, { stampedBody: `${b} ` }); }
+      if (kind === 'forged-json') return ts.raw(path, '{"organizationId": ', { stampedBody: '{}' });
+      return ts.raw(path, body(Date.now() - 3_600_000), { stampedBody: 'other bytes' });
+    }));
+    replies.forEach((r, i) => {
+      if (kinds[i] === 'good') {
+        expect(r.status).toBe(200);
+        expect(r.json.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+      } else {
+        expect(r.status, `${kinds[i]}: ${r.text}`).toBe(401);
+        expect(r.text).toMatch(/SIGNATURE_INVALID|does not verify/);
+      }
+    });
+    const after = (await ts.sdk.getActivities({ paginationOptions: { limit: '100' } })).activities.length;
+    expect(after - before).toBe(kinds.filter((x) => x === 'good').length);
   });
 });
