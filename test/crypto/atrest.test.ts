@@ -29,8 +29,8 @@ describe('at-rest envelope', () => {
     // independent decryption of the documented format
     const key = hkdf(sha256, master, new Uint8Array(0), new TextEncoder().encode('kmas/at-rest/v1'), 32);
     const aad = new TextEncoder().encode(JSON.stringify(['kmas/at-rest/v1', ctx.kind, ctx.organizationId, ctx.recordId]));
-    const wk = await globalThis.crypto.subtle.importKey('raw', key, 'AES-GCM', false, ['decrypt']);
-    const out = await globalThis.crypto.subtle.decrypt({ name: 'AES-GCM', iv: sealed.subarray(1, 13), additionalData: aad }, wk, sealed.subarray(13));
+    const wk = await globalThis.crypto.subtle.importKey('raw', new Uint8Array(key), 'AES-GCM', false, ['decrypt']);
+    const out = await globalThis.crypto.subtle.decrypt({ name: 'AES-GCM', iv: new Uint8Array(sealed.subarray(1, 13)), additionalData: aad }, wk, new Uint8Array(sealed.subarray(13)));
     expect(hex(new Uint8Array(out))).toBe(hex(pt));
   });
   it('fresh nonce each time; the plaintext never appears in the output', () => {

@@ -50,4 +50,4 @@ export const EIP712_MAIL_TYPES = {
     { name: 'to', type: 'Person' },
     { name: 'contents', type: 'string' },
   ],
-};
+} as const;
