@@ -35,7 +35,7 @@ export function parseEnvelope(op: SubmitOperation, body: Obj): Envelope {
   if (typeof timestampMs !== 'string' || !/^\d{1,16}$/.test(timestampMs)) {
     v.push({ field: 'timestampMs', description: 'is required: milliseconds since the epoch as a decimal string' });
   }
-  if (typeof organizationId !== 'string') v.push({ field: 'organizationId', description: 'is required (a string)' });
+  if (typeof organizationId !== 'string' || organizationId === '') v.push({ field: 'organizationId', description: 'is required (a non-empty string)' });
   if (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters)) {
     v.push({ field: 'parameters', description: 'is required (an object)' });
   }

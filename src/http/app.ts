@@ -388,9 +388,8 @@ function parseBody(raw: Buffer): Obj {
 
 function requireOrganizationId(body: Obj): string {
   const id = body.organizationId;
-  // An empty string is an (unknown) organization id, answered 404 by the resolution.
-  if (typeof id !== 'string') {
-    throw invalidArgument('organizationId is required', [{ field: 'organizationId', description: 'is required (a string)' }]);
+  if (typeof id !== 'string' || id === '') {
+    throw invalidArgument('organizationId is required', [{ field: 'organizationId', description: 'is required (a non-empty string)' }]);
   }
   return id;
 }

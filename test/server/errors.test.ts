@@ -159,7 +159,7 @@ describe('organizations', () => {
   it('another organization\'s id is refused (401/403/404), nothing stored', async () => {
     const other = await startTestServer();
     try {
-      for (const orgId of [other.orgId, '00000000-0000-4000-8000-000000000000', 'not-a-uuid', '']) {
+      for (const orgId of [other.orgId, '00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
         checkError(await ts.raw(QUERY('whoami'), JSON.stringify({ organizationId: orgId })), [401, 403, 404], `whoami in org ${orgId}`);
         checkError(await ts.raw(QUERY('list_users'), JSON.stringify({ organizationId: orgId })), [400, 401, 403, 404], `list_users in org ${orgId}`);
         await expectNothingStored(async () => {
@@ -181,6 +181,17 @@ describe('organizations', () => {
     const s = await ts.raw(SUBMIT('create_user_tag'), JSON.stringify({ parameters: { userTagName: uniqueName('noorg'), userIds: [] }, timestampMs: String(Date.now()), type: 'ACTIVITY_TYPE_CREATE_USER_TAG' }));
     checkError(s, 400, 'submit without organizationId');
     expectFieldViolation(s, 'organizationId');
+    // an empty one is as good as none
+    for (const op of ['whoami', 'list_users']) {
+      const e = await ts.raw(QUERY(op), JSON.stringify({ organizationId: '' }));
+      checkError(e, 400, `${op} with organizationId ""`);
+      expectFieldViolation(e, 'organizationId');
+    }
+    await expectNothingStored(async () => {
+      const es = await ts.raw(SUBMIT('create_user_tag'), JSON.stringify({ parameters: { userTagName: uniqueName('emptyorg'), userIds: [] }, organizationId: '', timestampMs: String(Date.now()), type: 'ACTIVITY_TYPE_CREATE_USER_TAG' }));
+      checkError(es, 400, 'submit with organizationId ""');
+      expectFieldViolation(es, 'organizationId');
+    });
   });
 });
 
