@@ -9,7 +9,8 @@
  * in one: under load several requests arrive per turn, and a message each way costs the event
  * loop a good part of what the thread saves. A sign_raw_payloads batch is split across the
  * threads when there are several. A thread that dies fails its jobs (the caller then signs on
- * its own thread) and is replaced.
+ * its own thread) and is replaced, at most 5 times a minute: after that the pool shrinks, and
+ * with no thread left every job is signed on the calling thread.
  *
  * Workers run compiled JavaScript (dist/src/crypto/signworker.js): from sources (vitest) the pool
  * uses the built file; when none exists the pool has no threads.
@@ -34,6 +35,7 @@ export interface StampCheck { stamp: Stamp; body: Uint8Array; verified: boolean 
 
 /** Batches at least this long are split across the threads (each slice at least half this). */
 export const MIN_SPLIT = 16;
+const MAX_RESTARTS = 5;
 
 export function workerFile(): string | undefined {
   const here = fileURLToPath(new URL('./signworker.js', import.meta.url));
@@ -62,7 +64,8 @@ export class SignPool {
   readonly #threads: Thread[] = [];
   readonly #atRest: Uint8Array;
   readonly #file: string | undefined;
-  readonly #want: number;
+  /** when threads were replaced lately (at most MAX_RESTARTS a minute, so a broken script cannot loop) */
+  readonly #restarts: number[] = [];
   #next = 0;
   #id = 0;
   #closed = false;
@@ -71,8 +74,8 @@ export class SignPool {
   constructor(threads: number, atRestKey: Uint8Array) {
     this.#atRest = new Uint8Array(atRestKey);
     this.#file = workerFile();
-    this.#want = this.#file ? Math.max(0, threads) : 0;
-    for (let i = 0; i < this.#want; i++) this.#start();
+    const n = this.#file ? Math.max(0, threads) : 0;
+    for (let i = 0; i < n; i++) this.#start();
   }
 
   /** Threads the pool runs (0 when the worker script is missing). */
@@ -113,7 +116,12 @@ export class SignPool {
       const failure = new CryptoError('SIGN_FAILED', 'a signing thread stopped');
       for (const p of t.pending.values()) p.reject(failure);
       t.pending.clear();
-      if (!this.#closed) this.#start();
+      const now = Date.now();
+      while (this.#restarts.length > 0 && now - this.#restarts[0]! > 60_000) this.#restarts.shift();
+      if (!this.#closed && this.#restarts.length < MAX_RESTARTS) {
+        this.#restarts.push(now);
+        this.#start();
+      }
     };
     worker.on('error', lost);
     worker.on('exit', lost);
