@@ -48,7 +48,8 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   const logSink = batchedStdout();
   const log = createLogger(config.logLevel, logSink);
   fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const store = openSqliteStore(path.join(config.dataDir, DB_FILE), { synchronous: config.sqliteSynchronous, syncOffThread: true });
+  const store = openSqliteStore(path.join(config.dataDir, DB_FILE),
+    { synchronous: config.sqliteSynchronous, syncOffThread: true, multiProcess: config.workers > 1 || cluster.isWorker });
   let boot: ReturnType<typeof ensureBootstrap>;
   try {
     // A pool's primary serves nothing: no signing threads there (each worker starts its own).

@@ -48,6 +48,13 @@ export interface SqliteStoreOptions {
    * before acknowledging anything (the server does; see WalSync).
    */
   syncOffThread?: boolean;
+  /**
+   * Other server processes write this database too (a WORKERS pool): the group commit then first
+   * tries BEGIN IMMEDIATE without waiting (transactionNoWait), so a process does not sleep in
+   * SQLite's busy handler while another commits. Default true; a lone server passes false and
+   * saves two PRAGMA statements per group (an occasional CLI write is simply waited for).
+   */
+  multiProcess?: boolean;
 }
 
 export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Store {
@@ -140,12 +147,12 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
 
   let closed = false;
   // transactionNoWait: the optional group-commit capability (engine.ts NoWaitTransactions).
-  const store: Store & { transactionNoWait<T>(fn: () => T): { busy: true } | { busy: false; value: T } } = {
+  const store: Store & { transactionNoWait?<T>(fn: () => T): { busy: true } | { busy: false; value: T } } = {
     transaction,
     // The group commit's first try (engine.ts NoWaitTransactions): BEGIN IMMEDIATE with no busy
     // wait, so a process of a pool does not sleep in SQLite's busy handler with its event loop
     // stopped while another process commits; inside the transaction the usual timeout applies.
-    transactionNoWait: <T>(fn: () => T): { busy: true } | { busy: false; value: T } => {
+    transactionNoWait: opts.multiProcess === false ? undefined : <T>(fn: () => T): { busy: true } | { busy: false; value: T } => {
       if (db.inTransaction) return { busy: false, value: runInTransaction.immediate(fn) as T };
       let started = false;
       noBusyWait();
