@@ -59,12 +59,6 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
     store.close();
     throw e;
   }
-  try {
-    await store.durable?.();
-  } catch (e) {
-    store.close();
-    throw e;
-  }
   if (config.workers > 1 && cluster.isPrimary) {
     const entry = workerEntry();
     if (entry) {
@@ -74,6 +68,9 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
     }
     log.warn('WORKERS > 1 needs the compiled build (dist/src/http/worker.js); serving from this process', { workers: config.workers });
   }
+  // Start-up is done (its commits were synced by SQLite): from now on the WAL is synced off the
+  // event loop and replies wait for it (src/storage/sqlite.ts WalSync).
+  store.deferSyncs?.();
   const stampThreads = autoThreads(config.stampWorkers, config);
   const verifier = new StampVerifier(stampThreads);
   const app = createApp({ store, registry: defaultRegistry(), config, log, verifier });

@@ -43,9 +43,10 @@ const BUSY_TIMEOUT_MS = 5000;
 export interface SqliteStoreOptions {
   synchronous?: SqliteSynchronous;
   /**
-   * With synchronous FULL: SQLite runs at NORMAL and the store itself fsyncs the WAL on libuv's
-   * thread pool; `durable()` says when the commits so far are on disk. Callers must await it
-   * before acknowledging anything (the server does; see WalSync).
+   * With synchronous FULL: once deferSyncs() is called, SQLite runs at NORMAL and the store
+   * itself fsyncs the WAL on libuv's thread pool; `durable()` says when the commits so far are on
+   * disk, and callers must await it before acknowledging anything (the server does; see WalSync).
+   * Until then (start-up, bootstrap) every COMMIT is synced by SQLite as usual.
    */
   syncOffThread?: boolean;
   /**
@@ -62,7 +63,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
   db.pragma('journal_mode = WAL');
   const synchronous = opts.synchronous ?? 'FULL';
   const offThread = opts.syncOffThread === true && synchronous === 'FULL';
-  db.pragma(`synchronous = ${offThread ? 'NORMAL' : synchronous}`);
+  db.pragma(`synchronous = ${synchronous}`);
   db.pragma('foreign_keys = ON');
   db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   migrate(db);
@@ -128,11 +129,16 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
   // nested): db.transaction(fn) per call built four wrapper functions each time (~4% of a
   // submit's CPU under load).
   const runTx = db.transaction((fn: () => unknown) => fn());
-  const walSync = offThread ? new WalSync(`${file}-wal`) : undefined;
+  let walSync: WalSync | undefined;
   // The outermost transaction's COMMIT is what WalSync has to cover.
-  const runInTransaction = walSync
-    ? { immediate: (fn: () => unknown) => { const outer = !db.inTransaction; const v = runTx.immediate(fn); if (outer) walSync.committed(); return v; } }
-    : runTx;
+  const runInTransaction = {
+    immediate: (fn: () => unknown) => {
+      const outer = !db.inTransaction;
+      const v = runTx.immediate(fn);
+      if (outer) walSync?.committed();
+      return v;
+    },
+  };
   const transaction = <T>(fn: () => T): T => {
     if (db.inTransaction) return runInTransaction.immediate(fn) as T;
     try {
@@ -167,6 +173,11 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       }
     },
     durable: () => walSync?.durable(),
+    deferSyncs: () => {
+      if (!offThread || walSync || closed) return;
+      db.pragma('synchronous = NORMAL');
+      walSync = new WalSync(`${file}-wal`);
+    },
     isReady: () => {
       if (closed || walSync?.failed) return false;
       try { return s.ping.get() !== undefined; } catch { return false; }

@@ -92,6 +92,11 @@ export interface Store {
    * the store syncs at commit). Nothing may be acknowledged before it settles.
    */
   durable?(): Promise<void> | undefined;
+  /**
+   * From now on, make commits durable after they return (see durable()); before, each COMMIT is
+   * durable when it returns. The server calls it once start-up is done.
+   */
+  deferSyncs?(): void;
   isReady(): boolean;
   close(): void;
 

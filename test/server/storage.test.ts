@@ -75,10 +75,14 @@ describe('durability off the event loop (syncOffThread)', () => {
     const file = tmpFile();
     const store = openSqliteStore(file, { synchronous: 'FULL', syncOffThread: true });
     stores.push(store);
+    // Until deferSyncs() (start-up), SQLite syncs every COMMIT itself.
+    store.transaction(() => store.organizations.insert({ id: 'o0', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
+    expect(store.durable!()).toBeUndefined();
+    store.deferSyncs!();
     const db = new Database(file, { readonly: true });
     try {
-      // SQLite itself runs at NORMAL: the store does the syncing.
-      expect(store.durable!()).toBeUndefined(); // nothing committed yet
+      // From now on SQLite runs at NORMAL: the store does the syncing.
+      expect(store.durable!()).toBeUndefined(); // nothing committed since
       const synced: number[] = [];
       const realFdatasync = fs.fdatasync;
       let started = 0;
@@ -98,7 +102,7 @@ describe('durability off the event loop (syncOffThread)', () => {
         expect(started).toBeGreaterThanOrEqual(2);
         expect(synced.length).toBe(started);
         expect(store.durable!()).toBeUndefined();
-        expect((db.prepare('SELECT COUNT(*) AS n FROM organizations').get() as { n: number }).n).toBe(2);
+        expect((db.prepare('SELECT COUNT(*) AS n FROM organizations').get() as { n: number }).n).toBe(3);
       } finally {
         (fs as { fdatasync: typeof fs.fdatasync }).fdatasync = realFdatasync;
       }
@@ -111,6 +115,7 @@ describe('durability off the event loop (syncOffThread)', () => {
     const file = tmpFile();
     const store = openSqliteStore(file, { synchronous: 'FULL', syncOffThread: true });
     stores.push(store);
+    store.deferSyncs!();
     store.transaction(() => store.organizations.insert({ id: 'o1', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
     await store.durable!(); // opens the WAL's descriptor
     const realFdatasync = fs.fdatasync;
