@@ -49,7 +49,7 @@ export async function startPool(config: Config, log: Logger, entry: string): Pro
     const onMessage = (m: HelloMessage | ReadyMessage | FailedMessage) => {
       // The worker asks for its configuration once its listener is installed. Every worker listens
       // with the configured port, also 0: cluster hands all of them the primary's one handle.
-      // STAMP_WORKERS=auto means none in a pool (its processes already use the cores).
+      // STAMP_WORKERS / SIGN_WORKERS = auto mean none in a pool (its processes already use the cores).
       if (m?.type === 'kmas:hello') {
         w.send({ type: 'kmas:start', config: { ...config, workers: 1, stampWorkers: config.stampWorkers < 0 ? 0 : config.stampWorkers, signWorkers: config.signWorkers < 0 ? 0 : config.signWorkers } } satisfies StartMessage);
       }
