@@ -53,14 +53,13 @@ export function createApp(deps: AppDeps): express.Express {
   const { store, registry, config, log } = deps;
   const now = deps.now ?? Date.now;
   const verifier = deps.verifier;
-  // Concurrency signal for the stamp and signing threads: requests started in this turn of the
-  // event loop and in the previous one. One request per turn (a lone client) → work inline, no
-  // thread hop; several → other requests are waiting, so the work goes to a thread.
-  let turnRequests = 0;
-  let lastTurnRequests = 0;
-  let turnTimer = false;
-  const endTurn = () => { lastTurnRequests = turnRequests; turnRequests = 0; turnTimer = false; };
-  const concurrent = () => turnRequests > 1 || lastTurnRequests > 1;
+  // Concurrency signal for the stamp and signing threads: API requests in progress (body read,
+  // not yet answered). One (a lone client) → work inline, no thread hop; several → others are
+  // waiting for this thread, so the work goes to a thread. (Counting requests per turn of the
+  // event loop instead missed load from clients whose requests arrive one per turn.)
+  let inProgress = 0;
+  const concurrent = () => inProgress > 1;
+  const done = () => { inProgress--; };
   const submits = commitQueue(store);
   const corsOrigin = config.corsOrigin;
   const varyOrigin = corsOrigin !== '*';
@@ -129,9 +128,8 @@ export function createApp(deps: AppDeps): express.Express {
     const op = req.params.op as string;
     readBody(req, config.bodyLimit, (err, raw) => {
       if (err) { fail(x, err); return; }
-      turnRequests++;
-      if (!turnTimer) { turnTimer = true; setImmediate(endTurn); }
-      route(x, kind, op, raw!).then((reply) => send(x, 200, reply), (e: unknown) => fail(x, e));
+      inProgress++;
+      route(x, kind, op, raw!).then((reply) => send(x, 200, reply), (e: unknown) => fail(x, e)).finally(done);
     });
   });
   app.options(/.*/, (req: Request, res: Response) => {
