@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { loadConfig } from '../src/config.js';
-import { loadInChild, medianByRps, percentile, stampBody as stamp, startServerProcess, startTrivial, writeResults, type Req as Prepared } from './load.js';
+import { loadInChild, medianByRps, percentile, stampBody as stamp, startServerProcess, startTrivial, publish, type Req as Prepared } from './load.js';
 
 export interface HttpBenchRow {
   scenario: 'trivial' | 'whoami' | 'submit';
@@ -126,10 +126,7 @@ export async function run(opts: { requests?: number; rounds?: number; write?: bo
       sqliteSynchronous: synchronous, sqliteJournalMode: journal, serverSettings, requestsPerScenario: n, rounds, loadAverage: [loadBefore, loadavg()[0]!], rows,
     };
     const table = toMarkdown(result);
-    if (opts.print !== false) console.log(table);
-    if (opts.write !== false) {
-      writeResults({ [`http-${result.date.slice(0, 10)}.json`]: JSON.stringify(result, null, 2) + '\n', 'http-latest.md': table + '\n' });
-    }
+    publish('http', result, table, opts);
     return result;
   } finally {
     await trivial.close();

@@ -208,6 +208,17 @@ function get(agent: http.Agent, port: number, path: string): Promise<number> {
   });
 }
 
+/**
+ * A benchmark's outcome: its markdown printed (unless print is false) and, unless write is false,
+ * bench/results/<name>-<date>.json (the result) and <name>-latest.md (the markdown).
+ */
+export function publish(name: string, result: { date: string }, md: string, opts: { print?: boolean; write?: boolean }): void {
+  if (opts.print !== false) console.log(md);
+  if (opts.write !== false) {
+    writeResults({ [`${name}-${result.date.slice(0, 10)}.json`]: JSON.stringify(result, null, 2) + '\n', [`${name}-latest.md`]: md + '\n' });
+  }
+}
+
 /** Writes files into <repo>/bench/results/ (created if missing), name → content. */
 export function writeResults(files: Record<string, string>): void {
   const dir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bench', 'results');

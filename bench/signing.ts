@@ -33,7 +33,7 @@ import type { SqliteSynchronous } from '../src/config.js';
 import { generatePrivateKey, signDigest, signDigests, Vault, wipe } from '../src/crypto/index.js';
 import { parseStamp, verifyStamp } from '../src/http/stamp.js';
 import Database from 'better-sqlite3';
-import { loadInChild, medianByRps, percentile as pct, post, stampBody as stampOf, startServerProcess, startTrivial, writeResults, type Req, type ServerProcess } from './load.js';
+import { loadInChild, medianByRps, percentile as pct, post, stampBody as stampOf, startServerProcess, startTrivial, publish, type Req, type ServerProcess } from './load.js';
 interface Cell { scenario: string; concurrency: number; requests: number; rps: number; perSecond: number; unit: string; p50Ms: number; p99Ms: number; errors: number }
 
 export interface SigningBenchResult {
@@ -243,10 +243,7 @@ export async function run(opts: { requests?: number; batches?: number; rounds?: 
       sqliteSynchronous: 'FULL (NORMAL where a row says so)', rounds, loadAverage: [load0, loadavg()[0]!], rows, breakdown, targets,
     };
     const md = toMarkdown(result);
-    if (opts.print !== false) console.log(md);
-    if (opts.write !== false) {
-      writeResults({ [`signing-${result.date.slice(0, 10)}.json`]: JSON.stringify(result, null, 2) + '\n', 'signing-latest.md': md + '\n' });
-    }
+    publish('signing', result, md, opts);
     return result;
   } finally {
     await trivial.close();

@@ -230,7 +230,7 @@ export function createApp(deps: AppDeps): express.Express {
       // promise settles only after its COMMIT. The credential is resolved again in there, since
       // an earlier submit of the same group may have deleted the key or its user.
       const out = await submits.run(() => {
-        const keys = candidateKeys(store, cred.publicKey, cred.curve);
+        const keys = candidateKeys(store, cred.stamp.publicKey, cred.curve);
         if (keys.length === 0) throw unauthenticated('no API key is registered for the stamp\'s public key', 'PUBLIC_KEY_NOT_FOUND');
         const { principal, organization } = resolvePrincipal(store, keys, env.organizationId,
           { parentMayRead: false, resolvesFromParent: false }, nowMs);
@@ -256,7 +256,7 @@ export function createApp(deps: AppDeps): express.Express {
     const curve = SCHEME_CURVE[stamp.scheme];
     const keys = candidateKeys(store, stamp.publicKey, curve);
     if (keys.length === 0) throw unauthenticated('no API key is registered for the stamp\'s public key', 'PUBLIC_KEY_NOT_FOUND');
-    return { stamp, keys, publicKey: stamp.publicKey, curve };
+    return { stamp, keys, curve };
   }
 
   /** Verifies the stamp over the raw bytes (401 when it does not). */
@@ -367,7 +367,7 @@ function drain(req: IncomingMessage, then: () => void): void {
   req.resume();
 }
 
-interface Credential { stamp: Stamp; keys: ApiKeyRow[]; publicKey: string; curve: ApiKeyCurve }
+interface Credential { stamp: Stamp; keys: ApiKeyRow[]; curve: ApiKeyCurve }
 
 function unknownOperation(kind: string, op: string): ApiError {
   return notFound(`unknown or unsupported operation /public/v1/${kind}/${op}`, 'NOT_FOUND');
