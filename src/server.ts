@@ -7,7 +7,7 @@ import { loadConfig, type Config } from './config.js';
 import { createLogger } from './log.js';
 import { openSqliteStore } from './storage/sqlite.js';
 import { defaultRegistry } from './activities/registry.js';
-import { answerClientErrors, createApp, requestListener } from './http/app.js';
+import { answerClientErrors, createApp, createHttpServer } from './http/app.js';
 import { ensureBootstrap, type BootstrapInfo } from './bootstrap.js';
 import { vaultOf } from './domain/keys.js';
 import { VERIFIER_BACKENDS } from './http/stamp.js';
@@ -74,7 +74,7 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   const stampThreads = autoThreads(config.stampWorkers, config);
   const verifier = new StampVerifier(stampThreads);
   const app = createApp({ store, registry: defaultRegistry(), config, log, verifier });
-  const server = http.createServer(requestListener(app));
+  const server = createHttpServer(app);
   answerClientErrors(server, config.corsOrigin);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {

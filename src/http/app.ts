@@ -7,7 +7,8 @@
  * trailing slash produces. The body is read by readBody below rather than express.raw: the
  * body-parser chain cost more CPU per request than the P-256 stamp check (docs/server.md).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import zlib from 'node:zlib';
 import type { Readable, Transform } from 'node:stream';
@@ -272,6 +273,30 @@ export function createApp(deps: AppDeps): express.Express {
   }
 
   return app;
+}
+
+/**
+ * The node:http server for the app. Its requests and responses are created with Express's own
+ * prototypes (app.request, app.response), so the Object.setPrototypeOf Express applies to every
+ * request finds them in place and changes nothing. Changing an object's prototype after creation
+ * makes V8 deoptimize every later access to it, in Express and in node:http alike: measured on the
+ * bench machine, that alone cost about 50 µs per request, as much as the rest of Express and
+ * node:http together (docs/server.md).
+ */
+export function createHttpServer(app: express.Express): http.Server {
+  const { IncomingMessage: Incoming, ServerResponse: Outgoing } = http;
+  // Old-style constructors (node:http's own classes are functions, callable this way), so that
+  // their prototype objects can be Express's.
+  function Request(this: IncomingMessage, socket: Socket): void { Incoming.call(this, socket); }
+  Request.prototype = app.request;
+  function Response(this: ServerResponse, req: IncomingMessage, options?: unknown): void {
+    (Outgoing as unknown as (this: ServerResponse, req: IncomingMessage, options?: unknown) => void).call(this, req, options);
+  }
+  Response.prototype = app.response;
+  return http.createServer({
+    IncomingMessage: Request as unknown as typeof IncomingMessage,
+    ServerResponse: Response as unknown as typeof ServerResponse,
+  }, requestListener(app));
 }
 
 /**
