@@ -12,6 +12,7 @@ import { fe_fromBytes, fe_toBytes, fe_isOdd, fe_sqr, fe_mul, fe_equal } from './
 import { AFF, pt_toAffine, pt_madd_var, pt_isInf } from './point';
 import {
   mulG_ct, mul_ct, mulDouble_var, qctxPrepare_var, qctxUpgrade_var, QCTX_SIZE, QCTX_STATE, QCTX_KEY, QCTX_Q,
+  QCTX_USES, QCTX_HOT, HOT_TABLE_SIZE, hotBuild_var, mulDoubleHot_var,
 } from './mult';
 import { decodePoint, encodePoint, decompress } from './codec';
 import { FE, cmov40, limbsToBytes } from './limbs';
@@ -196,20 +197,89 @@ const CACHE: usize = memory.data(<i32>(QCTX_SIZE * <usize>CACHE_SLOTS), 16);
 const RCTX: usize = memory.data(<i32>QCTX_SIZE, 16); // recovery: context of R (not cached)
 let cacheNext: u32 = 0;
 
-/** Context for the SEC1 key at pub (cached), or 0 if the key is invalid. Variable time. */
-function keyContext_var(pub: usize, pubLen: u32): usize {
+// Hot keys: a cached key that has verified HOT_AFTER times gets a full fixed-window table
+// (mult.ts hotBuild_var, 110 KB; verification then needs no doubling), in one of HOT_SLOTS slots
+// taken round-robin. A build costs about 30 verifications, so at most one runs per
+// HOT_BUILD_EVERY verifications: keys taking turns can never spend more than a few percent of
+// the time rebuilding tables for each other.
+const HOT_SLOTS: u32 = 8;
+let HOT_AFTER: u32 = 32;
+let HOT_BUILD_EVERY: u32 = 512;
+const HOT: usize = memory.data(<i32>(HOT_TABLE_SIZE * <usize>HOT_SLOTS), 16);
+const HOT_OWNER: usize = memory.data(<i32>(4 * HOT_SLOTS), 16); // context holding each slot (0: free)
+let hotNext: u32 = 0;
+let sinceBuild: u32 = 512;
+
+/** Sets when keys get a hot table (tests use 1 and 0 to give every key one on its second use). */
+export function setHotPolicy(after: u32, buildEvery: u32): void {
+  HOT_AFTER = max<u32>(after, 1);
+  HOT_BUILD_EVERY = buildEvery;
+  sinceBuild = buildEvery;
+}
+
+/** 0: the SEC1 key at pub is not in the verification cache; 1: cached; 2: cached with a hot table. */
+export function keyCacheState(pub: usize, pubLen: u32): u32 {
   let curve: u32 = IS_K1 ? 0 : 1;
   for (let i: u32 = 0; i < CACHE_SLOTS; i++) {
     let c = CACHE + QCTX_SIZE * <usize>i;
     if (load<u32>(c + QCTX_STATE) == 0 || load<u32>(c) != curve || load<u32>(c, 4) != pubLen) continue;
     if (memory.compare(c + QCTX_KEY, pub, pubLen) != 0) continue;
+    return load<u32>(c + QCTX_HOT) != 0 ? 2 : 1;
+  }
+  return 0;
+}
+
+/** The hot table of context c, or 0. */
+// @ts-ignore: decorator
+@inline
+function hotTable(c: usize): usize {
+  let slot = load<u32>(c + QCTX_HOT);
+  return slot == 0 ? 0 : HOT + HOT_TABLE_SIZE * <usize>(slot - 1);
+}
+
+/** Releases the hot slot of context c, if it has one. */
+function dropHot(c: usize): void {
+  let slot = load<u32>(c + QCTX_HOT);
+  if (slot == 0) return;
+  store<u32>(HOT_OWNER + 4 * <usize>(slot - 1), 0);
+  store<u32>(c + QCTX_HOT, 0);
+}
+
+/** Gives context c the next hot slot (its previous holder loses it and starts counting again). */
+function makeHot(c: usize): void {
+  let slot = hotNext;
+  hotNext = (hotNext + 1) % HOT_SLOTS;
+  let owner = <usize>load<u32>(HOT_OWNER + 4 * <usize>slot);
+  if (owner != 0) {
+    store<u32>(owner + QCTX_HOT, 0);
+    store<u32>(owner + QCTX_USES, 0);
+  }
+  hotBuild_var(HOT + HOT_TABLE_SIZE * <usize>slot, c + QCTX_Q);
+  store<u32>(HOT_OWNER + 4 * <usize>slot, <u32>c);
+  store<u32>(c + QCTX_HOT, slot + 1);
+  sinceBuild = 0;
+}
+
+/** Context for the SEC1 key at pub (cached), or 0 if the key is invalid. Variable time. */
+function keyContext_var(pub: usize, pubLen: u32): usize {
+  let curve: u32 = IS_K1 ? 0 : 1;
+  if (sinceBuild < HOT_BUILD_EVERY) sinceBuild++;
+  for (let i: u32 = 0; i < CACHE_SLOTS; i++) {
+    let c = CACHE + QCTX_SIZE * <usize>i;
+    if (load<u32>(c + QCTX_STATE) == 0 || load<u32>(c) != curve || load<u32>(c, 4) != pubLen) continue;
+    if (memory.compare(c + QCTX_KEY, pub, pubLen) != 0) continue;
     if (load<u32>(c + QCTX_STATE) == 1) qctxUpgrade_var(c);
+    let uses = load<u32>(c + QCTX_USES);
+    if (uses < HOT_AFTER) store<u32>(c + QCTX_USES, ++uses);
+    if (uses >= HOT_AFTER && load<u32>(c + QCTX_HOT) == 0 && sinceBuild >= HOT_BUILD_EVERY) makeHot(c);
     return c;
   }
   if (!decodePoint(QA, pub, pubLen)) return 0;
   let c = CACHE + QCTX_SIZE * <usize>cacheNext;
   cacheNext = (cacheNext + 1) % CACHE_SLOTS;
+  dropHot(c);
   store<u32>(c + QCTX_STATE, 0);
+  store<u32>(c + QCTX_USES, 1);
   store<u32>(c, curve);
   store<u32>(c, pubLen, 4);
   memory.copy(c + QCTX_KEY, pub, pubLen);
@@ -232,7 +302,9 @@ export function ecdsaVerify(sig: usize, dig: usize, pub: usize, pubLen: u32, str
   sc_mul(W3, W1, RS); //          u2 = r/s
   sc_toBytes(UB1, W2);
   sc_toBytes(UB2, W3);
-  mulDouble_var(PJ, UB1, UB2, ctx);
+  let hot = hotTable(ctx);
+  if (hot != 0) mulDoubleHot_var(PJ, UB1, UB2, hot);
+  else mulDouble_var(PJ, UB1, UB2, ctx);
   if (pt_isInf(PJ)) return E_SIGNATURE;
   // x(R) ≡ r (mod n)  ⇔  X == r'·Z² for r' ∈ {r, r + n} with r' < p
   fe_sqr(FT, PJ + 2 * FE);

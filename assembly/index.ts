@@ -60,6 +60,18 @@ export function verify(curve: u32, flags: u32, pubLen: u32): u32 {
   return ecdsa.ecdsaVerify(L.IN + L.IN_SIG, L.IN + L.IN_DIGEST, L.IN + L.IN_PUB, pubLen, (flags & 1) != 0);
 }
 
+/** verifyCacheState: IN_PUB (pubLen) → 0 not cached, 1 cached, 2 cached with a hot table (diagnostic). */
+export function verifyCacheState(curve: u32, pubLen: u32): u32 {
+  if (!selectCurve(curve)) return 0;
+  return ecdsa.keyCacheState(L.IN + L.IN_PUB, pubLen);
+}
+
+/** setVerifyCachePolicy: a cached key gets a hot table after `after` verifications, at most one
+ *  build per `buildEvery` verifications (defaults 32 and 512). */
+export function setVerifyCachePolicy(after: u32, buildEvery: u32): void {
+  ecdsa.setHotPolicy(after, buildEvery);
+}
+
 /** getPublicKey: IN_KEY → OUT_PUB (33 or 65 bytes) */
 export function getPublicKey(curve: u32, compressed: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;

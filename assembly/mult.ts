@@ -3,13 +3,14 @@
 //   mul_ct       k·P for a public point P (ECDH, 4-bit fixed windows), constant time in k
 //   mulDouble_var  u1·G + u2·Q for verification/recovery (Strauss–Shamir with wNAF, GLV on secp256k1),
 //                variable time
+//   mulDoubleHot_var  the same for a key with a full fixed-window table (hotBuild_var): no doublings
 // Scalars are passed as 32 big-endian bytes and must be < n.
 import { G_COMB, G_WNAF, G128_WNAF, IS_K1 } from './curve';
 import { glvSplit_var, FP_BETA } from './glv';
 import { fe_inv, fe_mul, fe_neg } from './field';
 import {
   JAC, AFF, pt_dbl, pt_madd, pt_cmov, pt_setInf, pt_fromAffine, pt_madd_var, pt_add_var, pt_negAffine,
-  pt_toAffineWithInv, pt_toAffine,
+  pt_toAffineWithInv, pt_toAffine, pt_copy,
 } from './point';
 import { FE, eqMask, cmov40 } from './limbs';
 import { S_MULT, PUBLIC } from './layout';
@@ -184,16 +185,17 @@ function wnaf_var(out: usize, k: usize, w: u32): i32 {
   return last + 1;
 }
 
-/** outAff[i] = affine of inJac[i] for i < count (one shared inversion; points must not be infinity). */
-function batchToAffine(outAff: usize, inJac: usize, count: usize): void {
-  memory.copy(PT_PREFIX, inJac + 2 * FE, FE);
-  for (let i: usize = 1; i < count; i++) fe_mul(PT_PREFIX + FE * i, PT_PREFIX + FE * (i - 1), inJac + JAC * i + 2 * FE);
-  fe_inv(PT_INV, PT_PREFIX + FE * (count - 1));
+/** outAff[i] = affine of inJac[i] for i < count (one shared inversion; points must not be infinity);
+ *  prefix: scratch for count field elements. */
+function batchToAffine(outAff: usize, inJac: usize, count: usize, prefix: usize = PT_PREFIX): void {
+  memory.copy(prefix, inJac + 2 * FE, FE);
+  for (let i: usize = 1; i < count; i++) fe_mul(prefix + FE * i, prefix + FE * (i - 1), inJac + JAC * i + 2 * FE);
+  fe_inv(PT_INV, prefix + FE * (count - 1));
   for (let i = <isize>count - 1; i >= 0; i--) {
     let zi = PT_INV + FE;
     let p = inJac + JAC * <usize>i;
     if (i > 0) {
-      fe_mul(zi, PT_INV, PT_PREFIX + FE * <usize>(i - 1));
+      fe_mul(zi, PT_INV, prefix + FE * <usize>(i - 1));
       fe_mul(PT_INV, PT_INV, p + 2 * FE);
     } else memory.copy(zi, PT_INV, FE);
     pt_toAffineWithInv(outAff + AFF * <usize>i, p, zi);
@@ -216,14 +218,17 @@ let gLamReady = false;
 
 // ---- public-key contexts for verification ----
 // A Q context holds everything verification needs about one public key (public data):
-//   +0 curve id, +4 encoded length, +8 state, +16 encoded key (≤ 65 bytes)
+//   +0 curve id, +4 encoded length, +8 state, +12 verifications since cached (ecdsa.ts),
+//   +16 encoded key (≤ 65 bytes), +84 hot table slot + 1 (0: none; ecdsa.ts)
 //   +96  Q (affine)
 //   +176 T1: affine odd multiples Q, 3Q, ..., 15Q
 //   +816 T2: affine odd multiples of λQ (secp256k1) or, once state = 2, of 2^128·Q (P-256)
 // state 1: T1 ready (P-256 verifies with 256 doublings); state 2: T2 ready as well.
 export const QCTX_SIZE: usize = 1536;
 export const QCTX_STATE: usize = 8;
+export const QCTX_USES: usize = 12;
 export const QCTX_KEY: usize = 16;
+export const QCTX_HOT: usize = 84;
 export const QCTX_Q: usize = 96;
 const QCTX_T1: usize = 176;
 const QCTX_T2: usize = 816;
@@ -318,5 +323,74 @@ export function mulDouble_var(r: usize, u1: usize, u2: usize, ctx: usize): void 
       d = <i32>load<i8>(WNAF4 + <usize>i);
       if (d != 0) inf = addWnaf_var(r, d, t2, neg4);
     }
+  }
+}
+
+// ---- hot keys: a full fixed-window table of Q ----
+// For a key that verifies often (API-key stamps), a table laid out like G_COMB: entry (w, d) =
+// d·64^w·Q, w < 43, d = 1..32, affine. With it, u1·G + u2·Q needs no doubling at all: each
+// scalar is recoded into 43 signed base-64 digits and every nonzero digit costs one mixed addition
+// (≈ 86 in all, against 128 doublings and ≈ 70 additions over the wNAF tables). Building one costs
+// about as much as 30 verifications; ecdsa.ts decides which keys get one.
+
+export const HOT_TABLE_SIZE: usize = 43 * 32 * AFF;
+const HJ: usize = memory.data(<i32>(<usize>32 * JAC), 16); //   one window's multiples, Jacobian
+const HPRE: usize = memory.data(<i32>(<usize>32 * FE), 16); //  batch-inversion prefix products
+const HB: usize = memory.data(<i32>JAC, 16); //          64^w·Q
+const DIG1: usize = memory.data(48, 16); //              signed digits of u1 (i8)
+const DIG2: usize = memory.data(48, 16); //              signed digits of u2 (i8)
+
+/** Fills the table at t (HOT_TABLE_SIZE bytes) for the affine point q. */
+export function hotBuild_var(t: usize, q: usize): void {
+  pt_fromAffine(HB, q);
+  for (let w: usize = 0; w < 43; w++) {
+    pt_copy(HJ, HB);
+    pt_dbl(HJ + JAC, HB);
+    for (let j: usize = 2; j < 32; j++) pt_add_var(HJ + JAC * j, HJ + JAC * (j - 1), HB);
+    if (w < 42) pt_dbl(HB, HJ + JAC * 31); // 64·(64^w·Q)
+    batchToAffine(t + <usize>32 * AFF * w, HJ, 32, HPRE);
+  }
+}
+
+/** The 32-byte big-endian scalar k (< n) as 43 signed base-64 digits in [−31, 32] (i8 at out),
+ *  least significant first: the recoding mulG_ct uses. */
+function comb6Digits_var(out: usize, k: usize): void {
+  for (let i: usize = 0; i < 8; i++) store<u32>(SCW + 4 * i, bswap<u32>(load<u32>(k + 28 - 4 * i)));
+  store<u64>(SCW + 32, 0);
+  let carry: u32 = 0;
+  for (let w: u32 = 0; w < 43; w++) {
+    let pos = 6 * w;
+    let v = (<u32>(load<u64>(SCW + 4 * <usize>(pos >> 5)) >> <u64>(pos & 31)) & 63) + carry;
+    carry = (v + 31) >> 6;
+    store<i8>(out + <usize>w, <i8>(<i32>v - <i32>(carry << 6)));
+  }
+}
+
+/** r += d·(entry |d| of the 32-entry window at table), d ≠ 0. */
+// @ts-ignore: decorator
+@inline
+function addComb_var(r: usize, d: i32, table: usize): void {
+  let e = table + AFF * <usize>((d < 0 ? -d : d) - 1);
+  if (d < 0) {
+    pt_negAffine(NEGA, e);
+    e = NEGA;
+  }
+  pt_madd_var(r, r, e);
+}
+
+/** r = u1·G + u2·Q (Jacobian) over G_COMB and Q's hot table qt; u1, u2 as 32 big-endian bytes (< n).
+ *  Variable time: only for public inputs. */
+export function mulDoubleHot_var(r: usize, u1: usize, u2: usize, qt: usize): void {
+  comb6Digits_var(DIG1, u1);
+  comb6Digits_var(DIG2, u2);
+  pt_setInf(r);
+  let gt = G_COMB;
+  for (let w: usize = 0; w < 43; w++) {
+    let d = <i32>load<i8>(DIG1 + w);
+    if (d != 0) addComb_var(r, d, gt);
+    d = <i32>load<i8>(DIG2 + w);
+    if (d != 0) addComb_var(r, d, qt);
+    gt += 32 * AFF;
+    qt += 32 * AFF;
   }
 }

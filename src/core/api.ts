@@ -43,6 +43,8 @@ export interface CurveCore {
   isValidPublicKey(publicKey: Uint8Array): boolean;
   privateKeyTweakAdd(privateKey: Uint8Array, tweak: Uint8Array): Uint8Array;
   publicKeyTweakAdd(publicKey: Uint8Array, tweak: Uint8Array, compressed?: boolean): Uint8Array;
+  /** Where `verify` stands with this key: not cached, cached, or cached with a hot table (diagnostic). */
+  verifyCacheState(publicKey: Uint8Array): 'none' | 'cached' | 'hot';
 }
 
 export interface Core {
@@ -50,6 +52,12 @@ export interface Core {
   p256: CurveCore;
   sha256(data: Uint8Array): Uint8Array;
   hmacSha256(key: Uint8Array, data: Uint8Array): Uint8Array;
+  /**
+   * When `verify` gives a key its full fixed-window table: after `hotAfter` verifications under the
+   * key while it is cached, at most one table build per `buildEvery` verifications (defaults 32
+   * and 512). Tests use { hotAfter: 1, buildEvery: 0 }.
+   */
+  setVerifyCachePolicy(policy: { hotAfter: number; buildEvery: number }): void;
 }
 
 // ---- ABI constants (mirror assembly/layout.ts) ----
@@ -119,6 +127,8 @@ interface Exports {
   hashInit(mode: number, keyLen: number): number;
   hashUpdate(len: number): number;
   hashFinal(mode: number): number;
+  verifyCacheState(curve: number, pubLen: number): number;
+  setVerifyCachePolicy(after: number, buildEvery: number): void;
 }
 
 const isBytes = (x: unknown): x is Uint8Array => x instanceof Uint8Array;
@@ -316,6 +326,12 @@ export function createCore(instance: WebAssembly.Instance): Core {
         check(x.publicKeyTweakAdd(id, publicKey.length, compressed ? 1 : 0));
         return get(OUT_PUB, pubLen(compressed));
       },
+
+      verifyCacheState(publicKey) {
+        if (!isBytes(publicKey) || (publicKey.length !== 33 && publicKey.length !== 65)) return 'none';
+        put(IN_PUB, publicKey);
+        return (['none', 'cached', 'hot'] as const)[x.verifyCacheState(id, publicKey.length)] ?? 'none';
+      },
     };
   }
 
@@ -345,6 +361,11 @@ export function createCore(instance: WebAssembly.Instance): Core {
       const tag = hashAll(1, data);
       mem().fill(0, inPtr, inPtr + 64);
       return tag;
+    },
+    setVerifyCachePolicy({ hotAfter, buildEvery }) {
+      const u32 = (v: number) => Number.isInteger(v) && v >= 0 && v <= 0xffffffff;
+      if (!u32(hotAfter) || !u32(buildEvery)) fail('INVALID_LENGTH', 'hotAfter and buildEvery must be integers ≥ 0');
+      x.setVerifyCachePolicy(hotAfter, buildEvery);
     },
   };
   return core;

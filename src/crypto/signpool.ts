@@ -15,9 +15,6 @@
  * Workers run compiled JavaScript (dist/src/crypto/signworker.js): from sources (vitest) the pool
  * uses the built file; when none exists the pool has no threads.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { CryptoError } from './errors.js';
 import type { AtRestContext } from './atrest.js';
@@ -25,6 +22,7 @@ import type { RawSignature } from './payload.js';
 import { errorFromData, type SignJob, type SignJobResult } from './signjob.js';
 import type { WorkerJob, WorkerResult } from './signworker.js';
 import type { Stamp } from '../http/stamp.js';
+import { builtScript } from '../paths.js';
 
 /**
  * A request's stamp, checked on the signing thread before the job runs, so that a signing request
@@ -36,26 +34,6 @@ export interface StampCheck { stamp: Stamp; body: Uint8Array; verified: boolean 
 /** Batches at least this long are split across the threads (each slice at least half this). */
 export const MIN_SPLIT = 16;
 const MAX_RESTARTS = 5;
-
-export function workerFile(): string | undefined {
-  const here = fileURLToPath(new URL('./signworker.js', import.meta.url));
-  if (existsSync(here)) return here;
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const pkg = join(dir, 'package.json');
-    if (existsSync(pkg)) {
-      try {
-        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'kmas') {
-          const built = join(dir, 'dist', 'src', 'crypto', 'signworker.js');
-          return existsSync(built) ? built : undefined;
-        }
-      } catch { /* keep walking */ }
-    }
-    const up = dirname(dir);
-    if (up === dir) return undefined;
-    dir = up;
-  }
-}
 
 interface Pending { resolve: (v: SignJobResult) => void; reject: (e: unknown) => void; check?: StampCheck }
 interface Thread { worker: Worker; ready: boolean; pending: Map<number, Pending>; outbox: WorkerJob[] }
@@ -73,7 +51,7 @@ export class SignPool {
   /** `threads` worker threads signing with keys sealed under `atRestKey` (copied; the caller keeps its own). */
   constructor(threads: number, atRestKey: Uint8Array) {
     this.#atRest = new Uint8Array(atRestKey);
-    this.#file = workerFile();
+    this.#file = builtScript('crypto/signworker.js');
     const n = this.#file ? Math.max(0, threads) : 0;
     for (let i = 0; i < n; i++) this.#start();
   }

@@ -1,10 +1,10 @@
 /**
  * X-Stamp parsing and signature verification over the exact raw body bytes.
- * One verifier per scheme. Measured per verify (Node 20, several runs on a shared machine): P-256
- * node:crypto 110–165 µs vs wasm core 225–390 µs; secp256k1 node:crypto 645–775 µs vs wasm core
- * 265–285 µs (docs/server.md). So P-256 and Ed25519
- * use node:crypto (KeyObjects cached per public key) and secp256k1 uses the wasm core, falling
- * back to node:crypto / @noble/curves when build/kmas.wasm cannot be loaded.
+ * One verifier per scheme. ECDSA stamps (P-256, secp256k1, secp256k1 EIP-191) are verified by the
+ * wasm core: it caches the decoded key, and a key that stamps often gets a full fixed-window table
+ * (assembly/mult.ts), after which a P-256 check costs ≈ 50 µs against ≈ 85–115 µs for node:crypto
+ * with a cached KeyObject (bench/core.ts). Ed25519 uses node:crypto. Without build/kmas.wasm
+ * the ECDSA schemes fall back to node:crypto (P-256, secp256k1) and @noble/curves (EIP-191).
  */
 import { createHash, createPublicKey, verify as nodeVerify, type KeyObject } from 'node:crypto';
 import type { CurveCore } from '../core/api.js';
@@ -35,30 +35,33 @@ export const SCHEME_CURVE: Record<StampScheme, ApiKeyCurve> = {
   SIGNATURE_SCHEME_TK_API_ED25519: 'API_KEY_CURVE_ED25519',
 };
 
-/** The wasm core's secp256k1, when it loads. */
-let coreSecp256k1: CurveCore | undefined;
+/** The wasm core's curves, when it loads. */
+let coreCurves: { secp256k1: CurveCore; p256: CurveCore } | undefined;
 try {
-  coreSecp256k1 = (await import('../core/node.js')).core.secp256k1;
+  coreCurves = (await import('../core/node.js')).core;
 } catch {
-  coreSecp256k1 = undefined;
+  coreCurves = undefined;
 }
 
 /** Which implementation verifies each curve (reported at start-up). */
 export const VERIFIER_BACKENDS = {
-  p256: 'node:crypto',
-  secp256k1: coreSecp256k1 ? 'wasm core' : 'node:crypto',
-  secp256k1Eip191: coreSecp256k1 ? 'wasm core' : '@noble/curves',
+  p256: coreCurves ? 'wasm core' : 'node:crypto',
+  secp256k1: coreCurves ? 'wasm core' : 'node:crypto',
+  secp256k1Eip191: coreCurves ? 'wasm core' : '@noble/curves',
   ed25519: 'node:crypto',
 } as const;
 
-function coreVerifyK1(compact: Uint8Array, digest: Uint8Array, publicKeyHex: string): boolean | undefined {
-  if (!coreSecp256k1) return undefined;
+/** The core's verdict for a 64-byte r‖s over a digest, or undefined without the core. */
+function coreVerify(curve: CurveCore | undefined, compact: Uint8Array, digest: Uint8Array, publicKeyHex: string): boolean | undefined {
+  if (!curve) return undefined;
   try {
-    return coreSecp256k1.verify(compact, digest, Buffer.from(publicKeyHex, 'hex'), { format: 'compact' });
+    return curve.verify(compact, digest, Buffer.from(publicKeyHex, 'hex'), { format: 'compact' });
   } catch {
     return false;
   }
 }
+
+const sha256 = (body: Uint8Array) => createHash('sha256').update(body).digest();
 
 /**
  * DER SEQUENCE{INTEGER r, INTEGER s} → 64-byte r‖s. Lenient on one point only: integers may carry
@@ -143,9 +146,13 @@ function ecKey(prefix: Buffer, tag: string, publicKeyHex: string): KeyObject | n
 
 /** ECDSA P-256, SHA-256 over the body, DER signature, high-s accepted. */
 export function verifyP256(body: Uint8Array, signatureHex: string, publicKeyHex: string): boolean {
-  const key = ecKey(SPKI_P256_COMPRESSED, 'p256', publicKeyHex);
+  if (!/^0[23][0-9a-f]{64}$/.test(publicKeyHex)) return false;
   const compact = derToCompact(Buffer.from(signatureHex, 'hex'));
-  if (!key || !compact) return false;
+  if (!compact) return false;
+  const viaCore = coreVerify(coreCurves?.p256, compact, sha256(body), publicKeyHex);
+  if (viaCore !== undefined) return viaCore;
+  const key = ecKey(SPKI_P256_COMPRESSED, 'p256', publicKeyHex);
+  if (!key) return false;
   try {
     return nodeVerify('sha256', body, { key, dsaEncoding: 'ieee-p1363' }, compact);
   } catch { return false; }
@@ -156,7 +163,7 @@ export function verifySecp256k1(body: Uint8Array, signatureHex: string, publicKe
   if (!/^0[23][0-9a-f]{64}$/.test(publicKeyHex)) return false;
   const compact = derToCompact(Buffer.from(signatureHex, 'hex'));
   if (!compact) return false;
-  const viaCore = coreVerifyK1(compact, createHash('sha256').update(body).digest(), publicKeyHex);
+  const viaCore = coreVerify(coreCurves?.secp256k1, compact, sha256(body), publicKeyHex);
   if (viaCore !== undefined) return viaCore;
   const key = ecKey(SPKI_SECP256K1_COMPRESSED, 'k1', publicKeyHex);
   if (!key) return false;
@@ -172,7 +179,7 @@ export function verifySecp256k1Eip191(body: Uint8Array, signatureHex: string, pu
   const digest = keccak_256(Buffer.concat([prefix, body]));
   const compact = derToCompact(Buffer.from(signatureHex, 'hex'));
   if (!compact) return false;
-  const viaCore = coreVerifyK1(compact, digest, publicKeyHex);
+  const viaCore = coreVerify(coreCurves?.secp256k1, compact, digest, publicKeyHex);
   if (viaCore !== undefined) return viaCore;
   try {
     return secp256k1.verify(compact, digest, Buffer.from(publicKeyHex, 'hex'),
