@@ -80,18 +80,26 @@ export async function load(port: number, reqs: Req[], concurrency: number, opts:
 }
 
 /**
- * load() from a separate process (loadclient.ts), so that the server's event loop is its own:
- * the first `warm` requests warm the client and the server up, the rest are timed. A reply is an
- * error unless it is a 200 (containing `expect`, when given).
+ * The load generators: 'node' = node:http keep-alive clients (load() here; ≈ 200 µs of CPU per
+ * request, like an application's own Node client), 'raw' = rawload.ts (pre-encoded requests over
+ * plain sockets, a few tens of µs per request, like wrk or autocannon).
  */
-export function loadInChild(port: number, reqs: Req[], concurrency: number, warm: number, expect?: string): Promise<LoadResult> {
+export type LoadClient = 'node' | 'raw';
+
+/**
+ * load() (or rawload.ts loadRaw, for client 'raw') from a separate process (loadclient.ts), so
+ * that the server's event loop is its own: the first `warm` requests warm the client and the
+ * server up, the rest are timed. A reply is an error unless it is a 200 (containing `expect`,
+ * when given).
+ */
+export function loadInChild(port: number, reqs: Req[], concurrency: number, warm: number, expect?: string, client: LoadClient = 'node'): Promise<LoadResult> {
   const dir = mkdtempSync(join(tmpdir(), 'kmas-bench-load-'));
   const file = join(dir, 'requests.json');
   writeFileSync(file, JSON.stringify(reqs));
   const script = join(dirname(fileURLToPath(import.meta.url)), 'loadclient.js');
   const args = [script, file, String(port), String(concurrency), String(warm), ...(expect ? [expect] : [])];
   return new Promise<LoadResult>((resolve, reject) => {
-    execFile(process.execPath, args, { maxBuffer: 1 << 28 }, (err, stdout, stderr) => {
+    execFile(process.execPath, args, { maxBuffer: 1 << 28, env: { ...process.env, BENCH_CLIENT: client } }, (err, stdout, stderr) => {
       rmSync(dir, { recursive: true, force: true });
       if (err) { reject(new Error(`load client failed: ${stderr || err.message}`)); return; }
       resolve(JSON.parse(stdout) as LoadResult);
@@ -115,9 +123,13 @@ export function medianByRps<T extends { rps: number }>(rounds: T[]): T {
 const TRIVIAL_SOURCE = `
 const http = require('node:http');
 const fixed = process.argv[1];
+const burnMs = Number(process.argv[2] || 0) / 1000;
 const server = http.createServer((req, res) => {
   req.on('data', () => {});
-  req.on('end', () => { res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(fixed) }); res.end(fixed); });
+  req.on('end', () => {
+    if (burnMs > 0) { const t = performance.now(); while (performance.now() - t < burnMs); }
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(fixed) }); res.end(fixed);
+  });
 });
 server.listen(0, '127.0.0.1', () => process.send(server.address().port));
 process.on('disconnect', () => process.exit(0));
@@ -126,9 +138,11 @@ process.on('disconnect', () => process.exit(0));
 /**
  * A node:http server on 127.0.0.1 answering every POST with the fixed JSON body (the ceiling), in
  * a process of its own: the garbage and threads of the servers under test do not slow it down.
+ * With burnUs > 0 it first spins that long per request (a calibration: an ideal server with a
+ * fixed CPU cost, served in arrival order).
  */
-export async function startTrivial(fixed: string): Promise<{ port: number; close: () => Promise<void> }> {
-  const child = spawn(process.execPath, ['-e', TRIVIAL_SOURCE, fixed], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+export async function startTrivial(fixed: string, burnUs = 0): Promise<{ port: number; close: () => Promise<void> }> {
+  const child = spawn(process.execPath, ['-e', TRIVIAL_SOURCE, fixed, String(burnUs)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (m) => resolve(Number(m)));
     child.once('error', reject);

@@ -9,13 +9,15 @@
  */
 import { readFileSync } from 'node:fs';
 import { load, type Req } from './load.js';
+import { loadRaw } from './rawload.js';
 
 const [file, port, concurrency, warm, expect] = process.argv.slice(2);
+const run = process.env.BENCH_CLIENT === 'raw' ? loadRaw : load;
 const reqs = JSON.parse(readFileSync(file!, 'utf8')) as Req[];
 const w = Number(warm ?? 0);
 const opts = expect
   ? { ok: (status: number, body: string) => status === 200 && body.includes(expect) }
   : { readBody: false, ok: (status: number) => status === 200 };
-if (w > 0) await load(Number(port), reqs.slice(0, w), Number(concurrency), opts);
-const r = await load(Number(port), reqs.slice(w), Number(concurrency), opts);
+if (w > 0) await run(Number(port), reqs.slice(0, w), Number(concurrency), opts);
+const r = await run(Number(port), reqs.slice(w), Number(concurrency), opts);
 process.stdout.write(JSON.stringify(r));

@@ -1,14 +1,22 @@
 /**
  * Signing benchmark (issue 4 "Measure and report"), in one run, over loopback. Every server runs
  * in a process of its own (kmas as `bin/kmas.js serve` starts it; the trivial one), and so does
- * the load generator (load.ts loadInChild: keep-alive node:http clients, requests stamped before
- * timing, a warm-up before every timed cell). Scenarios:
- *   - trivial : a node:http server answering a fixed JSON body (the ceiling)
- *   - sign    : stamped POST /public/v1/submit/sign_raw_payload (secp256k1, HEXADECIMAL / NO_OP, a
- *               distinct payload per request, so every request signs and commits its activity)
- *   - batch   : stamped POST /public/v1/submit/sign_raw_payloads with 100 payloads (signatures/s)
- *   - whoami  : stamped query (the request path without signing or a commit)
- *   - core    : the same signatures made by calling src/crypto directly, no HTTP, no storage
+ * the load generator (load.ts loadInChild; requests stamped before timing, a warm-up before every
+ * timed cell). Two load generators take turns on the request-path cells:
+ *   - node:http client : keep-alive node:http clients (≈ 200 µs of CPU per request, like an
+ *                        application's own Node client); it is what saturates first against the
+ *                        trivial server
+ *   - raw-socket client: rawload.ts, pre-encoded requests over plain sockets (a few tens of µs per
+ *                        request, like wrk or autocannon), so the servers get the CPU
+ * Scenarios:
+ *   - trivial     : a node:http server answering a fixed JSON body (the ceiling)
+ *   - calibration : the same server spending CALIBRATION_US of CPU per request first: what p99 a
+ *                   load generator reports for an ideal server with a fixed cost
+ *   - sign        : stamped POST /public/v1/submit/sign_raw_payload (secp256k1, HEXADECIMAL / NO_OP,
+ *                   a distinct payload per request, so every request signs and commits its activity)
+ *   - batch       : stamped POST /public/v1/submit/sign_raw_payloads with 100 payloads (signatures/s)
+ *   - whoami      : stamped query (the request path without signing or a commit)
+ *   - core        : the same signatures made by calling src/crypto directly, no HTTP, no storage
  * from 1 and 16 concurrent clients, against servers with the default settings (SIGN_WORKERS and
  * STAMP_WORKERS auto: one signing thread and one stamp thread on a machine with more than one
  * CPU; SQLITE_SYNCHRONOUS=FULL), with SIGN_WORKERS=0 (everything on the request thread: one
@@ -33,8 +41,8 @@ import type { SqliteSynchronous } from '../src/config.js';
 import { generatePrivateKey, signDigest, signDigests, Vault, wipe } from '../src/crypto/index.js';
 import { parseStamp, verifyStamp } from '../src/http/stamp.js';
 import Database from 'better-sqlite3';
-import { loadInChild, medianByRps, percentile as pct, post, stampBody as stampOf, startServerProcess, startTrivial, publish, type Req, type ServerProcess } from './load.js';
-interface Cell { scenario: string; concurrency: number; requests: number; rps: number; perSecond: number; unit: string; p50Ms: number; p99Ms: number; errors: number }
+import { loadInChild, medianByRps, percentile as pct, post, stampBody as stampOf, startServerProcess, startTrivial, publish, type LoadClient, type Req, type ServerProcess } from './load.js';
+interface Cell { scenario: string; client: LoadClient; concurrency: number; requests: number; rps: number; perSecond: number; unit: string; p50Ms: number; p99Ms: number; errors: number }
 
 export interface SigningBenchResult {
   date: string;
@@ -49,10 +57,16 @@ export interface SigningBenchResult {
   targets: { what: string; target: string; reached: string; met: boolean }[];
 }
 
-function cellOf(scenario: string, concurrency: number, requests: number, perReq: number, unit: string, m: { rps: number; lat: number[]; errors: number }): Cell {
+function cellOf(scenario: string, client: LoadClient, concurrency: number, requests: number, perReq: number, unit: string, m: { rps: number; lat: number[]; errors: number }): Cell {
   const sorted = [...m.lat].sort((a, b) => a - b);
-  return { scenario, concurrency, requests, rps: m.rps, perSecond: m.rps * perReq, unit, p50Ms: pct(sorted, 50), p99Ms: pct(sorted, 99), errors: m.errors };
+  return { scenario, client, concurrency, requests, rps: m.rps, perSecond: m.rps * perReq, unit, p50Ms: pct(sorted, 50), p99Ms: pct(sorted, 99), errors: m.errors };
 }
+
+/** How each load generator is named in the tables. */
+const CLIENT_LABEL: Record<LoadClient, string> = { node: 'node:http client', raw: 'raw-socket client' };
+
+/** CPU time the calibration server spends per request (µs). */
+const CALIBRATION_US = 100;
 
 /** Times fn over `n` iterations (after a warm-up) → µs per op. */
 function timeOps(n: number, fn: (i: number) => void): number {
@@ -141,7 +155,13 @@ export async function run(opts: { requests?: number; batches?: number; rounds?: 
     two: 'SIGN_WORKERS=2, synchronous=FULL',
     normal: `SIGN_WORKERS=auto, synchronous=NORMAL`,
   };
-  const trivial = await startTrivial(JSON.stringify({ activity: { status: 'ACTIVITY_STATUS_COMPLETED' } }));
+  const signOf = (k: keyof typeof label) => `stamped sign_raw_payload — ${label[k]}`;
+  const batchOf = (k: keyof typeof label) => `stamped sign_raw_payloads ×${BATCH} — ${label[k]}`;
+  const TRIVIAL = 'trivial node:http (fixed JSON)';
+  const CALIBRATION = `calibration: node:http spending ${CALIBRATION_US} µs of CPU per request`;
+  const fixed = JSON.stringify({ activity: { status: 'ACTIVITY_STATUS_COMPLETED' } });
+  const trivial = await startTrivial(fixed);
+  const calibration = await startTrivial(fixed, CALIBRATION_US);
   const rows: Cell[] = [];
   try {
     // Warm-up, not timed: every server's JIT, SQLite cache and WAL reach their steady state.
@@ -150,29 +170,38 @@ export async function run(opts: { requests?: number; batches?: number; rounds?: 
       await loadInChild(h.server.port, batchReqs(h, 20, BATCH), 4, 0, COMPLETED);
     }
     await loadInChild(trivial.port, signReqs(servers.default, 3000), 16, 0);
+    await loadInChild(calibration.port, signReqs(servers.default, 1000), 16, 0);
     for (const c of [1, 16]) {
-      type Spec = { scenario: string; port: number; make: () => Req[]; warm: number; perReq: number; unit: string; expect?: string };
-      const cells: Spec[] = [
-        { scenario: 'trivial node:http (fixed JSON)', port: trivial.port, make: () => signReqs(servers.default, n + WARM), warm: WARM, perReq: 1, unit: 'requests' },
-        ...(['default', 'inline', 'normal'] as const).map((k): Spec => ({ scenario: `stamped sign_raw_payload — ${label[k]}`, port: servers[k].server.port, make: () => signReqs(servers[k], n + WARM), warm: WARM, perReq: 1, unit: 'signatures', expect: COMPLETED })),
-        { scenario: `stamped whoami — ${label.default}`, port: servers.default.server.port, make: () => whoReqs(servers.default, n + WARM), warm: WARM, perReq: 1, unit: 'requests' },
-        ...(['default', 'inline', 'two'] as const).map((k): Spec => ({ scenario: `stamped sign_raw_payloads ×${BATCH} — ${label[k]}`, port: servers[k].server.port, make: () => batchReqs(servers[k], nb + WARM_BATCHES, BATCH), warm: WARM_BATCHES, perReq: BATCH, unit: 'signatures', expect: COMPLETED })),
-      ];
+      type Spec = { scenario: string; client: LoadClient; port: number; make: () => Req[]; warm: number; perReq: number; unit: string; expect?: string };
+      const cells: Spec[] = [];
+      for (const client of ['node', 'raw'] as const) {
+        cells.push({ scenario: TRIVIAL, client, port: trivial.port, make: () => signReqs(servers.default, n + WARM), warm: WARM, perReq: 1, unit: 'requests' });
+        if (c === 16) cells.push({ scenario: CALIBRATION, client, port: calibration.port, make: () => signReqs(servers.default, n + WARM), warm: WARM, perReq: 1, unit: 'requests' });
+        for (const k of ['default', 'inline'] as const) {
+          cells.push({ scenario: signOf(k), client, port: servers[k].server.port, make: () => signReqs(servers[k], n + WARM), warm: WARM, perReq: 1, unit: 'signatures', expect: COMPLETED });
+        }
+      }
+      cells.push(
+        { scenario: signOf('normal'), client: 'node', port: servers.normal.server.port, make: () => signReqs(servers.normal, n + WARM), warm: WARM, perReq: 1, unit: 'signatures', expect: COMPLETED },
+        { scenario: `stamped whoami — ${label.default}`, client: 'node', port: servers.default.server.port, make: () => whoReqs(servers.default, n + WARM), warm: WARM, perReq: 1, unit: 'requests' },
+        ...(['default', 'inline', 'two'] as const).map((k): Spec => ({ scenario: batchOf(k), client: 'node', port: servers[k].server.port, make: () => batchReqs(servers[k], nb + WARM_BATCHES, BATCH), warm: WARM_BATCHES, perReq: BATCH, unit: 'signatures', expect: COMPLETED })),
+      );
+      const key = (cell: { scenario: string; client: LoadClient }) => `${cell.scenario}|${cell.client}`;
       const measured = new Map<string, { rps: number; lat: number[]; errors: number; wallMs: number }[]>();
       for (let round = 0; round < rounds; round++) {
         for (const cell of cells) {
           const reqs = cell.make();
-          const r = await loadInChild(cell.port, reqs, c, cell.warm, cell.expect);
-          const list = measured.get(cell.scenario) ?? [];
+          const r = await loadInChild(cell.port, reqs, c, cell.warm, cell.expect, cell.client);
+          const list = measured.get(key(cell)) ?? [];
           list.push({ ...r, rps: ((reqs.length - cell.warm) / r.wallMs) * 1000 });
-          measured.set(cell.scenario, list);
+          measured.set(key(cell), list);
         }
       }
       for (const cell of cells) {
-        const all = measured.get(cell.scenario)!;
+        const all = measured.get(key(cell))!;
         const m = medianByRps(all);
         const requests = cell.perReq > 1 ? nb : n;
-        rows.push(cellOf(cell.scenario, c, requests, cell.perReq, cell.unit, { ...m, errors: all.reduce((a, x) => a + x.errors, 0) }));
+        rows.push(cellOf(cell.scenario, cell.client, c, requests, cell.perReq, cell.unit, { ...m, errors: all.reduce((a, x) => a + x.errors, 0) }));
       }
     }
 
@@ -218,24 +247,21 @@ export async function run(opts: { requests?: number; batches?: number; rounds?: 
       { what: 'stamp check (parse + P-256 verify of the body)', perOpUs: stampUs, opsPerSecond: 1e6 / stampUs },
     ];
 
-    const exact = (name: string, c: number) => rows.find((r) => r.scenario === name && r.concurrency === c)!;
-    const best = (name: string) => [1, 16].map((c) => exact(name, c)).reduce((a, b) => (b.rps > a.rps ? b : a));
-    const triv = best('trivial node:http (fixed JSON)').rps;
-    const signOf = (k: keyof typeof label) => `stamped sign_raw_payload — ${label[k]}`;
-    const batchOf = (k: keyof typeof label) => `stamped sign_raw_payloads ×${BATCH} — ${label[k]}`;
+    const exact = (name: string, c: number, client: LoadClient = 'node') => rows.find((r) => r.scenario === name && r.concurrency === c && r.client === client)!;
+    const best = (name: string, client: LoadClient) => [1, 16].map((c) => exact(name, c, client)).reduce((a, b) => (b.rps > a.rps ? b : a));
     const targets = [
-      ...(['default', 'inline'] as const).map((k) => {
-        const r = best(signOf(k)).rps / triv;
-        return { what: `stamped sign_raw_payload vs trivial server (best concurrency each), ${label[k]}`, target: '≥ 40 %', reached: `${(r * 100).toFixed(1)} %`, met: r >= 0.4 };
-      }),
+      ...(['node', 'raw'] as const).flatMap((client) => (['default', 'inline'] as const).map((k) => {
+        const r = best(signOf(k), client).rps / best(TRIVIAL, client).rps;
+        return { what: `stamped sign_raw_payload vs trivial server (best concurrency each), ${CLIENT_LABEL[client]}, ${label[k]}`, target: '≥ 40 %', reached: `${(r * 100).toFixed(1)} %`, met: r >= 0.4 };
+      })),
       ...(['default', 'inline', 'two'] as const).map((k) => {
         const v = Math.max(exact(batchOf(k), 1).perSecond, exact(batchOf(k), 16).perSecond);
         return { what: `signatures/s through sign_raw_payloads, ${label[k]}`, target: '≥ 10,000', reached: v.toFixed(0), met: v >= 10_000 };
       }),
-      ...(['default', 'inline'] as const).map((k) => {
-        const p = exact(signOf(k), 16).p99Ms;
-        return { what: `p99 of sign_raw_payload at 16 clients, ${label[k]}`, target: '≤ 10 ms', reached: `${p.toFixed(2)} ms`, met: p <= 10 };
-      }),
+      ...(['node', 'raw'] as const).flatMap((client) => (['default', 'inline'] as const).map((k) => {
+        const p = exact(signOf(k), 16, client).p99Ms;
+        return { what: `p99 of sign_raw_payload at 16 clients, ${CLIENT_LABEL[client]}, ${label[k]}`, target: '≤ 10 ms', reached: `${p.toFixed(2)} ms`, met: p <= 10 };
+      })),
     ];
 
     const result: SigningBenchResult = {
@@ -247,6 +273,7 @@ export async function run(opts: { requests?: number; batches?: number; rounds?: 
     return result;
   } finally {
     await trivial.close();
+    await calibration.close();
     for (const x of Object.values(servers)) await x.server.stop();
   }
 }
@@ -257,14 +284,14 @@ export function toMarkdown(r: SigningBenchResult): string {
   return [
     `## Signing through the API (${r.date})`,
     '',
-    `Node ${r.node}, ${r.cpu}; every server (kmas as \`bin/kmas.js serve\` starts it, the trivial one) and the load generator in a process of its own (keep-alive node:http clients, loopback),`,
+    `Node ${r.node}, ${r.cpu}; every server (kmas as \`bin/kmas.js serve\` starts it, the trivial one) and the load generator in a process of its own (loopback; two load generators: keep-alive node:http clients, and pre-encoded requests over raw sockets),`,
     `requests stamped before timing, a warm-up before every cell, ${r.rounds} interleaved rounds per cell (median round shown). Every sign request signs a distinct payload and commits its activity;`,
     `SQLite synchronous = ${r.sqliteSynchronous} (journal WAL). Ratios within the run are steadier than the absolute numbers.`,
     `1-minute load average ${r.loadAverage[0].toFixed(2)} at start, ${r.loadAverage[1].toFixed(2)} at end (on ${r.cpu.split('×').pop()} cores; other processes were running).`,
     '',
-    '| scenario | clients | requests | requests/s | signatures/s | p50 (ms) | p99 (ms) | errors |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
-    ...r.rows.map((c) => `| ${c.scenario} | ${c.concurrency} | ${c.requests} | ${n(c.rps)} | ${c.unit === 'signatures' ? n(c.perSecond) : '—'} | ${f(c.p50Ms)} | ${f(c.p99Ms)} | ${c.errors} |`),
+    '| scenario | load generator | clients | requests | requests/s | signatures/s | p50 (ms) | p99 (ms) | errors |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...r.rows.map((c) => `| ${c.scenario} | ${CLIENT_LABEL[c.client]} | ${c.concurrency} | ${c.requests} | ${n(c.rps)} | ${c.unit === 'signatures' ? n(c.perSecond) : '—'} | ${f(c.p50Ms)} | ${f(c.p99Ms)} | ${c.errors} |`),
     '',
     '| in isolation (no HTTP, no storage) | µs per op | ops/s |',
     '|---|---:|---:|',
