@@ -169,6 +169,16 @@ export async function run(): Promise<{ rows: Row[]; markdown: string; file: stri
     [NATIVE]: () => native.ecdsaVerify(k1Compact[next()], k1.digests[i], k1.pubC),
     [NODE + ', DER']: () => nodeCrypto.verify('sha256', k1.msgs[next()], k1NodePub, k1Der[i]),
   });
+  // Every verification under another key (256 of them: more than the core's 16-key cache), so
+  // no implementation reuses anything per key: the rows above reuse one key, which the core
+  // caches and, after 32 verifications, gives a full fixed-window table.
+  const k1Pubs = k1.keys.map((k) => core.secp256k1.getPublicKey(k));
+  const k1ByKey = k1.keys.map((k, j) => core.secp256k1.sign(k1.digests[j], k).signature);
+  group(b1, 'secp256k1 verify, another key every time', {
+    [KMAS]: () => core.secp256k1.verify(k1ByKey[next()], k1.digests[i], k1Pubs[i]),
+    [TINY]: () => tiny.verify(k1.digests[next()], k1Pubs[i], k1ByKey[i]),
+    [NATIVE]: () => native.ecdsaVerify(k1ByKey[next()], k1.digests[i], k1Pubs[i]),
+  });
   group(b1, 'secp256k1 getPublicKey (compressed)', {
     [KMAS]: () => core.secp256k1.getPublicKey(k1.keys[next()]),
     [NOBLE]: () => nobleK1.getPublicKey(k1.keys[next()]),
@@ -194,6 +204,15 @@ export async function run(): Promise<{ rows: Row[]; markdown: string; file: stri
     [KMAS]: () => core.p256.verify(r1Compact[next()], r1.digests[i], r1.pubC),
     [NOBLE]: () => nobleP256.verify(r1Compact[next()], r1.digests[i], r1.pubC, { prehash: false, lowS: false }),
     [NODE + ', DER']: () => nodeCrypto.verify('sha256', r1.msgs[next()], r1.publicKey, r1Der[i]),
+  });
+  const r1Pubs = r1.keys.map((k) => core.p256.getPublicKey(k));
+  const r1ByKey = r1.keys.map((k, j) => core.p256.sign(r1.digests[j], k).signature);
+  const r1NodePubs = r1Pubs.map((p) => nodeCrypto.createPublicKey({ key: Buffer.concat([Buffer.from('3039301306072a8648ce3d020106082a8648ce3d030107032200', 'hex'), p]), format: 'der', type: 'spki' }));
+  // node:crypto hashes its input, so it verifies its own signatures over the digests' preimages
+  const r1NodeSigs = r1.keys.map((k, j) => nodeCrypto.sign('sha256', r1.msgs[j], nodeCrypto.createPrivateKey({ key: { kty: 'EC', crv: 'P-256', d: Buffer.from(k).toString('base64url'), ...xy(core.p256.getPublicKey(k, false)) }, format: 'jwk' })));
+  group(b1, 'P-256 verify, another key every time', {
+    [KMAS]: () => core.p256.verify(r1ByKey[next()], r1.digests[i], r1Pubs[i]),
+    [NODE + ', DER, KeyObjects made beforehand']: () => nodeCrypto.verify('sha256', r1.msgs[next()], r1NodePubs[i], r1NodeSigs[i]),
   });
   group(b1, 'P-256 getPublicKey (compressed)', {
     [KMAS]: () => core.p256.getPublicKey(r1.keys[next()]),
