@@ -31,7 +31,7 @@ export interface Config {
   workers: number;
   /** Worker threads (each with its own wasm core) for batch signing; 0 = sign on the request thread. */
   signWorkers: number;
-  /** Worker threads for P-256 stamp checks; -1 = auto (1 with more than one CPU and WORKERS = 1, else 0). */
+  /** Worker threads for stamp checks; -1 = auto (1 with more than one CPU and WORKERS = 1, else 0). */
   stampWorkers: number;
 }
 
@@ -115,7 +115,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'masterKey', env: 'KMAS_MASTER_KEY', flag: '--master-key', def: undefined, doc: 'Master key encrypting private keys and mnemonics at rest (64 hex chars or base64 of 32 bytes; prefer the env variable); unset: DATA_DIR/master.key, created on first start with mode 0600', parse: masterKeyText },
   { key: 'workers', env: 'WORKERS', flag: '--workers', def: '1', doc: 'Server processes sharing the port (node:cluster; SQLite WAL shared); 1 = one process, auto = one per CPU', parse: workerCount },
   { key: 'signWorkers', env: 'SIGN_WORKERS', flag: '--sign-workers', def: 'auto', doc: 'Worker threads (each with its own wasm core) that open sealed keys and sign off the event loop (sign_raw_payload(s), sign_transaction; batches split across them); 0 = sign on the request thread; auto = 1 when the machine has more than one CPU and WORKERS is 1, else 0', parse: threadCount },
-  { key: 'stampWorkers', env: 'STAMP_WORKERS', flag: '--stamp-workers', def: 'auto', doc: 'Worker threads checking P-256 stamps off the event loop; auto = 1 when the machine has more than one CPU and WORKERS is 1, else 0', parse: threadCount },
+  { key: 'stampWorkers', env: 'STAMP_WORKERS', flag: '--stamp-workers', def: 'auto', doc: 'Worker threads checking stamps off the event loop; auto = 1 when the machine has more than one CPU and WORKERS is 1, else 0', parse: threadCount },
 ];
 
 /** Reads settings from (in rising priority) defaults, env, CLI flags, then explicit overrides. */
