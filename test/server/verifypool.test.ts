@@ -1,7 +1,9 @@
-// P-256 stamp checks on worker threads (src/http/verifypool.ts) give exactly the answers of the
+// Stamp checks on worker threads (src/http/verifypool.ts) give exactly the answers of the
 // in-thread check (src/http/stamp.ts verifyStamp), with @noble/curves signing the stamps.
 import { describe, it, expect, afterEach } from 'vitest';
 import { p256 } from '@noble/curves/nist.js';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { StampVerifier } from '../../src/http/verifypool.js';
 import { verifyStamp, type Stamp } from '../../src/http/stamp.js';
@@ -48,6 +50,41 @@ describe('StampVerifier', () => {
         expect(await v.verify(c.stamp, c.body, false), `${c.name} (inline)`).toBe(c.valid);
       }
     }
+  });
+
+  it('secp256k1 and Ed25519 stamps go to the thread too, with the same answers', async () => {
+    const v = new StampVerifier(1);
+    verifiers.push(v);
+    const body = new TextEncoder().encode(JSON.stringify({ organizationId: 'org', n: 1 }));
+    const other = new Uint8Array(body); other[3] ^= 1;
+    const k1 = secp256k1.utils.randomSecretKey();
+    const k1Sig = bytesToHex(secp256k1.sign(body, k1, { format: 'der' }));
+    const ed = ed25519.utils.randomSecretKey();
+    const list: { stamp: Stamp; body: Uint8Array; valid: boolean }[] = [
+      { stamp: { publicKey: bytesToHex(secp256k1.getPublicKey(k1, true)), scheme: 'SIGNATURE_SCHEME_TK_API_SECP256K1', signature: k1Sig }, body, valid: true },
+      { stamp: { publicKey: bytesToHex(secp256k1.getPublicKey(k1, true)), scheme: 'SIGNATURE_SCHEME_TK_API_SECP256K1', signature: k1Sig }, body: other, valid: false },
+      { stamp: { publicKey: bytesToHex(ed25519.getPublicKey(ed)), scheme: 'SIGNATURE_SCHEME_TK_API_ED25519', signature: bytesToHex(ed25519.sign(body, ed)) }, body, valid: true },
+      { stamp: { publicKey: bytesToHex(ed25519.getPublicKey(ed)), scheme: 'SIGNATURE_SCHEME_TK_API_ED25519', signature: bytesToHex(ed25519.sign(body, ed)) }, body: other, valid: false },
+    ];
+    for (const c of list) {
+      expect(verifyStamp(c.stamp, c.body)).toBe(c.valid);
+      expect(await v.verify(c.stamp, c.body, true)).toBe(c.valid);
+    }
+  });
+
+  it('one key stamping many times (its hot table on the thread) keeps every answer', async () => {
+    const v = new StampVerifier(1);
+    verifiers.push(v);
+    const sk = p256.utils.randomSecretKey();
+    const pub = bytesToHex(p256.getPublicKey(sk, true));
+    const checks = Array.from({ length: 120 }, (_, i) => {
+      const body = new TextEncoder().encode(JSON.stringify({ organizationId: 'org', i }));
+      const signature = bytesToHex(p256.sign(body, sk, { format: 'der' }));
+      const tampered = i % 3 === 0 ? new Uint8Array([...body.slice(0, -1), 0x20]) : body;
+      return { stamp: { publicKey: pub, scheme: 'SIGNATURE_SCHEME_TK_API_P256' as const, signature }, body: tampered, valid: i % 3 !== 0 };
+    });
+    for (const c of checks) expect(await v.verify(c.stamp, c.body, true)).toBe(c.valid);
+    expect((await Promise.all(checks.map((c) => v.verify(c.stamp, c.body, true))))).toEqual(checks.map((c) => c.valid));
   });
 
   it('many concurrent checks each get their own answer', async () => {
