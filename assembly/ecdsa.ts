@@ -12,7 +12,7 @@ import { fe_fromBytes, fe_toBytes, fe_isOdd, fe_sqr, fe_mul, fe_equal } from './
 import { AFF, pt_toAffine, pt_madd_var, pt_isInf } from './point';
 import {
   mulG_ct, mul_ct, mulDouble_var, qctxPrepare_var, qctxUpgrade_var, QCTX_SIZE, QCTX_STATE, QCTX_KEY, QCTX_Q,
-  QCTX_USES, QCTX_HOT, HOT_TABLE_SIZE, hotBuild_var, mulDoubleHot_var,
+  QCTX_USES, QCTX_HOT, QCTX_REF, HOT_TABLE_SIZE, hotBuild_var, mulDoubleHot_var,
 } from './mult';
 import { decodePoint, encodePoint, decompress } from './codec';
 import { FE, cmov40, limbsToBytes } from './limbs';
@@ -188,11 +188,12 @@ function addN(out: usize, a: usize): u32 {
   return c;
 }
 
-// Verification key cache (public data): the decoded point and its wNAF tables for the last
-// CACHE_SLOTS distinct (curve, encoded key) pairs, so repeated verifications under the same key
-// (API-key stamps) skip decoding and table building; on P-256 a key seen twice also gets its
-// 2^128·Q table, which halves the doublings from then on. Round-robin replacement.
-const CACHE_SLOTS: u32 = 16;
+// Verification key cache (public data): the decoded point and its wNAF tables for CACHE_SLOTS
+// distinct (curve, encoded key) pairs, so repeated verifications under the same key (API-key
+// stamps) skip decoding and table building; on P-256 a key seen twice also gets its 2^128·Q table,
+// which halves the doublings from then on. Replacement is CLOCK (second chance): a key verified
+// since the hand last passed is kept, so keys in steady use survive a stream of one-off keys.
+const CACHE_SLOTS: u32 = 64;
 const CACHE: usize = memory.data(<i32>(QCTX_SIZE * <usize>CACHE_SLOTS), 16);
 const RCTX: usize = memory.data(<i32>QCTX_SIZE, 16); // recovery: context of R (not cached)
 let cacheNext: u32 = 0;
@@ -269,6 +270,7 @@ function keyContext_var(pub: usize, pubLen: u32): usize {
     if (load<u32>(c + QCTX_STATE) == 0 || load<u32>(c) != curve || load<u32>(c, 4) != pubLen) continue;
     if (memory.compare(c + QCTX_KEY, pub, pubLen) != 0) continue;
     if (load<u32>(c + QCTX_STATE) == 1) qctxUpgrade_var(c);
+    store<u32>(c + QCTX_REF, 1);
     let uses = load<u32>(c + QCTX_USES);
     if (uses < HOT_AFTER) store<u32>(c + QCTX_USES, ++uses);
     if (uses >= HOT_AFTER && load<u32>(c + QCTX_HOT) == 0 && sinceBuild >= HOT_BUILD_EVERY) makeHot(c);
@@ -276,8 +278,14 @@ function keyContext_var(pub: usize, pubLen: u32): usize {
   }
   if (!decodePoint(QA, pub, pubLen)) return 0;
   let c = CACHE + QCTX_SIZE * <usize>cacheNext;
+  while (load<u32>(c + QCTX_STATE) != 0 && load<u32>(c + QCTX_REF) != 0) {
+    store<u32>(c + QCTX_REF, 0); // second chance: taken next time round unless verified again
+    cacheNext = (cacheNext + 1) % CACHE_SLOTS;
+    c = CACHE + QCTX_SIZE * <usize>cacheNext;
+  }
   cacheNext = (cacheNext + 1) % CACHE_SLOTS;
   dropHot(c);
+  store<u32>(c + QCTX_REF, 0);
   store<u32>(c + QCTX_STATE, 0);
   store<u32>(c + QCTX_USES, 1);
   store<u32>(c, curve);

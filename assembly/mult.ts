@@ -219,7 +219,8 @@ let gLamReady = false;
 // ---- public-key contexts for verification ----
 // A Q context holds everything verification needs about one public key (public data):
 //   +0 curve id, +4 encoded length, +8 state, +12 verifications since cached (ecdsa.ts),
-//   +16 encoded key (≤ 65 bytes), +84 hot table slot + 1 (0: none; ecdsa.ts)
+//   +16 encoded key (≤ 65 bytes), +84 hot table slot + 1 (0: none), +88 verified since the
+//   cache's CLOCK hand passed (ecdsa.ts)
 //   +96  Q (affine)
 //   +176 T1: affine odd multiples Q, 3Q, ..., 15Q
 //   +816 T2: affine odd multiples of λQ (secp256k1) or, once state = 2, of 2^128·Q (P-256)
@@ -229,6 +230,7 @@ export const QCTX_STATE: usize = 8;
 export const QCTX_USES: usize = 12;
 export const QCTX_KEY: usize = 16;
 export const QCTX_HOT: usize = 84;
+export const QCTX_REF: usize = 88;
 export const QCTX_Q: usize = 96;
 const QCTX_T1: usize = 176;
 const QCTX_T2: usize = 816;

@@ -169,7 +169,7 @@ export async function run(): Promise<{ rows: Row[]; markdown: string; file: stri
     [NATIVE]: () => native.ecdsaVerify(k1Compact[next()], k1.digests[i], k1.pubC),
     [NODE + ', DER']: () => nodeCrypto.verify('sha256', k1.msgs[next()], k1NodePub, k1Der[i]),
   });
-  // Every verification under another key (256 of them: more than the core's 16-key cache), so
+  // Every verification under another key (256 of them: more than the core's 64-key cache), so
   // no implementation reuses anything per key: the rows above reuse one key, which the core
   // caches and, after 32 verifications, gives a full fixed-window table.
   const k1Pubs = k1.keys.map((k) => core.secp256k1.getPublicKey(k));

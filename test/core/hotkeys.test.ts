@@ -141,7 +141,7 @@ describe('hot keys: losing the table', () => {
     const noble = NOBLE[curve];
     const rng = new Rng(7005);
     const digest = rng.bytes(32);
-    const keys = Array.from({ length: 20 }, () => rng.privateKey(curve));
+    const keys = Array.from({ length: 80 }, () => rng.privateKey(curve));
     const pubs = keys.map((k) => noble.getPublicKey(k, true));
     const sigs = keys.map((k) => noble.sign(digest, k, { prehash: false, format: 'compact' }));
     const check = (i: number) => {
@@ -153,13 +153,34 @@ describe('hot keys: losing the table', () => {
     expect(cc.verifyCacheState(pubs[0]!)).toBe('cached'); // its slot went to key 8
     check(0); // correct without its table, and hot again (its turn in the round-robin)
     expect(cc.verifyCacheState(pubs[0]!)).toBe('hot');
-    // 16 more distinct keys push every one of those out of the 16-slot cache
-    for (let i = 0; i < 20; i++) check(i);
-    for (let i = 0; i < 20; i++) check(i);
+    // 80 distinct keys, twice round, overflow the 64-slot cache: evicted keys give up their tables
+    for (let round = 0; round < 2; round++) for (let i = 0; i < 80; i++) check(i);
     const states = pubs.map((p) => cc.verifyCacheState(p));
-    expect(states.filter((x) => x !== 'none').length).toBe(16);
+    expect(states.filter((x) => x !== 'none').length).toBe(64);
     expect(states.filter((x) => x === 'hot').length).toBeLessThanOrEqual(8);
     core.setVerifyCachePolicy(DEFAULT_POLICY);
+  });
+
+  it('a key in steady use stays cached (and hot) through a stream of one-off keys', () => {
+    core.setVerifyCachePolicy(EAGER);
+    const cc = core.p256;
+    const noble = NOBLE.p256;
+    const rng = new Rng(7007);
+    const digest = rng.bytes(32);
+    const steady = rng.privateKey('p256');
+    const steadyPub = noble.getPublicKey(steady, true);
+    const steadySig = noble.sign(digest, steady, { prehash: false, format: 'compact' });
+    expect(cc.verify(steadySig, digest, steadyPub)).toBe(true);
+    expect(cc.verify(steadySig, digest, steadyPub)).toBe(true);
+    expect(cc.verifyCacheState(steadyPub)).toBe('hot');
+    core.setVerifyCachePolicy(DEFAULT_POLICY); // one-off keys must not take the hot slots
+    for (let i = 0; i < 300; i++) {
+      const k = rng.privateKey('p256');
+      const pub = noble.getPublicKey(k, true);
+      expect(cc.verify(noble.sign(digest, k, { prehash: false, format: 'compact' }), digest, pub)).toBe(true);
+      if (i % 10 === 0) expect(cc.verify(steadySig, digest, steadyPub)).toBe(true);
+    }
+    expect(cc.verifyCacheState(steadyPub)).toBe('hot');
   });
 
   it('default policy: a key turns hot only after 32 verifications', () => {
