@@ -218,16 +218,22 @@ export function setHotPolicy(after: u32, buildEvery: u32): void {
   sinceBuild = buildEvery;
 }
 
-/** 0: the SEC1 key at pub is not in the verification cache; 1: cached; 2: cached with a hot table. */
-export function keyCacheState(pub: usize, pubLen: u32): u32 {
+/** The cached context of the SEC1 key at pub on the selected curve, or 0. */
+function findContext(pub: usize, pubLen: u32): usize {
   let curve: u32 = IS_K1 ? 0 : 1;
   for (let i: u32 = 0; i < CACHE_SLOTS; i++) {
     let c = CACHE + QCTX_SIZE * <usize>i;
     if (load<u32>(c + QCTX_STATE) == 0 || load<u32>(c) != curve || load<u32>(c, 4) != pubLen) continue;
-    if (memory.compare(c + QCTX_KEY, pub, pubLen) != 0) continue;
-    return load<u32>(c + QCTX_HOT) != 0 ? 2 : 1;
+    if (memory.compare(c + QCTX_KEY, pub, pubLen) == 0) return c;
   }
   return 0;
+}
+
+/** 0: the SEC1 key at pub is not in the verification cache; 1: cached; 2: cached with a hot table. */
+export function keyCacheState(pub: usize, pubLen: u32): u32 {
+  let c = findContext(pub, pubLen);
+  if (c == 0) return 0;
+  return load<u32>(c + QCTX_HOT) != 0 ? 2 : 1;
 }
 
 /** The hot table of context c, or 0. */
@@ -263,12 +269,9 @@ function makeHot(c: usize): void {
 
 /** Context for the SEC1 key at pub (cached), or 0 if the key is invalid. Variable time. */
 function keyContext_var(pub: usize, pubLen: u32): usize {
-  let curve: u32 = IS_K1 ? 0 : 1;
   if (sinceBuild < HOT_BUILD_EVERY) sinceBuild++;
-  for (let i: u32 = 0; i < CACHE_SLOTS; i++) {
-    let c = CACHE + QCTX_SIZE * <usize>i;
-    if (load<u32>(c + QCTX_STATE) == 0 || load<u32>(c) != curve || load<u32>(c, 4) != pubLen) continue;
-    if (memory.compare(c + QCTX_KEY, pub, pubLen) != 0) continue;
+  let c = findContext(pub, pubLen);
+  if (c != 0) {
     if (load<u32>(c + QCTX_STATE) == 1) qctxUpgrade_var(c);
     store<u32>(c + QCTX_REF, 1);
     let uses = load<u32>(c + QCTX_USES);
@@ -277,7 +280,7 @@ function keyContext_var(pub: usize, pubLen: u32): usize {
     return c;
   }
   if (!decodePoint(QA, pub, pubLen)) return 0;
-  let c = CACHE + QCTX_SIZE * <usize>cacheNext;
+  c = CACHE + QCTX_SIZE * <usize>cacheNext;
   while (load<u32>(c + QCTX_STATE) != 0 && load<u32>(c + QCTX_REF) != 0) {
     store<u32>(c + QCTX_REF, 0); // second chance: taken next time round unless verified again
     cacheNext = (cacheNext + 1) % CACHE_SLOTS;
@@ -288,7 +291,7 @@ function keyContext_var(pub: usize, pubLen: u32): usize {
   store<u32>(c + QCTX_REF, 0);
   store<u32>(c + QCTX_STATE, 0);
   store<u32>(c + QCTX_USES, 1);
-  store<u32>(c, curve);
+  store<u32>(c, IS_K1 ? 0 : 1);
   store<u32>(c, pubLen, 4);
   memory.copy(c + QCTX_KEY, pub, pubLen);
   memory.copy(c + QCTX_Q, QA, AFF);

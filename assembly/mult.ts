@@ -19,7 +19,8 @@ const ENTRY: usize = S_MULT; //          80: looked-up affine entry
 const TMP: usize = S_MULT + 128; //      120: candidate sum
 const ENTRYJ: usize = S_MULT + 256; //   120: entry as a Jacobian point
 const NEGY: usize = S_MULT + 384; //     40
-const KW: usize = S_MULT + 448; //       scalar as 10 little-endian words
+const KW: usize = S_MULT + 448; //       scalar as 12 little-endian words (48)
+const KD: usize = S_MULT + 512; //       its 43 signed base-64 digits (i8)
 
 // public scratch for mul_ct's table of P multiples and the wNAF machinery
 const PT_J: usize = PUBLIC; //               15 Jacobian multiples of P (1800)
@@ -91,6 +92,29 @@ function zeroZIfInf(r: usize, inf: u32): void {
   store<u64>(z, load<u64>(z, 32) & ~m, 32);
 }
 
+/** The 32-byte big-endian scalar k as 12 little-endian u32 words at w (the top four zero). */
+// @ts-ignore: decorator
+@inline
+function scalarWords(w: usize, k: usize): void {
+  for (let i: usize = 0; i < 8; i++) store<u32>(w + 4 * i, bswap<u32>(load<u32>(k + 28 - 4 * i)));
+  store<u64>(w + 32, 0);
+  store<u64>(w + 40, 0);
+}
+
+/** The 32-byte big-endian scalar k (< n) as 43 signed base-64 digits in [−31, 32], least
+ *  significant first (i8 at out), using `words` (48 bytes) as scratch. Branch-free: mulG_ct
+ *  recodes secret scalars with it (into secret scratch), verification public ones. */
+function comb6Digits(out: usize, k: usize, words: usize): void {
+  scalarWords(words, k);
+  let carry: u32 = 0;
+  for (let w: u32 = 0; w < 43; w++) {
+    let pos = 6 * w;
+    let v = (<u32>(load<u64>(words + 4 * <usize>(pos >> 5)) >> <u64>(pos & 31)) & 63) + carry;
+    carry = (v + 31) >> 6; //  v ≥ 33 → digit v − 64 (negative), carry 1
+    store<i8>(out + <usize>w, <i8>(<i32>v - <i32>(carry << 6)));
+  }
+}
+
 /** r = k·G (Jacobian), k < n as 32 big-endian bytes. Constant time.
  *  k is recoded into 43 signed base-64 digits d_w ∈ [−31, 32]; window w adds d_w·64^w·G from the
  *  table (|d_w| looked up by a full scan, y negated by cmov for d_w < 0). The partial sum S before
@@ -99,30 +123,22 @@ function zeroZIfInf(r: usize, inf: u32): void {
  *  i.e. d = 16 and k > n. The sum is infinity only while every digit so far is 0 (tracked by inf).
  *  k = 0 gives infinity. */
 export function mulG_ct(r: usize, k: usize): void {
-  for (let i: usize = 0; i < 8; i++) store<u32>(KW + 4 * i, bswap<u32>(load<u32>(k + 28 - 4 * i)));
-  store<u64>(KW + 32, 0);
+  comb6Digits(KD, k, KW);
   let inf: u32 = 1;
-  let carry: u32 = 0;
   pt_setInf(r);
   let table = G_COMB;
   for (let w: u32 = 0; w < 43; w++) {
-    let pos = 6 * w;
-    let v = <u32>(load<u64>(KW + 4 * <usize>(pos >> 5)) >> <u64>(pos & 31)) & 63;
-    v += carry;
-    carry = (v + 31) >> 6; //   v ≥ 33 → digit v − 64 (negative), carry 1
-    let neg = carry;
-    let d = v - (carry << 6); // as i32: in [−31, 32]
-    let mag = (d ^ (0 - neg)) + neg; // |d|
+    let d = <i32>load<i8>(KD + <usize>w);
+    let neg = <u32>d >> 31; //        digit < 0
+    let mag = (<u32>d ^ (0 - neg)) + neg; // |d|
     lookupAff(ENTRY, table, 32, mag);
     fe_neg(NEGY, ENTRY + FE);
     cmov40(ENTRY + FE, NEGY, neg);
     inf = addDigit(r, mag, inf);
     table += 32 * AFF;
   }
-  store<u64>(KW, 0, 0);
-  store<u64>(KW, 0, 8);
-  store<u64>(KW, 0, 16);
-  store<u64>(KW, 0, 24);
+  memory.fill(KW, 0, 48);
+  memory.fill(KD, 0, 48);
   zeroZIfInf(r, inf); // k = 0
 }
 
@@ -159,9 +175,7 @@ export function mul_ct(r: usize, p: usize, k: usize): void {
 
 /** wNAF digits of the 32-byte big-endian scalar k into out (i8[257]); returns the number of digits. */
 function wnaf_var(out: usize, k: usize, w: u32): i32 {
-  for (let i: usize = 0; i < 8; i++) store<u32>(SCW + 4 * i, bswap<u32>(load<u32>(k + 28 - 4 * i)));
-  store<u64>(SCW + 32, 0);
-  store<u64>(SCW + 40, 0);
+  scalarWords(SCW, k);
   memory.fill(out, 0, 260);
   let carry: u32 = 0;
   let bit: u32 = 0;
@@ -354,20 +368,6 @@ export function hotBuild_var(t: usize, q: usize): void {
   }
 }
 
-/** The 32-byte big-endian scalar k (< n) as 43 signed base-64 digits in [−31, 32] (i8 at out),
- *  least significant first: the recoding mulG_ct uses. */
-function comb6Digits_var(out: usize, k: usize): void {
-  for (let i: usize = 0; i < 8; i++) store<u32>(SCW + 4 * i, bswap<u32>(load<u32>(k + 28 - 4 * i)));
-  store<u64>(SCW + 32, 0);
-  let carry: u32 = 0;
-  for (let w: u32 = 0; w < 43; w++) {
-    let pos = 6 * w;
-    let v = (<u32>(load<u64>(SCW + 4 * <usize>(pos >> 5)) >> <u64>(pos & 31)) & 63) + carry;
-    carry = (v + 31) >> 6;
-    store<i8>(out + <usize>w, <i8>(<i32>v - <i32>(carry << 6)));
-  }
-}
-
 /** r += d·(entry |d| of the 32-entry window at table), d ≠ 0. */
 // @ts-ignore: decorator
 @inline
@@ -383,8 +383,8 @@ function addComb_var(r: usize, d: i32, table: usize): void {
 /** r = u1·G + u2·Q (Jacobian) over G_COMB and Q's hot table qt; u1, u2 as 32 big-endian bytes (< n).
  *  Variable time: only for public inputs. */
 export function mulDoubleHot_var(r: usize, u1: usize, u2: usize, qt: usize): void {
-  comb6Digits_var(DIG1, u1);
-  comb6Digits_var(DIG2, u2);
+  comb6Digits(DIG1, u1, SCW);
+  comb6Digits(DIG2, u2, SCW);
   pt_setInf(r);
   let gt = G_COMB;
   for (let w: usize = 0; w < 43; w++) {
