@@ -138,43 +138,37 @@ function cachedKey(cacheKey: string, make: () => KeyObject): KeyObject | null {
   return k;
 }
 
-function ecKey(prefix: Buffer, tag: string, publicKeyHex: string): KeyObject | null {
-  if (!/^0[23][0-9a-f]{64}$/.test(publicKeyHex)) return null;
-  return cachedKey(`${tag}:${publicKeyHex}`, () =>
-    createPublicKey({ key: Buffer.concat([prefix, Buffer.from(publicKeyHex, 'hex')]), format: 'der', type: 'spki' }));
+const COMPRESSED_KEY = /^0[23][0-9a-f]{64}$/;
+
+/**
+ * ECDSA over SHA-256 of the body, DER signature, high-s accepted, with a compressed SEC1 key: on
+ * the wasm core's `curve`, else node:crypto (KeyObjects cached per public key).
+ */
+function ecdsaSha256Verifier(curve: 'p256' | 'secp256k1', spki: Buffer): (body: Uint8Array, signatureHex: string, publicKeyHex: string) => boolean {
+  return (body, signatureHex, publicKeyHex) => {
+    if (!COMPRESSED_KEY.test(publicKeyHex)) return false;
+    const compact = derToCompact(Buffer.from(signatureHex, 'hex'));
+    if (!compact) return false;
+    const viaCore = coreVerify(coreCurves?.[curve], compact, sha256(body), publicKeyHex);
+    if (viaCore !== undefined) return viaCore;
+    const key = cachedKey(`${curve}:${publicKeyHex}`, () =>
+      createPublicKey({ key: Buffer.concat([spki, Buffer.from(publicKeyHex, 'hex')]), format: 'der', type: 'spki' }));
+    if (!key) return false;
+    try {
+      return nodeVerify('sha256', body, { key, dsaEncoding: 'ieee-p1363' }, compact);
+    } catch { return false; }
+  };
 }
 
 /** ECDSA P-256, SHA-256 over the body, DER signature, high-s accepted. */
-export function verifyP256(body: Uint8Array, signatureHex: string, publicKeyHex: string): boolean {
-  if (!/^0[23][0-9a-f]{64}$/.test(publicKeyHex)) return false;
-  const compact = derToCompact(Buffer.from(signatureHex, 'hex'));
-  if (!compact) return false;
-  const viaCore = coreVerify(coreCurves?.p256, compact, sha256(body), publicKeyHex);
-  if (viaCore !== undefined) return viaCore;
-  const key = ecKey(SPKI_P256_COMPRESSED, 'p256', publicKeyHex);
-  if (!key) return false;
-  try {
-    return nodeVerify('sha256', body, { key, dsaEncoding: 'ieee-p1363' }, compact);
-  } catch { return false; }
-}
+export const verifyP256 = ecdsaSha256Verifier('p256', SPKI_P256_COMPRESSED);
 
 /** ECDSA secp256k1, SHA-256 over the body, DER signature, high-s accepted. */
-export function verifySecp256k1(body: Uint8Array, signatureHex: string, publicKeyHex: string): boolean {
-  if (!/^0[23][0-9a-f]{64}$/.test(publicKeyHex)) return false;
-  const compact = derToCompact(Buffer.from(signatureHex, 'hex'));
-  if (!compact) return false;
-  const viaCore = coreVerify(coreCurves?.secp256k1, compact, sha256(body), publicKeyHex);
-  if (viaCore !== undefined) return viaCore;
-  const key = ecKey(SPKI_SECP256K1_COMPRESSED, 'k1', publicKeyHex);
-  if (!key) return false;
-  try {
-    return nodeVerify('sha256', body, { key, dsaEncoding: 'ieee-p1363' }, compact);
-  } catch { return false; }
-}
+export const verifySecp256k1 = ecdsaSha256Verifier('secp256k1', SPKI_SECP256K1_COMPRESSED);
 
 /** ECDSA secp256k1 over keccak256("\x19Ethereum Signed Message:\n" + len + body) (EIP-191), DER signature. */
 export function verifySecp256k1Eip191(body: Uint8Array, signatureHex: string, publicKeyHex: string): boolean {
-  if (!/^0[23][0-9a-f]{64}$/.test(publicKeyHex)) return false;
+  if (!COMPRESSED_KEY.test(publicKeyHex)) return false;
   const prefix = Buffer.from(`\x19Ethereum Signed Message:\n${body.length}`, 'utf8');
   const digest = keccak_256(Buffer.concat([prefix, body]));
   const compact = derToCompact(Buffer.from(signatureHex, 'hex'));
