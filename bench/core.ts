@@ -207,9 +207,10 @@ export async function run(): Promise<{ rows: Row[]; markdown: string; file: stri
   });
   const r1Pubs = r1.keys.map((k) => core.p256.getPublicKey(k));
   const r1ByKey = r1.keys.map((k, j) => core.p256.sign(r1.digests[j], k).signature);
-  const r1NodePubs = r1Pubs.map((p) => nodeCrypto.createPublicKey({ key: Buffer.concat([Buffer.from('3039301306072a8648ce3d020106082a8648ce3d030107032200', 'hex'), p]), format: 'der', type: 'spki' }));
+  const r1NodeKeys = r1.keys.map((k) => nodeCrypto.createPrivateKey({ key: { kty: 'EC', crv: 'P-256', d: Buffer.from(k).toString('base64url'), ...xy(core.p256.getPublicKey(k, false)) }, format: 'jwk' }));
+  const r1NodePubs = r1NodeKeys.map((k) => nodeCrypto.createPublicKey(k));
   // node:crypto hashes its input, so it verifies its own signatures over the digests' preimages
-  const r1NodeSigs = r1.keys.map((k, j) => nodeCrypto.sign('sha256', r1.msgs[j], nodeCrypto.createPrivateKey({ key: { kty: 'EC', crv: 'P-256', d: Buffer.from(k).toString('base64url'), ...xy(core.p256.getPublicKey(k, false)) }, format: 'jwk' })));
+  const r1NodeSigs = r1NodeKeys.map((k, j) => nodeCrypto.sign('sha256', r1.msgs[j], k));
   group(b1, 'P-256 verify, another key every time', {
     [KMAS]: () => core.p256.verify(r1ByKey[next()], r1.digests[i], r1Pubs[i]),
     [NODE + ', DER, KeyObjects made beforehand']: () => nodeCrypto.verify('sha256', r1.msgs[next()], r1NodePubs[i], r1NodeSigs[i]),

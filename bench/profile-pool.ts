@@ -16,25 +16,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createPrivateKey, randomBytes, sign as nodeSign, type KeyObject } from 'node:crypto';
-import { p256 } from '@noble/curves/nist.js';
+import { randomBytes } from 'node:crypto';
 import { startServer, type RunningServer } from '../src/server.js';
 import { loadConfig } from '../src/config.js';
-import { load as loadAll, medianByRps, percentile as pct, post, startTrivial, writeResults, type LoadResult, type Req } from './load.js';
+import { load as loadAll, medianByRps, percentile as pct, post, stampBody, startTrivial, writeResults, type LoadResult, type Req } from './load.js';
 
 type Scenario = 'whoami' | 'submit' | 'sign' | 'batch';
-interface Target { name: string; server: RunningServer; orgId: string; privateKeyId: string; key: KeyObject; publicKey: string; dataDir: string }
+interface Target { name: string; server: RunningServer; orgId: string; privateKeyId: string; key: { publicKey: string; privateKey: string }; dataDir: string }
 interface Cell { target: string; scenario: string; clients: number; requests: number; rps: number; perSecond: number; p50Ms: number; p99Ms: number; errors: number }
 
-function signerOf(publicKeyHex: string, privateKeyHex: string): KeyObject {
-  const un = p256.Point.fromHex(publicKeyHex).toBytes(false);
-  return createPrivateKey({ format: 'jwk', key: { kty: 'EC', crv: 'P-256', d: Buffer.from(privateKeyHex, 'hex').toString('base64url'),
-    x: Buffer.from(un.slice(1, 33)).toString('base64url'), y: Buffer.from(un.slice(33)).toString('base64url') } });
-}
-
 function stamp(t: Target, body: string): string {
-  const signature = nodeSign('sha256', Buffer.from(body), t.key).toString('hex');
-  return Buffer.from(JSON.stringify({ publicKey: t.publicKey, scheme: 'SIGNATURE_SCHEME_TK_API_P256', signature })).toString('base64url');
+  return stampBody(body, t.key);
 }
 
 let seq = 0;
@@ -62,7 +54,7 @@ async function target(name: string, workers: number, sync: string): Promise<Targ
   const dataDir = mkdtempSync(join(tmpdir(), 'kmas-bench-pool-'));
   const server = await startServer({ host: '127.0.0.1', port: 0, dataDir, logLevel: 'silent', workers, sqliteSynchronous: sync as 'FULL' });
   const rk = server.rootApiKey!;
-  const t: Target = { name, server, orgId: server.bootstrap.organizationId, privateKeyId: '', key: signerOf(rk.publicKey, rk.privateKey), publicKey: rk.publicKey, dataDir };
+  const t: Target = { name, server, orgId: server.bootstrap.organizationId, privateKeyId: '', key: { publicKey: rk.publicKey, privateKey: rk.privateKey }, dataDir };
   const body = JSON.stringify({ parameters: { privateKeys: [{ privateKeyName: 'bench', curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] }] }, organizationId: t.orgId, timestampMs: String(Date.now()), type: 'ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2' });
   const agent = new http.Agent({ keepAlive: false });
   const res = await post(agent, server.port, { path: '/public/v1/submit/create_private_keys', body, headers: { 'Content-Type': 'application/json', 'X-Stamp': stamp(t, body) } });
