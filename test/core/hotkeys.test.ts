@@ -4,7 +4,10 @@
 // on random and edge-case inputs, and keys losing their table (slot reuse, cache eviction).
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { core } from '../../src/core/node.js';
-import { CURVES, NOBLE, PARAMS, Rng, bigToBytes, bytesToBig, hex, loadVector, sha256, splitSig, joinSig, unhex, type Curve } from './util.js';
+import {
+  CURVES, NOBLE, PARAMS, Rng, bigToBytes, bytesToBig, hex, loadVector, sha256, splitSig, joinSig, unhex, ECDSA_FILES,
+  ecdsaVerdictFailure, type Curve, type EcdsaFile,
+} from './util.js';
 
 const DEFAULT_POLICY = { hotAfter: 32, buildEvery: 512 };
 /** Every key gets its table on its second verification. */
@@ -12,20 +15,10 @@ const EAGER = { hotAfter: 1, buildEvery: 0 };
 
 afterAll(() => core.setVerifyCachePolicy(DEFAULT_POLICY));
 
-interface EcdsaTest { tcId: number; comment: string; msg: string; sig: string; result: 'valid' | 'invalid' | 'acceptable' }
-interface EcdsaFile { testGroups: { publicKey: { uncompressed: string }; tests: EcdsaTest[] }[] }
-
-const FILES: { file: string; curve: Curve; format: 'der' | 'compact' }[] = [
-  { file: 'ecdsa_secp256k1_sha256_test.json', curve: 'secp256k1', format: 'der' },
-  { file: 'ecdsa_secp256k1_sha256_p1363_test.json', curve: 'secp256k1', format: 'compact' },
-  { file: 'ecdsa_secp256r1_sha256_test.json', curve: 'p256', format: 'der' },
-  { file: 'ecdsa_secp256r1_sha256_p1363_test.json', curve: 'p256', format: 'compact' },
-];
-
 describe('hot keys: Wycheproof with every group key hot', () => {
   beforeAll(() => core.setVerifyCachePolicy(EAGER));
 
-  for (const { file, curve, format } of FILES) {
+  for (const { file, curve, format } of ECDSA_FILES) {
     it(`${file}: every verdict holds on the hot path`, () => {
       const cc = core[curve];
       const f = loadVector<EcdsaFile>('wycheproof/' + file);
@@ -41,17 +34,8 @@ describe('hot keys: Wycheproof with every group key hot', () => {
         expect(cc.verifyCacheState(pub)).toBe('hot');
         hotGroups++;
         for (const t of g.tests) {
-          let got: boolean | string;
-          try {
-            got = cc.verify(unhex(t.sig), sha256(unhex(t.msg)), pub, { format });
-          } catch (e) {
-            got = `threw ${String(e)}`;
-          }
-          if (t.result === 'acceptable') {
-            if (typeof got !== 'boolean') failures.push(`tcId ${t.tcId} (${t.comment}): ${got}`);
-          } else if (got !== (t.result === 'valid')) {
-            failures.push(`tcId ${t.tcId} (${t.comment}): expected ${t.result}, got ${got}`);
-          }
+          const failure = ecdsaVerdictFailure(t, () => cc.verify(unhex(t.sig), sha256(unhex(t.msg)), pub, { format }));
+          if (failure) failures.push(failure);
           checked++;
         }
         expect(cc.verifyCacheState(pub)).toBe('hot');

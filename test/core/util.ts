@@ -143,3 +143,31 @@ export function joinSig(r: bigint, s: bigint): Uint8Array {
   out.set(bigToBytes(s), 32);
   return out;
 }
+
+// ---- Wycheproof ECDSA (wycheproof.test.ts, hotkeys.test.ts) ----
+
+export interface EcdsaTest { tcId: number; comment: string; flags: string[]; msg: string; sig: string; result: 'valid' | 'invalid' | 'acceptable' }
+export interface EcdsaFile { numberOfTests: number; testGroups: { publicKey: { uncompressed: string }; sha: string; tests: EcdsaTest[] }[] }
+
+/** The ECDSA files over SHA-256 in test/vectors/wycheproof, with their curve and signature encoding. */
+export const ECDSA_FILES: { file: string; curve: Curve; format: 'der' | 'compact' }[] = [
+  { file: 'ecdsa_secp256k1_sha256_test.json', curve: 'secp256k1', format: 'der' },
+  { file: 'ecdsa_secp256k1_sha256_p1363_test.json', curve: 'secp256k1', format: 'compact' },
+  { file: 'ecdsa_secp256r1_sha256_test.json', curve: 'p256', format: 'der' },
+  { file: 'ecdsa_secp256r1_sha256_p1363_test.json', curve: 'p256', format: 'compact' },
+];
+
+/**
+ * Runs one verification of test t and judges it: undefined when the verdict is right (valid →
+ * true, invalid → false, acceptable → either, never a throw), else a line saying what went wrong.
+ */
+export function ecdsaVerdictFailure(t: EcdsaTest, verify: () => boolean): string | undefined {
+  let got: boolean | string;
+  try {
+    got = verify();
+  } catch (e) {
+    got = 'threw ' + String(e);
+  }
+  if (t.result === 'acceptable') return typeof got === 'boolean' ? undefined : `tcId ${t.tcId} (${t.comment}): ${got}`;
+  return got === (t.result === 'valid') ? undefined : `tcId ${t.tcId} (${t.comment}) [${t.flags}]: expected ${t.result}, got ${got}`;
+}

@@ -2,10 +2,9 @@
 import { describe, it, expect } from 'vitest';
 import { secp256k1 as nobleK1 } from '@noble/curves/secp256k1.js';
 import { core } from '../../src/core/node.js';
-import { loadVector, unhex, hex, sha256, derToRS, PARAMS, expectCoreError, type Curve } from './util.js';
-
-interface EcdsaTest { tcId: number; comment: string; flags: string[]; msg: string; sig: string; result: 'valid' | 'invalid' | 'acceptable' }
-interface EcdsaFile { numberOfTests: number; testGroups: { publicKey: { uncompressed: string }; sha: string; tests: EcdsaTest[] }[] }
+import {
+  loadVector, unhex, hex, sha256, derToRS, PARAMS, expectCoreError, ECDSA_FILES, ecdsaVerdictFailure, type EcdsaFile, type EcdsaTest,
+} from './util.js';
 
 function cases(file: string): { pub: Uint8Array; t: EcdsaTest }[] {
   const f = loadVector<EcdsaFile>('wycheproof/' + file);
@@ -26,33 +25,15 @@ function sOf(sig: Uint8Array, format: 'der' | 'compact'): bigint | null {
   return rs ? rs.s : null;
 }
 
-const FILES: { file: string; curve: Curve; format: 'der' | 'compact' }[] = [
-  { file: 'ecdsa_secp256k1_sha256_test.json', curve: 'secp256k1', format: 'der' },
-  { file: 'ecdsa_secp256k1_sha256_p1363_test.json', curve: 'secp256k1', format: 'compact' },
-  { file: 'ecdsa_secp256r1_sha256_test.json', curve: 'p256', format: 'der' },
-  { file: 'ecdsa_secp256r1_sha256_p1363_test.json', curve: 'p256', format: 'compact' },
-];
-
 describe('Wycheproof ECDSA verification', () => {
-  for (const { file, curve, format } of FILES) {
+  for (const { file, curve, format } of ECDSA_FILES) {
     it(`${file}: every verdict holds (default mode accepts high-s)`, () => {
       const cc = core[curve];
       const failures: string[] = [];
       let checked = 0;
       for (const { pub, t } of cases(file)) {
-        const sig = unhex(t.sig);
-        const digest = sha256(unhex(t.msg));
-        let got: boolean | string;
-        try {
-          got = cc.verify(sig, digest, pub, { format });
-        } catch (e) {
-          got = 'threw ' + String(e);
-        }
-        if (t.result === 'acceptable') {
-          if (typeof got !== 'boolean') failures.push(`tcId ${t.tcId} (${t.comment}): ${got}`);
-        } else if (got !== (t.result === 'valid')) {
-          failures.push(`tcId ${t.tcId} (${t.comment}) [${t.flags}]: expected ${t.result}, got ${got}`);
-        }
+        const failure = ecdsaVerdictFailure(t, () => cc.verify(unhex(t.sig), sha256(unhex(t.msg)), pub, { format }));
+        if (failure) failures.push(failure);
         checked++;
       }
       expect(failures).toEqual([]);
