@@ -134,8 +134,6 @@ export function signRawPayloads(
   encoding: string,
   hashFunction: string,
   fieldPrefix = 'payloads',
-  /** the ECDSA batch signer (default: the core's batch path on this thread; e.g. a SignPool) */
-  batchSigner: (curve: 'secp256k1' | 'p256', digests: Uint8Array[], privateKey: Uint8Array) => RecoverableSignature[] = signDigests,
   /** index of payloads[0] in the whole request (when this is a slice of it), for error fields */
   firstIndex = 0,
 ): RawSignature[] {
@@ -145,7 +143,7 @@ export function signRawPayloads(
     return prepared.map((p) => formatEd25519Signature(signEd25519((p as { message: Uint8Array }).message, privateKey)));
   }
   const digests = prepared.map((p) => (p as { digest: Uint8Array }).digest);
-  const sigs = batchSigner(curve, digests, privateKey);
+  const sigs = signDigests(curve, digests, privateKey);
   return sigs.map(formatEcdsaSignature);
 }
 

@@ -4,7 +4,7 @@
  * the same jobs on worker threads. Both paths share this code, so they cannot drift apart.
  */
 import { CryptoError, type CryptoErrorCode } from './errors.js';
-import { signDigest, type CurveId, type EcdsaCurve, type RecoverableSignature } from './curves.js';
+import { signDigest, type CurveId } from './curves.js';
 import { signRawPayload, signRawPayloads, type RawPayloadRequest, type RawSignature } from './payload.js';
 import { parseUnsignedTransaction, serializeSignedTransaction, transactionSigningDigest } from './ethereum.js';
 
@@ -18,18 +18,16 @@ export type SignJob =
 
 export type SignJobResult = RawSignature | RawSignature[] | string;
 
-type BatchSigner = (curve: EcdsaCurve, digests: Uint8Array[], privateKey: Uint8Array) => RecoverableSignature[];
-
 /**
  * Checks what can be checked without the key (the transaction's curve and form), then opens the
  * key with `open`, does the job and wipes the key (open's result is owned here).
  */
-export function runSignJob(job: SignJob, open: () => Uint8Array, batchSigner?: BatchSigner): SignJobResult {
+export function runSignJob(job: SignJob, open: () => Uint8Array): SignJobResult {
   switch (job.op) {
     case 'payload':
       return withKey(open, (sk) => signRawPayload(job.curve, sk, job.request));
     case 'payloads':
-      return withKey(open, (sk) => signRawPayloads(job.curve, sk, job.payloads, job.encoding, job.hashFunction, job.fieldPrefix ?? 'payloads', batchSigner, job.firstIndex));
+      return withKey(open, (sk) => signRawPayloads(job.curve, sk, job.payloads, job.encoding, job.hashFunction, job.fieldPrefix ?? 'payloads', job.firstIndex));
     case 'transaction': {
       if (job.curve !== 'secp256k1') throw new CryptoError('UNSUPPORTED_COMBINATION', 'TRANSACTION_TYPE_ETHEREUM needs a CURVE_SECP256K1 key', 'signWith');
       const tx = parseUnsignedTransaction(job.unsignedTransaction, job.field ?? 'unsignedTransaction');
