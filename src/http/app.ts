@@ -231,8 +231,7 @@ export function createApp(deps: AppDeps): express.Express {
       // promise settles only after its COMMIT. The credential is resolved again in there, since
       // an earlier submit of the same group may have deleted the key or its user.
       const out = await submits.run(() => {
-        const keys = candidateKeys(store, cred.stamp.publicKey, cred.curve);
-        if (keys.length === 0) throw unauthenticated('no API key is registered for the stamp\'s public key', 'PUBLIC_KEY_NOT_FOUND');
+        const keys = registeredKeys(cred.stamp.publicKey, cred.curve);
         const { principal, organization } = resolvePrincipal(store, keys, env.organizationId,
           { parentMayRead: false, resolvesFromParent: false }, nowMs);
         // The queue runs this in a savepoint of its own, so a refusal leaves nothing behind.
@@ -255,9 +254,14 @@ export function createApp(deps: AppDeps): express.Express {
     }
     const stamp = parseStamp(header);
     const curve = SCHEME_CURVE[stamp.scheme];
-    const keys = candidateKeys(store, stamp.publicKey, curve);
+    return { stamp, keys: registeredKeys(stamp.publicKey, curve), curve };
+  }
+
+  /** The API keys registered for a stamp's public key (401 when there is none). */
+  function registeredKeys(publicKey: string, curve: ApiKeyCurve): ApiKeyRow[] {
+    const keys = candidateKeys(store, publicKey, curve);
     if (keys.length === 0) throw unauthenticated('no API key is registered for the stamp\'s public key', 'PUBLIC_KEY_NOT_FOUND');
-    return { stamp, keys, curve };
+    return keys;
   }
 
   /** Verifies the stamp over the raw bytes (401 when it does not). */
@@ -303,7 +307,7 @@ export function createHttpServer(app: express.Express): http.Server {
  * The HTTP server's listener: the Express app, after one normalization Express routing cannot
  * express: a base URL ending in `/` makes the clients send `//public/...`, served the same.
  */
-export function requestListener(app: express.Express): (req: IncomingMessage, res: ServerResponse) => void {
+function requestListener(app: express.Express): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     const url = req.url;
     if (url !== undefined && url.charCodeAt(1) === 47 && url.charCodeAt(0) === 47) req.url = url.replace(/^\/{2,}/, '/');
