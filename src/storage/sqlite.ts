@@ -131,18 +131,16 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
   const runTx = db.transaction((fn: () => unknown) => fn());
   let walSync: WalSync | undefined;
   // The outermost transaction's COMMIT is what WalSync has to cover.
-  const runInTransaction = {
-    immediate: (fn: () => unknown) => {
-      const outer = !db.inTransaction;
-      const v = runTx.immediate(fn);
-      if (outer) walSync?.committed();
-      return v;
-    },
+  const runImmediate = <T>(fn: () => T): T => {
+    const outer = !db.inTransaction;
+    const v = runTx.immediate(fn) as T;
+    if (outer) walSync?.committed();
+    return v;
   };
   const transaction = <T>(fn: () => T): T => {
-    if (db.inTransaction) return runInTransaction.immediate(fn) as T;
+    if (db.inTransaction) return runImmediate(fn);
     try {
-      return runInTransaction.immediate(fn) as T;
+      return runImmediate(fn);
     } finally {
       cache.transactionEnded();
     }
@@ -159,7 +157,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     // wait, so a process of a pool does not sleep in SQLite's busy handler with its event loop
     // stopped while another process commits; inside the transaction the usual timeout applies.
     transactionNoWait: opts.multiProcess === false ? undefined : <T>(fn: () => T): { busy: true } | { busy: false; value: T } => {
-      if (db.inTransaction) return { busy: false, value: runInTransaction.immediate(fn) as T };
+      if (db.inTransaction) return { busy: false, value: transaction(fn) };
       let started = false;
       noBusyWait();
       try {
