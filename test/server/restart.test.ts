@@ -5,9 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, newP256Key, submitBody, rawRequest, uniqueName, allActivities, type TestServer } from './harness.js';
 import { QUERY, SUBMIT } from './checks.js';
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { ensureBuilt, kmasBin, root } from './build.js';
+import { ensureBuilt, spawnServe, type ServeProcess } from './build.js';
 import { freshDataDir, sdkClient } from './harness.js';
 
 let first: TestServer | undefined;
@@ -76,18 +74,11 @@ describe('durability', () => {
     const why = ensureBuilt();
     if (why) ctx.skip(why);
     const dataDir = freshDataDir();
-    const child = spawn(process.execPath, [kmasBin, 'serve'], { cwd: root, env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' } });
-    let out = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { out += d; });
+    let serve: ServeProcess | undefined;
     let after: TestServer | undefined;
     try {
-      const deadline = Date.now() + 20_000;
-      while (!/https?:\/\/127\.0\.0\.1:\d+/.test(out) || !existsSync(join(dataDir, 'root-api-key.json'))) {
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`CLI did not start: ${out.slice(0, 500)}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      const url = /(https?:\/\/127\.0\.0\.1:\d+)/.exec(out)![1]!;
+      serve = await spawnServe(dataDir);
+      const url = serve.url;
       const key = JSON.parse(readFileSync(join(dataDir, 'root-api-key.json'), 'utf8'));
       const orgId = JSON.parse(readFileSync(join(dataDir, 'bootstrap.json'), 'utf8')).organizationId;
       const c = sdkClient(url, key, orgId);
@@ -96,9 +87,7 @@ describe('durability', () => {
         const r: any = await c.createUserTag({ userTagName: `durable-${i}`, userIds: [] });
         ids.push(r.activity.id);
       }
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGKILL'); // no graceful shutdown: nothing may be left to flush
-      await exited;
+      await serve.stop('SIGKILL'); // no graceful shutdown: nothing may be left to flush
       after = await startTestServer({ dataDir });
       for (const id of ids) {
         const got: any = await after.sdk.getActivity({ activityId: id });
@@ -107,7 +96,7 @@ describe('durability', () => {
       const tags: any = await after.sdk.listUserTags();
       expect(tags.userTags.filter((t: any) => t.tagName.startsWith('durable-'))).toHaveLength(20);
     } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await serve?.stop('SIGKILL');
       await after?.stop();
       if (!after) (await import('node:fs')).rmSync(dataDir, { recursive: true, force: true });
     }

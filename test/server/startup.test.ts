@@ -4,13 +4,13 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import { readFileSync, statSync, existsSync, rmSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startTestServer, newP256Key, freshDataDir, rawRequest, submitBody, type TestServer } from './harness.js';
 import { startServer } from '../../src/server.js';
 import { loadConfig, ConfigError } from '../../src/config.js';
 import { QUERY } from './checks.js';
-import { ensureBuilt } from './build.js';
+import { ensureBuilt, spawnServe, type ServeProcess } from './build.js';
 import { createServer as createNetServer } from 'node:net';
 import { p256 } from '@noble/curves/nist.js';
 import { hexToBytes, bytesToHex } from '@noble/hashes/utils.js';
@@ -141,17 +141,11 @@ describe('bad configuration stops start-up with a clear message', () => {
     const why = ensureBuilt();
     if (why) ctx.skip(why);
     const dataDir = freshDataDir();
-    const child = spawn(process.execPath, [join(root, 'bin/kmas.js'), 'serve'], { cwd: root, env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' } });
-    let out = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { out += d; });
+    let serve: ServeProcess | undefined;
     try {
-      const deadline = Date.now() + 20_000;
-      while (!existsSync(join(dataDir, 'bootstrap.json')) || !/https?:\/\/[\d.]+:\d+/.test(out)) {
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`CLI did not start: ${out.slice(0, 500)}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      serve = await spawnServe(dataDir);
       await new Promise((r) => setTimeout(r, 200));
+      const out = serve.output();
       const b = JSON.parse(readFileSync(join(dataDir, 'bootstrap.json'), 'utf8'));
       const line = out.split('\n').find((l) => l.includes(b.organizationId));
       expect(line, `a log line naming the organization id: ${out.slice(0, 800)}`).toBeDefined();
@@ -160,14 +154,9 @@ describe('bad configuration stops start-up with a clear message', () => {
       expect(line).toMatch(/root-api-key\.json/);
       const key = JSON.parse(readFileSync(join(dataDir, 'root-api-key.json'), 'utf8'));
       expect(out, 'the private key never appears in the log').not.toContain(key.privateKey);
-      const url = /(https?:\/\/[\d.]+:\d+)/.exec(out)![1];
-      expect((await fetch(url + '/healthz')).status).toBe(200);
+      expect((await fetch(serve.url + '/healthz')).status).toBe(200);
     } finally {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await serve?.stop();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
