@@ -55,41 +55,52 @@ export function post(agent: http.Agent, port: number, r: Req, readBody = true): 
   });
 }
 
-/** Sends every request once from `concurrency` keep-alive clients; wall time and per-request latency in ms. */
-export async function load(port: number, reqs: Req[], concurrency: number, opts: LoadOptions = {}): Promise<LoadResult> {
-  const readBody = opts.readBody ?? true;
-  const ok = opts.ok ?? ((status: number) => status === 200);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const lat: number[] = new Array(reqs.length);
-  let next = 0;
-  let errors = 0;
-  const t0 = process.hrtime.bigint();
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    for (;;) {
-      const i = next++;
-      if (i >= reqs.length) return;
-      const s = process.hrtime.bigint();
-      const res = await post(agent, port, reqs[i]!, readBody);
-      lat[i] = Number(process.hrtime.bigint() - s) / 1e6;
-      if (!ok(res.status, res.body)) errors++;
-    }
-  }));
-  const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
-  agent.destroy();
-  return { wallMs, lat, errors };
+/** A set of keep-alive clients: run() sends every request once; close() ends the connections. */
+export interface LoadSession {
+  run(reqs: Req[]): Promise<LoadResult>;
+  close(): void;
 }
 
 /**
- * The load generators: 'node' = node:http keep-alive clients (load() here; ≈ 200 µs of CPU per
+ * `concurrency` keep-alive node:http clients over one agent. Each run() sends every request once
+ * and reports its wall time and per-request latency in ms; the connections a warm-up run opened
+ * serve the timed run too, so its first requests meet no connection set-up.
+ */
+export function nodeClients(port: number, concurrency: number, opts: LoadOptions = {}): LoadSession {
+  const readBody = opts.readBody ?? true;
+  const ok = opts.ok ?? ((status: number) => status === 200);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const run = async (reqs: Req[]): Promise<LoadResult> => {
+    const lat: number[] = new Array(reqs.length);
+    let next = 0;
+    let errors = 0;
+    const t0 = process.hrtime.bigint();
+    await Promise.all(Array.from({ length: concurrency }, async () => {
+      for (;;) {
+        const i = next++;
+        if (i >= reqs.length) return;
+        const s = process.hrtime.bigint();
+        const res = await post(agent, port, reqs[i]!, readBody);
+        lat[i] = Number(process.hrtime.bigint() - s) / 1e6;
+        if (!ok(res.status, res.body)) errors++;
+      }
+    }));
+    return { wallMs: Number(process.hrtime.bigint() - t0) / 1e6, lat, errors };
+  };
+  return { run, close: () => agent.destroy() };
+}
+
+/**
+ * The load generators: 'node' = node:http keep-alive clients (nodeClients() here; ≈ 200 µs of CPU per
  * request, like an application's own Node client), 'raw' = rawload.ts (pre-encoded requests over
  * plain sockets, a few tens of µs per request, like wrk or autocannon).
  */
 export type LoadClient = 'node' | 'raw';
 
 /**
- * load() (or rawload.ts loadRaw, for client 'raw') from a separate process (loadclient.ts), so
- * that the server's event loop is its own: the first `warm` requests warm the client and the
- * server up, the rest are timed. A reply is an error unless it is a 200 (containing `expect`,
+ * nodeClients() (or rawload.ts rawClients, for client 'raw') from a separate process
+ * (loadclient.ts), so that the server's event loop is its own: the first `warm` requests warm the
+ * client, the connections and the server up, the rest are timed over the same connections. A reply is an error unless it is a 200 (containing `expect`,
  * when given).
  */
 export function loadInChild(port: number, reqs: Req[], concurrency: number, warm: number, expect?: string, client: LoadClient = 'node'): Promise<LoadResult> {

@@ -19,7 +19,7 @@ import { pathToFileURL } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { startServer, type RunningServer } from '../src/server.js';
 import { loadConfig } from '../src/config.js';
-import { load as loadAll, medianByRps, percentile as pct, post, stampBody, startTrivial, writeResults, type LoadResult, type Req } from './load.js';
+import { nodeClients, medianByRps, percentile as pct, post, stampBody, startTrivial, writeResults, type LoadResult, type Req } from './load.js';
 
 type Scenario = 'whoami' | 'submit' | 'sign' | 'batch';
 interface Target { name: string; server: RunningServer; orgId: string; privateKeyId: string; key: { publicKey: string; privateKey: string }; dataDir: string }
@@ -46,8 +46,9 @@ function request(t: Target, s: Scenario | 'trivial'): Req {
 }
 
 /** Sends every request once from `clients` keep-alive clients; a reply is an error unless 200 and not a FAILED activity. */
-function load(port: number, reqs: Req[], clients: number): Promise<LoadResult> {
-  return loadAll(port, reqs, clients, { ok: (status, body) => status === 200 && !body.includes('ACTIVITY_STATUS_FAILED') });
+async function load(port: number, reqs: Req[], clients: number): Promise<LoadResult> {
+  const c = nodeClients(port, clients, { ok: (status, body) => status === 200 && !body.includes('ACTIVITY_STATUS_FAILED') });
+  try { return await c.run(reqs); } finally { c.close(); }
 }
 
 async function target(name: string, workers: number, sync: string): Promise<Target> {
