@@ -236,13 +236,14 @@ describe('CLI commands', () => {
 
 describe('configuration takes effect', () => {
   it('timestampWindowMs bounds the age of a submit\'s timestampMs', async () => {
-    const ts = await startTestServer({ timestampWindowMs: 2000 } as any);
+    const ts = await startTestServer({ timestampWindowMs: 10_000 } as any);
     started.push(ts);
     const body = (ageMs: number) => submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', ts.orgId, { userTagName: `w-${ageMs}-${Math.random()}`, userIds: [] }, String(Date.now() - ageMs));
-    const old = await ts.raw('/public/v1/submit/create_user_tag', body(5000));
+    // 30 s old would pass the default 5-minute window: refused only because this one is 10 s
+    const old = await ts.raw('/public/v1/submit/create_user_tag', body(30_000));
     expect(old.status, old.text).toBe(400);
     expect(old.json.message).toMatch(/timestamp/i);
-    const fresh = await ts.raw('/public/v1/submit/create_user_tag', body(500));
+    const fresh = await ts.raw('/public/v1/submit/create_user_tag', body(1000));
     expect(fresh.status, fresh.text).toBe(200);
   });
 
