@@ -91,17 +91,17 @@ export function nodeClients(port: number, concurrency: number, opts: LoadOptions
 }
 
 /**
- * The load generators: 'node' = node:http keep-alive clients (nodeClients() here; ≈ 200 µs of CPU per
- * request, like an application's own Node client), 'raw' = rawload.ts (pre-encoded requests over
- * plain sockets, a few tens of µs per request, like wrk or autocannon).
+ * The load generators: 'node' = node:http keep-alive clients (nodeClients() here; ≈ 200 µs of
+ * CPU per request, like an application's own Node client), 'raw' = rawload.ts (pre-encoded
+ * requests over plain sockets, a few tens of µs per request, like wrk or autocannon).
  */
 export type LoadClient = 'node' | 'raw';
 
 /**
  * nodeClients() (or rawload.ts rawClients, for client 'raw') from a separate process
  * (loadclient.ts), so that the server's event loop is its own: the first `warm` requests warm the
- * client, the connections and the server up, the rest are timed over the same connections. A reply is an error unless it is a 200 (containing `expect`,
- * when given).
+ * client, the connections and the server up, the rest are timed over the same connections. A
+ * reply is an error unless it is a 200 (containing `expect`, when given).
  */
 export function loadInChild(port: number, reqs: Req[], concurrency: number, warm: number, expect?: string, client: LoadClient = 'node'): Promise<LoadResult> {
   const dir = mkdtempSync(join(tmpdir(), 'kmas-bench-load-'));

@@ -5,9 +5,9 @@
  * node:http's client spends ≈ 200 µs, so on a 2-core machine it leaves the server the CPU that a
  * heavier client takes, and its own queueing adds little to the latency it reports.
  *
- * Connections are opened before timing and kept from one run to the next. A request counts as an error when its reply is not a
- * success (`ok`) or never comes: a closed connection, an unparsable reply or one without
- * Content-Length ends that client, and the other clients send the rest.
+ * Connections are opened before timing and kept from one run to the next. A request counts as an
+ * error when its reply is not a success (`ok`) or never comes: a closed connection, an unparsable
+ * reply or one without Content-Length ends that connection, and the others send the rest.
  */
 import net from 'node:net';
 import type { LoadResult, LoadSession, Req } from './load.js';
