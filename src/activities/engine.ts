@@ -3,7 +3,8 @@
  * transaction that runs the handler and stores the activity (COMPLETED, or FAILED with the
  * reason when the operation fails after acceptance). Refusals before acceptance store nothing.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { sha256 } from '../crypto/curves.js';
 import { ApiError, invalidArgument, permissionDenied } from '../errors.js';
 import { timestamp } from '../domain/records.js';
 import type { Principal } from '../domain/principal.js';
@@ -16,8 +17,10 @@ export const STATUS_COMPLETED = 'ACTIVITY_STATUS_COMPLETED';
 export const STATUS_FAILED = 'ACTIVITY_STATUS_FAILED';
 export const QUERY_ACTIVITY_TYPE = 'ACTIVITY_TYPE_UNKNOWN_V1';
 
+/** `sha256:<hex>` of the exact body bytes (SHA-256 in the wasm core: no native object per request). */
 export function fingerprintOf(body: Uint8Array): string {
-  return `sha256:${createHash('sha256').update(body).digest('hex')}`;
+  const d = sha256(body);
+  return `sha256:${Buffer.from(d.buffer, d.byteOffset, d.byteLength).toString('hex')}`;
 }
 
 export interface Envelope {

@@ -7,7 +7,7 @@
  * the ECDSA schemes fall back to node:crypto (P-256, secp256k1) and @noble/curves (EIP-191).
  */
 import { createHash, createPublicKey, verify as nodeVerify, type KeyObject } from 'node:crypto';
-import type { CurveCore } from '../core/api.js';
+import type { Core, CurveCore } from '../core/api.js';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { unauthenticated } from '../errors.js';
@@ -35,8 +35,8 @@ export const SCHEME_CURVE: Record<StampScheme, ApiKeyCurve> = {
   SIGNATURE_SCHEME_TK_API_ED25519: 'API_KEY_CURVE_ED25519',
 };
 
-/** The wasm core's curves, when it loads. */
-let coreCurves: { secp256k1: CurveCore; p256: CurveCore } | undefined;
+/** The wasm core (its curves and SHA-256), when it loads. */
+let coreCurves: Pick<Core, 'secp256k1' | 'p256' | 'sha256'> | undefined;
 try {
   coreCurves = (await import('../core/node.js')).core;
 } catch {
@@ -61,7 +61,12 @@ function coreVerify(curve: CurveCore | undefined, compact: Uint8Array, digest: U
   }
 }
 
-const sha256 = (body: Uint8Array) => createHash('sha256').update(body).digest();
+/**
+ * SHA-256 of a body: in the core when it loads. node:crypto's createHash makes a native object per
+ * call, and the garbage collector then runs a weak callback for each: under load that made the
+ * young-generation collections of the thread that checks stamps twice as long.
+ */
+const sha256 = (body: Uint8Array): Uint8Array => (coreCurves ? coreCurves.sha256(body) : createHash('sha256').update(body).digest());
 
 /**
  * DER SEQUENCE{INTEGER r, INTEGER s} → 64-byte r‖s. Lenient on one point only: integers may carry
