@@ -87,8 +87,8 @@ describe('durability off the event loop (syncOffThread)', () => {
       const realFdatasync = fs.fdatasync;
       let started = 0;
       (fs as { fdatasync: typeof fs.fdatasync }).fdatasync = ((fd: number, cb: (e: NodeJS.ErrnoException | null) => void) => {
-        started++;
-        realFdatasync(fd, (e) => { synced.push(started); cb(e); });
+        const n = ++started; // this sync's number
+        realFdatasync(fd, (e) => { synced.push(n); cb(e); });
       }) as typeof fs.fdatasync;
       try {
         store.transaction(() => store.organizations.insert({ id: 'o1', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
@@ -97,11 +97,15 @@ describe('durability off the event loop (syncOffThread)', () => {
         // a commit made while that sync runs waits for a second one
         store.transaction(() => store.organizations.insert({ id: 'o2', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
         const second = store.durable!();
+        // Syncs may finish in either order; each waiter needs one that started after its commit
+        // (sync 1 started after commit o1; sync 2, or a later one, after commit o2).
         await first;
+        expect(synced.length, 'first resolved only after a sync had finished').toBeGreaterThanOrEqual(1);
         await second;
         expect(started).toBeGreaterThanOrEqual(2);
-        expect(synced.length).toBe(started);
+        expect(synced.some((n) => n >= 2), 'second resolved only after a sync started after its commit had finished').toBe(true);
         expect(store.durable!()).toBeUndefined();
+        while (synced.length < started) await new Promise((r) => setTimeout(r, 5)); // let the other sync end
         expect((db.prepare('SELECT COUNT(*) AS n FROM organizations').get() as { n: number }).n).toBe(3);
       } finally {
         (fs as { fdatasync: typeof fs.fdatasync }).fdatasync = realFdatasync;
