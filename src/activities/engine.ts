@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sha256 } from '../crypto/curves.js';
+import { bytesToHex } from '../crypto/bytes.js';
 import { ApiError, invalidArgument, permissionDenied } from '../errors.js';
 import { timestamp } from '../domain/records.js';
 import type { Principal } from '../domain/principal.js';
@@ -19,8 +20,7 @@ export const QUERY_ACTIVITY_TYPE = 'ACTIVITY_TYPE_UNKNOWN_V1';
 
 /** `sha256:<hex>` of the exact body bytes (SHA-256 in the wasm core: no native object per request). */
 export function fingerprintOf(body: Uint8Array): string {
-  const d = sha256(body);
-  return `sha256:${Buffer.from(d.buffer, d.byteOffset, d.byteLength).toString('hex')}`;
+  return `sha256:${bytesToHex(sha256(body))}`;
 }
 
 export interface Envelope {

@@ -36,18 +36,18 @@ export const SCHEME_CURVE: Record<StampScheme, ApiKeyCurve> = {
 };
 
 /** The wasm core (its curves and SHA-256), when it loads. */
-let coreCurves: Pick<Core, 'secp256k1' | 'p256' | 'sha256'> | undefined;
+let wasmCore: Pick<Core, 'secp256k1' | 'p256' | 'sha256'> | undefined;
 try {
-  coreCurves = (await import('../core/node.js')).core;
+  wasmCore = (await import('../core/node.js')).core;
 } catch {
-  coreCurves = undefined;
+  wasmCore = undefined;
 }
 
 /** Which implementation verifies each curve (reported at start-up). */
 export const VERIFIER_BACKENDS = {
-  p256: coreCurves ? 'wasm core' : 'node:crypto',
-  secp256k1: coreCurves ? 'wasm core' : 'node:crypto',
-  secp256k1Eip191: coreCurves ? 'wasm core' : '@noble/curves',
+  p256: wasmCore ? 'wasm core' : 'node:crypto',
+  secp256k1: wasmCore ? 'wasm core' : 'node:crypto',
+  secp256k1Eip191: wasmCore ? 'wasm core' : '@noble/curves',
   ed25519: 'node:crypto',
 } as const;
 
@@ -66,7 +66,7 @@ function coreVerify(curve: CurveCore | undefined, compact: Uint8Array, digest: U
  * call, and the garbage collector then runs a weak callback for each: under load that made the
  * young-generation collections of the thread that checks stamps twice as long.
  */
-const sha256 = (body: Uint8Array): Uint8Array => (coreCurves ? coreCurves.sha256(body) : createHash('sha256').update(body).digest());
+const sha256 = (body: Uint8Array): Uint8Array => (wasmCore ? wasmCore.sha256(body) : createHash('sha256').update(body).digest());
 
 /**
  * DER SEQUENCE{INTEGER r, INTEGER s} → 64-byte r‖s. Lenient on one point only: integers may carry
@@ -154,7 +154,7 @@ function ecdsaSha256Verifier(curve: 'p256' | 'secp256k1', spki: Buffer): (body: 
     if (!COMPRESSED_KEY.test(publicKeyHex)) return false;
     const compact = derToCompact(Buffer.from(signatureHex, 'hex'));
     if (!compact) return false;
-    const viaCore = coreVerify(coreCurves?.[curve], compact, sha256(body), publicKeyHex);
+    const viaCore = coreVerify(wasmCore?.[curve], compact, sha256(body), publicKeyHex);
     if (viaCore !== undefined) return viaCore;
     const key = cachedKey(`${curve}:${publicKeyHex}`, () =>
       createPublicKey({ key: Buffer.concat([spki, Buffer.from(publicKeyHex, 'hex')]), format: 'der', type: 'spki' }));
@@ -178,7 +178,7 @@ export function verifySecp256k1Eip191(body: Uint8Array, signatureHex: string, pu
   const digest = keccak_256(Buffer.concat([prefix, body]));
   const compact = derToCompact(Buffer.from(signatureHex, 'hex'));
   if (!compact) return false;
-  const viaCore = coreVerify(coreCurves?.secp256k1, compact, digest, publicKeyHex);
+  const viaCore = coreVerify(wasmCore?.secp256k1, compact, digest, publicKeyHex);
   if (viaCore !== undefined) return viaCore;
   try {
     return secp256k1.verify(compact, digest, Buffer.from(publicKeyHex, 'hex'),
