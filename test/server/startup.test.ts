@@ -5,18 +5,16 @@ import { describe, it, expect, afterAll } from 'vitest';
 import { readFileSync, statSync, existsSync, rmSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { startTestServer, newP256Key, freshDataDir, rawRequest, submitBody, type TestServer } from './harness.js';
 import { startServer } from '../../src/server.js';
 import { loadConfig, ConfigError } from '../../src/config.js';
 import { QUERY } from './checks.js';
-import { ensureBuilt, spawnServe, type ServeProcess } from './build.js';
+import { ensureBuilt, kmasBin, root, spawnServe, type ServeProcess } from './build.js';
 import { createServer as createNetServer } from 'node:net';
 import { p256 } from '@noble/curves/nist.js';
 import { hexToBytes, bytesToHex } from '@noble/hashes/utils.js';
 import { ApiKeyStamper } from '@turnkey/api-key-stamper';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 
 
 const started: TestServer[] = [];
@@ -125,11 +123,11 @@ describe('bad configuration stops start-up with a clear message', () => {
     if (why) ctx.skip(why);
     const dataDir = freshDataDir();
     try {
-      const r = spawnSync(process.execPath, [join(root, 'bin/kmas.js'), 'serve'], { cwd: root, env: { ...process.env, PORT: 'not-a-port', DATA_DIR: dataDir }, encoding: 'utf8', timeout: 30_000 });
+      const r = spawnSync(process.execPath, [kmasBin, 'serve'], { cwd: root, env: { ...process.env, PORT: 'not-a-port', DATA_DIR: dataDir }, encoding: 'utf8', timeout: 30_000 });
       expect(r.status, r.stdout + r.stderr).not.toBe(0);
       expect(r.stderr + r.stdout).toMatch(/PORT/);
       expect(r.stderr + r.stdout).not.toMatch(/\n\s+at /); // no stack trace
-      const r2 = spawnSync(process.execPath, [join(root, 'bin/kmas.js'), 'serve', '--port', '65536'], { cwd: root, env: { ...process.env, DATA_DIR: dataDir }, encoding: 'utf8', timeout: 30_000 });
+      const r2 = spawnSync(process.execPath, [kmasBin, 'serve', '--port', '65536'], { cwd: root, env: { ...process.env, DATA_DIR: dataDir }, encoding: 'utf8', timeout: 30_000 });
       expect(r2.status).not.toBe(0);
       expect(r2.stderr + r2.stdout).toMatch(/port/i);
     } finally {
@@ -164,7 +162,7 @@ describe('bad configuration stops start-up with a clear message', () => {
 
 describe('CLI commands', () => {
   const cli = (args: string[], env: Record<string, string> = {}) =>
-    spawnSync(process.execPath, [join(root, 'bin/kmas.js'), ...args], { cwd: root, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
+    spawnSync(process.execPath, [kmasBin, ...args], { cwd: root, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
 
   it('--help names serve, init, api-key and the documented variables with their flags', (ctx) => {
     const why = ensureBuilt();
