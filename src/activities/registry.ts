@@ -10,10 +10,11 @@ import {
 } from './handlers/tags.js';
 import { removeOrganizationFeature, setOrganizationFeature } from './handlers/features.js';
 import { KEY_QUERIES, KEY_SUBMITS } from './handlers/keyOperations.js';
+import { createSubOrganization, deleteSubOrganization, listSubOrgs } from './handlers/subOrganizations.js';
 
 const QUERIES: QueryOperation<any>[] = [
   getActivity, listActivities, whoami, getOrganization, getOrganizationConfigs,
-  listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags,
+  listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags, listSubOrgs,
   ...KEY_QUERIES,
 ];
 const SUBMITS: SubmitOperation<any, any>[] = [
@@ -21,6 +22,7 @@ const SUBMITS: SubmitOperation<any, any>[] = [
   createApiKeys, deleteApiKeys,
   createUserTag, updateUserTag, deleteUserTags, createPrivateKeyTag, updatePrivateKeyTag, deletePrivateKeyTags,
   setOrganizationFeature, removeOrganizationFeature,
+  createSubOrganization, deleteSubOrganization,
   ...KEY_SUBMITS,
 ];
 

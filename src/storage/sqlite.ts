@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import type {
-  ActivityListQuery, ActivityRow, ApiKeyRow, FeatureRow, OrganizationRow, Store, TagRow, TagType, UserRow,
+  ActivityListQuery, ActivityRow, ApiKeyRow, FeatureRow, OrganizationRow, Store, SubOrgFilter, TagRow, TagType, UserRow,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
@@ -189,6 +189,11 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       roots: () => s.orgRoots.all().map(orgFrom),
       touch: (id, ms) => { clearCaches(); s.orgTouch.run(ms, id); },
       count: () => s.orgCount.get()!.n,
+      subOrgIds: (parentId, filter, page) => listSubOrgIds(parentId, filter, page),
+      delete: (id) => {
+        clearCaches();
+        for (const st of orgDelete) st.run(id);
+      },
     },
     users: {
       get: (org, id) => cache.get(userCache, `${org}/${id}`, () => { const r = s.userGet.get(org, id); return r ? userFrom(r) : undefined; }),
@@ -242,6 +247,56 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       count: (org) => s.actCount.get(org)!.n,
     },
   };
+
+  // Children before parents (foreign keys); activities are kept.
+  const orgDelete = [
+    'DELETE FROM tag_members WHERE tag_id IN (SELECT id FROM tags WHERE organization_id = ?)',
+    'DELETE FROM api_keys WHERE organization_id = ?',
+    'DELETE FROM users WHERE organization_id = ?',
+    'DELETE FROM tags WHERE organization_id = ?',
+    'DELETE FROM features WHERE organization_id = ?',
+    'DELETE FROM wallet_accounts WHERE organization_id = ?',
+    'DELETE FROM wallets WHERE organization_id = ?',
+    'DELETE FROM private_key_addresses WHERE organization_id = ?',
+    'DELETE FROM private_keys WHERE organization_id = ?',
+    'DELETE FROM import_targets WHERE organization_id = ?',
+    'DELETE FROM organizations WHERE id = ?',
+  ].map((sql) => db.prepare(sql));
+
+  const SUBORG_FILTER: Record<SubOrgFilter['type'], string> = {
+    NAME: 'o.name = ?',
+    USERNAME: 'EXISTS (SELECT 1 FROM users u WHERE u.organization_id = o.id AND u.name = ?)',
+    EMAIL: 'EXISTS (SELECT 1 FROM users u WHERE u.organization_id = o.id AND lower(u.email) = lower(?))',
+    PHONE_NUMBER: 'EXISTS (SELECT 1 FROM users u WHERE u.organization_id = o.id AND u.phone_number = ?)',
+    PUBLIC_KEY: 'EXISTS (SELECT 1 FROM api_keys k WHERE k.organization_id = o.id AND k.public_key = lower(?))',
+    WALLET_ACCOUNT_ADDRESS: 'EXISTS (SELECT 1 FROM wallet_accounts a WHERE a.organization_id = o.id AND a.address_key = ?)',
+  };
+  const subOrgCursor = q<{ created_ms: number; id: string }>('SELECT created_ms, id FROM organizations WHERE parent_id = ? AND id = ?');
+
+  /** Newest first (created_ms, then id). undefined when a cursor names no sub-organization of the parent. */
+  function listSubOrgIds(parentId: string, filter: SubOrgFilter | undefined, page: { limit: number; beforeId?: string; afterId?: string }): string[] | undefined {
+    const where = ['o.parent_id = ?'];
+    const args: unknown[] = [parentId];
+    if (filter) {
+      where.push(SUBORG_FILTER[filter.type]);
+      args.push(filter.type === 'WALLET_ACCOUNT_ADDRESS' ? filter.addressKey : filter.value);
+    }
+    let ascending = false;
+    const cursor = page.afterId ?? page.beforeId;
+    if (cursor !== undefined) {
+      const c = subOrgCursor.get(parentId, cursor);
+      if (!c) return undefined;
+      if (page.afterId !== undefined) where.push('(o.created_ms, o.id) < (?, ?)');
+      else { where.push('(o.created_ms, o.id) > (?, ?)'); ascending = true; }
+      args.push(c.created_ms, c.id);
+    }
+    const order = ascending ? 'ASC' : 'DESC';
+    const sql = `SELECT o.id FROM organizations o WHERE ${where.join(' AND ')} ORDER BY o.created_ms ${order}, o.id ${order} LIMIT ?`;
+    args.push(page.limit);
+    const ids = (db.prepare(sql).all(...args) as { id: string }[]).map((r) => r.id);
+    if (ascending) ids.reverse();
+    return ids;
+  }
 
   /** Newest first. undefined when a cursor names no activity of the organization. */
   function listActivities(lq: ActivityListQuery): ActivityRow[] | undefined {

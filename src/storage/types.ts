@@ -83,6 +83,15 @@ export interface ActivityListQuery {
   afterId?: string;
 }
 
+/**
+ * What list_suborgs matches: the sub-organization's name, or one of its users (name, e-mail
+ * compared without regard to case, phone number), an API key's public key, or a wallet account's
+ * address.
+ */
+export type SubOrgFilter =
+  | { type: 'NAME' | 'USERNAME' | 'EMAIL' | 'PHONE_NUMBER' | 'PUBLIC_KEY'; value: string }
+  | { type: 'WALLET_ACCOUNT_ADDRESS'; value: string; addressKey: string };
+
 export interface Store {
   /** Runs fn inside one write transaction (all or nothing). */
   transaction<T>(fn: () => T): T;
@@ -108,6 +117,17 @@ export interface Store {
     roots(): OrganizationRow[];
     touch(id: string, ms: number): void;
     count(): number;
+    /**
+     * Ids of the direct sub-organizations of `parentId` that match `filter`, newest first, a page
+     * at a time (the cursors are sub-organization ids); undefined when a cursor names none of them.
+     */
+    subOrgIds(parentId: string, filter: SubOrgFilter | undefined, page: { limit: number; beforeId?: string; afterId?: string }): string[] | undefined;
+    /**
+     * Removes an organization and everything it holds (users, API keys, tags, features, wallets,
+     * accounts, private keys, import targets). Its activities stay, as the audit trail. The caller
+     * makes sure it has no sub-organizations.
+     */
+    delete(id: string): void;
   };
   users: {
     get(organizationId: string, id: string): UserRow | undefined;

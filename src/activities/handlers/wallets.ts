@@ -16,11 +16,11 @@ import { readAccounts, requireKeyAdmin, type AccountParams } from './keyParams.j
 
 export const MNEMONIC_LENGTHS = [12, 15, 18, 21, 24];
 
-export function readMnemonicLength(v: Validator, o: Obj): number {
+export function readMnemonicLength(v: Validator, o: Obj, field = 'mnemonicLength'): number {
   const raw = o.mnemonicLength;
   if (raw === undefined || raw === null || raw === '') return 12;
   const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,3}$/.test(raw) ? Number(raw) : NaN;
-  if (!MNEMONIC_LENGTHS.includes(n)) { v.fail('mnemonicLength', 'must be 12, 15, 18, 21 or 24'); return 12; }
+  if (!MNEMONIC_LENGTHS.includes(n)) { v.fail(field, 'must be 12, 15, 18, 21 or 24'); return 12; }
   return n;
 }
 
@@ -48,7 +48,7 @@ export function addAccounts(ctx: ExecContext, wallet: WalletRow, accounts: Accou
 }
 
 /** An account with the same curve, path and address format already in the wallet (or twice in the request) → 409. */
-function refuseDuplicates(store: Store, organizationId: string, walletId: string | undefined, accounts: AccountParams[], field = 'accounts'): void {
+export function refuseDuplicates(store: Store, organizationId: string, walletId: string | undefined, accounts: AccountParams[], field = 'accounts'): void {
   const seen = new Set<string>();
   accounts.forEach((a, i) => {
     const k = `${a.curve}|${a.path}|${a.addressFormat}`;
@@ -89,7 +89,7 @@ export const createWallet: SubmitOperation<CreateWallet, { walletId: string; add
  * operations that create a wallet, e.g. create_sub_organization's `wallet` (validate its fields
  * with readAccounts / readMnemonicLength first).
  */
-export function createWalletIn(ctx: ExecContext, organizationId: string, w: CreateWallet): { walletId: string; addresses: string[] } {
+export function createWalletIn(ctx: ExecContext, organizationId: string, w: CreateWallet, accountsField = 'accounts'): { walletId: string; addresses: string[] } {
   const { store, nowMs } = ctx;
   const id = ctx.newId();
   const made = cryptoCall(() => vaultOf(store).newWallet(w.mnemonicLength, ctxWallet(organizationId, id)));
@@ -98,7 +98,7 @@ export function createWalletIn(ctx: ExecContext, organizationId: string, w: Crea
     imported: false, exported: false, createdMs: nowMs, updatedMs: nowMs,
   };
   store.keys.wallets.insert(wallet);
-  return { walletId: id, addresses: addAccounts(ctx, wallet, w.accounts) };
+  return { walletId: id, addresses: addAccounts(ctx, wallet, w.accounts, true, accountsField) };
 }
 
 interface CreateAccounts { walletId: string; accounts: AccountParams[]; persist?: boolean }
