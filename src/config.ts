@@ -33,6 +33,12 @@ export interface Config {
   signWorkers: number;
   /** Worker threads for stamp checks; -1 = auto (1 with more than one CPU and WORKERS = 1, else 0). */
   stampWorkers: number;
+  /** Webhooks (src/webhooks.ts): delay before the first retry (ms), doubling per attempt. */
+  webhookRetryMs: number;
+  /** Webhooks: attempts per event, the first included. */
+  webhookMaxAttempts: number;
+  /** Webhooks: how long a receiver has to answer (ms). */
+  webhookTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -116,6 +122,9 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'workers', env: 'WORKERS', flag: '--workers', def: '1', doc: 'Server processes sharing the port (node:cluster; SQLite WAL shared); 1 = one process, auto = one per CPU', parse: workerCount },
   { key: 'signWorkers', env: 'SIGN_WORKERS', flag: '--sign-workers', def: 'auto', doc: 'Worker threads (each with its own wasm core) that open sealed keys and sign off the event loop (sign_raw_payload(s), sign_transaction; batches split across them); 0 = sign on the request thread; auto = 1 when the machine has more than one CPU and WORKERS is 1, else 0', parse: threadCount },
   { key: 'stampWorkers', env: 'STAMP_WORKERS', flag: '--stamp-workers', def: 'auto', doc: 'Worker threads checking stamps off the event loop; auto = 1 when the machine has more than one CPU and WORKERS is 1, else 0', parse: threadCount },
+  { key: 'webhookRetryMs', env: 'WEBHOOK_RETRY_MS', flag: '--webhook-retry-ms', def: '2000', doc: 'Webhook deliveries: delay before the first retry (ms), doubling with every further attempt (at most 10 minutes)', parse: int(10, 3_600_000) },
+  { key: 'webhookMaxAttempts', env: 'WEBHOOK_MAX_ATTEMPTS', flag: '--webhook-max-attempts', def: '12', doc: 'Webhook deliveries: attempts per event before it is given up', parse: int(1, 100) },
+  { key: 'webhookTimeoutMs', env: 'WEBHOOK_TIMEOUT_MS', flag: '--webhook-timeout-ms', def: '10000', doc: 'Webhook deliveries: how long a receiver has to answer (ms)', parse: int(100, 300_000) },
 ];
 
 /** Reads settings from (in rising priority) defaults, env, CLI flags, then explicit overrides. */

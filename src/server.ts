@@ -18,6 +18,7 @@ import { availableParallelism } from 'node:os';
 import cluster from 'node:cluster';
 import type { Logger } from './log.js';
 import type { ApiKeyPair } from './domain/keypair.js';
+import { WebhookDispatcher } from './webhooks.js';
 
 export interface StartOptions extends Partial<Omit<Config, 'dataDir'>> {
   dataDir: string;
@@ -71,6 +72,9 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   // Start-up is done (its commits were synced by SQLite): from now on the WAL is synced off the
   // event loop and replies wait for it (src/storage/sqlite.ts WalSync).
   store.deferSyncs?.();
+  const vault = vaultOf(store);
+  const webhooks = new WebhookDispatcher(store, (m) => vault.signWebhook(m), vault.webhookPublicKey!, log,
+    { retryBaseMs: config.webhookRetryMs, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs });
   const stampThreads = autoThreads(config.stampWorkers, config);
   const verifier = new StampVerifier(stampThreads);
   const app = createApp({ store, registry: defaultRegistry(), config, log, verifier });
@@ -80,11 +84,11 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => { server.off('error', reject); resolve(); });
-  }).catch((e: unknown) => { store.close(); void verifier.close(); throw e; });
+  }).catch(async (e: unknown) => { await webhooks.close(); store.close(); void verifier.close(); throw e; });
   const port = (server.address() as AddressInfo).port;
   const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${hostForUrl}:${port}`;
-  const signThreads = vaultOf(store).pool?.size ?? 0;
+  const signThreads = vault.pool?.size ?? 0;
   log.info('listening', { url, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, stampVerifiers: VERIFIER_BACKENDS, stampThreads: verifier.threads, signThreads });
 
   let stopped: Promise<void> | undefined;
@@ -93,7 +97,9 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
     stop() {
       stopped ??= new Promise<void>((resolve) => {
         server.close(() => {
-          const closeAll = () => { store.close(); logSink.flush(); void verifier.close().then(() => resolve()); };
+          const closeAll = () => {
+            void webhooks.close().then(() => { store.close(); logSink.flush(); return verifier.close(); }).then(() => resolve());
+          };
           // Every reply waited for its commit's fsync already; this only covers writes with no reply.
           Promise.resolve(store.durable?.()).then(closeAll, closeAll);
         });

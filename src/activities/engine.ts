@@ -13,6 +13,7 @@ import type { ActivityRow, OrganizationRow, Store } from '../storage/types.js';
 import type { ExecContext, QueryOperation, SubmitOperation } from './types.js';
 import type { StampCheck } from '../crypto/signpool.js';
 import type { Obj } from './validate.js';
+import { enqueueActivityEvents } from '../webhooks.js';
 
 export const STATUS_COMPLETED = 'ACTIVITY_STATUS_COMPLETED';
 export const STATUS_FAILED = 'ACTIVITY_STATUS_FAILED';
@@ -140,6 +141,8 @@ export function submitInTransaction(
     createdMs: nowMs, updatedMs: nowMs, record, recordJson,
   };
   store.activities.insert(row);
+  // Announced to the organization's webhook and its parent's, in this same transaction (outbox).
+  enqueueActivityEvents(store, organization, id, recordJson, nowMs);
   return { activity: record, activityJson: recordJson, reused: false };
 }
 

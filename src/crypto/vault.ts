@@ -7,7 +7,7 @@
  */
 import { CryptoError } from './errors.js';
 import { utf8, wipe } from './bytes.js';
-import { generatePrivateKey, getPublicKey, type CurveId } from './curves.js';
+import { generatePrivateKey, getPublicKey, signEd25519, type CurveId } from './curves.js';
 import { deriveAtRestKey, openStored, sealWithAtRestKey, type AtRestContext } from './atrest.js';
 import { deriveFromSeed, generateMnemonic, mnemonicToSeed } from './hd.js';
 import { validateAccountSpec, publicKeyHex, type WalletAccountSpec } from './wallets.js';
@@ -18,6 +18,7 @@ import { SignPool, type StampCheck } from './signpool.js';
 import { createExportBundle, createImportBundle, openImportedPrivateKey, openImportedWallet, signerPublicKeyHex } from './bundles.js';
 
 export const SIGNER_CONTEXT: AtRestContext = { kind: 'bundle_signer', organizationId: '', recordId: 'bundle-signer' };
+export const WEBHOOK_SIGNER_CONTEXT: AtRestContext = { kind: 'webhook_signer', organizationId: '', recordId: 'webhook-signer' };
 
 export interface SealedKey {
   sealed: Uint8Array;
@@ -45,6 +46,8 @@ export class Vault {
   readonly #atRest: Uint8Array;
   #signer?: Uint8Array;
   #signerPublicKey?: string;
+  #webhookSigner?: Uint8Array;
+  #webhookPublicKey?: string;
   #pool?: SignPool;
 
   constructor(masterKey: Uint8Array) {
@@ -106,6 +109,39 @@ export class Vault {
   #withSigner<T>(fn: (sk: Uint8Array) => T): T {
     if (!this.#signer) throw new CryptoError('INVALID_PRIVATE_KEY', 'no bundle signer installed');
     return this.#with(this.#signer, SIGNER_CONTEXT, fn);
+  }
+
+  // ---- webhook signer ---------------------------------------------------------------------
+
+  /** A fresh Ed25519 webhook-signing key, sealed; also installs it in this Vault. */
+  createWebhookSigner(): { sealed: Uint8Array; publicKey: string } {
+    const sk = generatePrivateKey('ed25519');
+    try {
+      const sealed = this.seal(sk, WEBHOOK_SIGNER_CONTEXT);
+      const publicKey = publicKeyHex('ed25519', getPublicKey('ed25519', sk));
+      this.#webhookSigner = sealed;
+      this.#webhookPublicKey = publicKey;
+      return { sealed, publicKey };
+    } finally {
+      wipe(sk);
+    }
+  }
+
+  /** Installs a stored webhook signer; checks that it opens and matches its recorded public key. */
+  useWebhookSigner(sealed: Uint8Array, publicKey: string): void {
+    const actual = this.#with(sealed, WEBHOOK_SIGNER_CONTEXT, (sk) => publicKeyHex('ed25519', getPublicKey('ed25519', sk)));
+    if (actual !== publicKey) throw new CryptoError('DECRYPTION_FAILED', 'stored webhook signer does not match its public key');
+    this.#webhookSigner = sealed;
+    this.#webhookPublicKey = publicKey;
+  }
+
+  /** The webhook signer's raw 32-byte Ed25519 public key, lowercase hex (undefined: none installed). */
+  get webhookPublicKey(): string | undefined { return this.#webhookPublicKey; }
+
+  /** Ed25519 signature (64 bytes) of `message` with the webhook signer, opened for this call only. */
+  signWebhook(message: Uint8Array): Uint8Array {
+    if (!this.#webhookSigner) throw new CryptoError('INVALID_PRIVATE_KEY', 'no webhook signer installed');
+    return this.#with(this.#webhookSigner, WEBHOOK_SIGNER_CONTEXT, (sk) => signEd25519(message, sk));
   }
 
   // ---- private keys -------------------------------------------------------------------------

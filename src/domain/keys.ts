@@ -25,6 +25,7 @@ export function vaultOf(store: Store): Vault {
 }
 
 export const SIGNER_SECRET = 'bundle_signer';
+export const WEBHOOK_SIGNER_SECRET = 'webhook_signer';
 
 /**
  * Start-up: master key (KMAS_MASTER_KEY, else DATA_DIR/master.key created 0600), bundle signer
@@ -47,6 +48,18 @@ export function initKeys(store: Store, dataDir: string, masterKeyText: string | 
     const s = vault.createSigner();
     store.transaction(() => store.keys.secrets.insert(SIGNER_SECRET, s.sealed, s.publicKey, Date.now()));
     log.info('created the bundle signer key', { signerPublicKey: s.publicKey, masterKey: mk.source });
+  }
+  const hook = store.keys.secrets.get(WEBHOOK_SIGNER_SECRET);
+  if (hook) {
+    try {
+      vault.useWebhookSigner(hook.sealed, hook.publicKey);
+    } catch {
+      throw new Error('the stored webhook signer key cannot be opened with this master key (KMAS_MASTER_KEY / DATA_DIR/master.key changed?)');
+    }
+  } else {
+    const w = vault.createWebhookSigner();
+    store.transaction(() => store.keys.secrets.insert(WEBHOOK_SIGNER_SECRET, w.sealed, w.publicKey, Date.now()));
+    log.info('created the webhook signing key', { webhookPublicKey: w.publicKey });
   }
   if (signWorkers > 0) {
     const pool = vault.useWorkers(signWorkers);

@@ -24,6 +24,8 @@ import { candidateKeys, resolvePrincipal } from '../domain/credentials.js';
 import { checkTimestamp, commitQueue, fingerprintOf, parseEnvelope, prepareSubmit, runQuery, submitInTransaction, type Envelope, type Prepared } from '../activities/engine.js';
 import type { Obj } from '../activities/validate.js';
 import type { SubmitOperation } from '../activities/types.js';
+import { webhookJwks } from '../webhooks.js';
+import { vaultOf } from '../domain/keys.js';
 
 export interface AppDeps {
   store: Store;
@@ -149,6 +151,17 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   app.get('/healthz', (req: Request, res: Response) => { send(exchange(req, res), 200, { status: 'ok' }); });
+  // The webhook signature keys (src/webhooks.ts), unauthenticated, cacheable as wire-compat §6 says.
+  app.get('/public/v1/discovery/webhooks/jwks', (req: Request, res: Response) => {
+    const x = exchange(req, res);
+    let key: string | undefined;
+    try { key = vaultOf(store).webhookPublicKey; } catch { /* no key management on this store */ }
+    if (!key) { fail(x, notFound('this server has no webhook signing key', 'NOT_FOUND')); return; }
+    send(x, 200, webhookJwks(key), { 'Cache-Control': 'public, max-age=86400, s-maxage=86400, stale-if-error=604800' });
+  });
+  app.all('/public/v1/discovery/webhooks/jwks', (req: Request, res: Response) => {
+    fail(exchange(req, res), methodNotAllowed(req.method, 'GET, HEAD, OPTIONS', 'GET'));
+  });
   app.get('/readyz', (req: Request, res: Response) => {
     const x = exchange(req, res);
     if (store.isReady()) send(x, 200, { status: 'ready' });

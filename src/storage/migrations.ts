@@ -123,4 +123,23 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE UNIQUE INDEX activities_request ON activities(request_ms, fingerprint);
     `,
   },
+  {
+    // Webhook outbox (src/webhooks.ts): a row per event and receiving address, written in the
+    // transaction of the activity it announces, removed once delivered or given up.
+    version: 12,
+    name: 'webhook deliveries (outbox)',
+    sql: `
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL,
+        activity_id TEXT NOT NULL,
+        url TEXT NOT NULL,
+        body TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_ms INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_ms);
+    `,
+  },
 ];

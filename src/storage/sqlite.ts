@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import type {
-  ActivityListQuery, ActivityRow, ApiKeyRow, FeatureRow, OrganizationRow, Store, SubOrgFilter, TagRow, TagType, UserRow,
+  ActivityListQuery, ActivityRow, ApiKeyRow, FeatureRow, OrganizationRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
@@ -30,6 +30,11 @@ const keyFrom = (r: Row): ApiKeyRow => ({
 const tagFrom = (r: Row): TagRow => ({
   id: r.id as string, organizationId: r.organization_id as string, name: r.name as string, type: r.type as TagType,
   createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
+});
+const deliveryFrom = (r: Row): WebhookDeliveryRow => ({
+  id: r.id as string, organizationId: r.organization_id as string, activityId: r.activity_id as string,
+  url: r.url as string, body: r.body as string, attempts: r.attempts as number,
+  nextAttemptMs: r.next_attempt_ms as number, createdMs: r.created_ms as number,
 });
 const activityFrom = (r: Row): ActivityRow => ({
   id: r.id as string, organizationId: r.organization_id as string, type: r.type as string, status: r.status as string,
@@ -110,6 +115,14 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     featList: q<FeatureRow>('SELECT name, value FROM features WHERE organization_id = ? ORDER BY name'),
     featSet: q('INSERT INTO features (organization_id, name, value) VALUES (?, ?, ?) ON CONFLICT (organization_id, name) DO UPDATE SET value = excluded.value'),
     featRemove: q('DELETE FROM features WHERE organization_id = ? AND name = ?'),
+    featGet: q<{ value: string }>('SELECT value FROM features WHERE organization_id = ? AND name = ?'),
+
+    whInsert: q('INSERT INTO webhook_deliveries (id, organization_id, activity_id, url, body, attempts, next_attempt_ms, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+    whDue: q('SELECT * FROM webhook_deliveries WHERE next_attempt_ms <= ? ORDER BY next_attempt_ms, created_ms LIMIT ?'),
+    whClaim: q('UPDATE webhook_deliveries SET next_attempt_ms = ? WHERE id = ? AND next_attempt_ms = ?'),
+    whDelete: q('DELETE FROM webhook_deliveries WHERE id = ?'),
+    whRetry: q('UPDATE webhook_deliveries SET attempts = ?, next_attempt_ms = ? WHERE id = ?'),
+    whNext: q<{ ms: number | null }>('SELECT MIN(next_attempt_ms) AS ms FROM webhook_deliveries'),
 
     actGet: q('SELECT * FROM activities WHERE organization_id = ? AND id = ?'),
     actSeq: q<{ seq: number }>('SELECT seq FROM activities WHERE organization_id = ? AND id = ?'),
@@ -122,6 +135,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
   const keyCache = cache.map<ApiKeyRow[]>();
   const orgCache = cache.map<OrganizationRow>();
   const userCache = cache.map<UserRow>();
+  const featCache = cache.map<{ value: string | undefined }>();
   const clearCaches = () => cache.clear();
   const keysByPublicKey = (pk: string): ApiKeyRow[] => cache.get(keyCache, pk, () => s.keyByPub.all(pk).map(keyFrom))!;
 
@@ -233,9 +247,18 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     },
     keys,
     features: {
+      get: (org, name) => cache.get(featCache, `${org}/${name}`, () => s.featGet.get(org, name) ?? { value: undefined })!.value,
       list: (org) => s.featList.all(org).map((r) => ({ name: r.name, value: r.value })),
-      set: (org, name, value) => { s.featSet.run(org, name, value); },
-      remove: (org, name) => s.featRemove.run(org, name).changes > 0,
+      set: (org, name, value) => { clearCaches(); s.featSet.run(org, name, value); },
+      remove: (org, name) => { clearCaches(); return s.featRemove.run(org, name).changes > 0; },
+    },
+    webhooks: {
+      enqueue: (w) => { s.whInsert.run(w.id, w.organizationId, w.activityId, w.url, w.body, w.attempts, w.nextAttemptMs, w.createdMs); },
+      due: (nowMs, limit) => s.whDue.all(nowMs, limit).map(deliveryFrom),
+      claim: (id, dueMs, untilMs) => s.whClaim.run(untilMs, id, dueMs).changes > 0,
+      remove: (id) => { s.whDelete.run(id); },
+      retryAt: (id, attempts, nextMs) => { s.whRetry.run(attempts, nextMs, id); },
+      nextDueMs: () => s.whNext.get()?.ms ?? undefined,
     },
     activities: {
       get: (org, id) => { const r = s.actGet.get(org, id); return r ? activityFrom(r) : undefined; },

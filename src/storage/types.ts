@@ -92,6 +92,21 @@ export type SubOrgFilter =
   | { type: 'NAME' | 'USERNAME' | 'EMAIL' | 'PHONE_NUMBER' | 'PUBLIC_KEY'; value: string }
   | { type: 'WALLET_ACCOUNT_ADDRESS'; value: string; addressKey: string };
 
+/** A webhook event waiting for delivery to one address (src/webhooks.ts). */
+export interface WebhookDeliveryRow {
+  /** the event id (X-Turnkey-Event-Id), the same on every attempt */
+  id: string;
+  /** the organization whose FEATURE_NAME_WEBHOOK names the address */
+  organizationId: string;
+  activityId: string;
+  url: string;
+  body: string;
+  /** attempts made so far */
+  attempts: number;
+  nextAttemptMs: number;
+  createdMs: number;
+}
+
 export interface Store {
   /** Runs fn inside one write transaction (all or nothing). */
   transaction<T>(fn: () => T): T;
@@ -168,9 +183,26 @@ export interface Store {
   /** Private keys, wallets, wallet accounts, import targets (src/storage/keys.ts; sealed secrets only). */
   keys: KeyStore;
   features: {
+    /** The value of one feature (cached: every submit asks for FEATURE_NAME_WEBHOOK). */
+    get(organizationId: string, name: string): string | undefined;
     list(organizationId: string): FeatureRow[];
     set(organizationId: string, name: string, value: string): void;
     remove(organizationId: string, name: string): boolean;
+  };
+  webhooks: {
+    enqueue(row: WebhookDeliveryRow): void;
+    /** Deliveries due at nowMs, oldest first. */
+    due(nowMs: number, limit: number): WebhookDeliveryRow[];
+    /**
+     * Takes a due delivery for this process: moves its next attempt to untilMs unless another
+     * process (or an earlier call) already moved it. true when taken.
+     */
+    claim(id: string, dueMs: number, untilMs: number): boolean;
+    /** Delivered or given up: the row goes. */
+    remove(id: string): void;
+    retryAt(id: string, attempts: number, nextAttemptMs: number): void;
+    /** When the earliest delivery is due (undefined: none waits). */
+    nextDueMs(): number | undefined;
   };
   activities: {
     get(organizationId: string, id: string): ActivityRow | undefined;

@@ -1,0 +1,241 @@
+/**
+ * Webhooks: every activity of an organization whose FEATURE_NAME_WEBHOOK names an address is
+ * POSTed there, and so is every activity of its sub-organizations (key-management-api.md, Events).
+ *
+ * - Outbox: the engine writes one webhook_deliveries row per receiving address inside the
+ *   activity's own transaction (enqueueActivityEvents), so an event exists exactly when its
+ *   activity does. The dispatcher delivers rows only once their commit is on disk, and removes a
+ *   row when it is delivered or given up. A crash can repeat a delivery (at least once), never
+ *   lose one; the event id stays the same on every attempt.
+ * - Request (wire-compat §6): `Content-Type: application/json`, the body is the activity object
+ *   (as `get_activity` returns it under `activity`), headers `X-Turnkey-Organization-Id` (the
+ *   activity's organization), `X-Turnkey-Event-Type: ACTIVITY_UPDATES`, `X-Turnkey-Timestamp` (ms),
+ *   `X-Turnkey-Webhook-Version: 1`, `X-Turnkey-Event-Id`, and the v1 signature headers: Ed25519
+ *   over `v1.ed25519.<keyId>.<timestamp>.<eventId>.` followed by the raw body bytes, which
+ *   @turnkey/crypto verifyTurnkeyWebhookSignature checks with the key from
+ *   GET /public/v1/discovery/webhooks/jwks (webhookJwks).
+ * - Outcome: 2xx delivered; 3xx (redirects are not followed), 4xx and 429 given up at once;
+ *   network errors, timeouts and 5xx retried after retryBaseMs · 2^(attempt−1) (at most 10
+ *   minutes), with a fresh timestamp and signature, until maxAttempts attempts were made.
+ * - The signing key is created on first start and sealed at rest like the bundle signer (Vault);
+ *   it is opened for each signature only.
+ * - Several server processes (WORKERS > 1) share the outbox: a process claims a row (moves its
+ *   next attempt past the request's timeout) before sending it, so only one sends it.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from './log.js';
+import type { OrganizationRow, Store, WebhookDeliveryRow } from './storage/types.js';
+import { bytesToHex, utf8 } from './crypto/bytes.js';
+import { sha256 } from './crypto/curves.js';
+
+export const WEBHOOK_FEATURE = 'FEATURE_NAME_WEBHOOK';
+export const ACTIVITY_EVENT = 'ACTIVITY_UPDATES';
+const MAX_IN_FLIGHT = 8;
+const MAX_BACKOFF_MS = 10 * 60_000;
+
+export interface WebhookOptions {
+  /** Delay before the first retry (ms); doubles with every further attempt. */
+  retryBaseMs: number;
+  /** Attempts per event, the first one included. */
+  maxAttempts: number;
+  /** Time a receiver has to answer (ms). */
+  timeoutMs: number;
+}
+
+/** The key id (`kid`, X-Turnkey-Signature-Key-Id) of a webhook public key: 16 hex digits of its SHA-256. */
+export function webhookKeyId(publicKeyHex: string): string {
+  return bytesToHex(sha256(Buffer.from(publicKeyHex, 'hex'))).slice(0, 16);
+}
+
+/** The JWKS document of GET /public/v1/discovery/webhooks/jwks (wire-compat §6). */
+export function webhookJwks(publicKeyHex: string): Record<string, unknown> {
+  return {
+    keys: [{
+      kid: webhookKeyId(publicKeyHex), kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig',
+      x: Buffer.from(publicKeyHex, 'hex').toString('base64url'),
+      turnkey_signature_algorithm: 'ed25519', turnkey_signature_version: 'v1',
+    }],
+  };
+}
+
+const DISPATCHERS = new WeakMap<Store, WebhookDispatcher>();
+
+/**
+ * Inside the transaction that stores an activity: an outbox row for the activity's organization's
+ * webhook and for its parent's, where set. Two cached lookups when neither is.
+ */
+export function enqueueActivityEvents(store: Store, organization: OrganizationRow, activityId: string, body: string, nowMs: number): void {
+  const urls: string[] = [];
+  const own = store.features.get(organization.id, WEBHOOK_FEATURE);
+  if (own) urls.push(own);
+  const parent = organization.parentId === null ? undefined : store.features.get(organization.parentId, WEBHOOK_FEATURE);
+  if (parent) urls.push(parent);
+  if (urls.length === 0) return;
+  for (const url of urls) {
+    store.webhooks.enqueue({
+      id: randomUUID(), organizationId: organization.id, activityId, url, body,
+      attempts: 0, nextAttemptMs: nowMs, createdMs: nowMs,
+    });
+  }
+  DISPATCHERS.get(store)?.kick();
+}
+
+type Outcome = { kind: 'delivered' | 'retry' | 'refused'; reason: string };
+
+export class WebhookDispatcher {
+  readonly keyId: string;
+  readonly #inFlight = new Map<string, Promise<void>>();
+  readonly #abort = new AbortController();
+  #scheduled = false;
+  #pumping = false;
+  #again = false;
+  #closed = false;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly sign: (message: Uint8Array) => Uint8Array,
+    publicKeyHex: string,
+    private readonly log: Logger,
+    private readonly opts: WebhookOptions,
+  ) {
+    this.keyId = webhookKeyId(publicKeyHex);
+    DISPATCHERS.set(store, this);
+    // Events left from before a restart.
+    this.kick();
+  }
+
+  /** Looks for due deliveries soon (after the current turn, whose commit may still be open). */
+  kick(): void {
+    if (this.#closed || this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => { this.#scheduled = false; void this.#pump(); });
+  }
+
+  async #pump(): Promise<void> {
+    if (this.#pumping) { this.#again = true; return; }
+    this.#pumping = true;
+    try {
+      do {
+        this.#again = false;
+        // Announce only what is on disk.
+        await this.store.durable?.();
+        if (this.#closed) return;
+        const room = MAX_IN_FLIGHT - this.#inFlight.size;
+        if (room <= 0) break; // a delivery that ends kicks again
+        const now = Date.now();
+        const rows = this.store.webhooks.due(now, room);
+        for (const row of rows) {
+          if (this.#inFlight.has(row.id)) continue;
+          const lease = now + 2 * this.opts.timeoutMs + 1_000;
+          if (!this.store.transaction(() => this.store.webhooks.claim(row.id, row.nextAttemptMs, lease))) continue;
+          this.#deliver(row);
+        }
+      } while (this.#again && !this.#closed);
+    } catch (e) {
+      // The store failed (e.g. its fsync): the rows stay and are tried after a restart.
+      this.log.error('webhook dispatch stopped', { error: e instanceof Error ? e.message : String(e) });
+      return;
+    } finally {
+      this.#pumping = false;
+    }
+    this.#arm();
+  }
+
+  /** A timer for the next retry (or lease expiry) that is not in flight here. */
+  #arm(): void {
+    if (this.#closed) return;
+    if (this.#timer) { clearTimeout(this.#timer); this.#timer = undefined; }
+    const next = this.store.webhooks.nextDueMs();
+    if (next === undefined) return;
+    this.#timer = setTimeout(() => { this.#timer = undefined; this.kick(); }, Math.min(Math.max(0, next - Date.now()), 2 ** 31 - 1));
+    this.#timer.unref();
+  }
+
+  #deliver(row: WebhookDeliveryRow): void {
+    const attempt = row.attempts + 1;
+    const done = this.#send(row).then((outcome) => {
+      if (this.#closed && outcome.kind === 'retry') {
+        // Cut off by close(): not an attempt; due again at once for the next start.
+        this.store.transaction(() => this.store.webhooks.retryAt(row.id, row.attempts, Date.now()));
+        return;
+      }
+      const fields = {
+        eventId: row.id, activityId: row.activityId, organizationId: row.organizationId,
+        receiver: originOf(row.url), attempt, outcome: outcome.reason,
+      };
+      if (outcome.kind === 'delivered') {
+        this.store.transaction(() => this.store.webhooks.remove(row.id));
+        this.log.debug('webhook delivered', fields);
+      } else if (outcome.kind === 'refused' || attempt >= this.opts.maxAttempts) {
+        this.store.transaction(() => this.store.webhooks.remove(row.id));
+        this.log.warn('webhook delivery given up', fields);
+      } else {
+        const delay = Math.min(this.opts.retryBaseMs * 2 ** (attempt - 1), MAX_BACKOFF_MS);
+        this.store.transaction(() => this.store.webhooks.retryAt(row.id, attempt, Date.now() + delay));
+        this.log.info('webhook delivery failed; will retry', { ...fields, retryInMs: delay });
+      }
+    }).catch((e: unknown) => {
+      this.log.error('webhook bookkeeping failed', { eventId: row.id, error: e instanceof Error ? e.message : String(e) });
+    }).finally(() => {
+      this.#inFlight.delete(row.id);
+      this.kick();
+    });
+    this.#inFlight.set(row.id, done);
+  }
+
+  async #send(row: WebhookDeliveryRow): Promise<Outcome> {
+    const timestamp = String(Date.now());
+    const body = Buffer.from(row.body, 'utf8');
+    const prefix = utf8(`v1.ed25519.${this.keyId}.${timestamp}.${row.id}.`);
+    const signed = new Uint8Array(prefix.length + body.length);
+    signed.set(prefix);
+    signed.set(body, prefix.length);
+    const signature = bytesToHex(this.sign(signed));
+    try {
+      const res = await fetch(row.url, {
+        method: 'POST',
+        body,
+        redirect: 'manual',
+        signal: AbortSignal.any([AbortSignal.timeout(this.opts.timeoutMs), this.#abort.signal]),
+        headers: {
+          'Content-Type': 'application/json',
+          'User-Agent': 'kmas-webhooks/1',
+          'X-Turnkey-Organization-Id': row.organizationId,
+          'X-Turnkey-Event-Type': ACTIVITY_EVENT,
+          'X-Turnkey-Timestamp': timestamp,
+          'X-Turnkey-Webhook-Version': '1',
+          'X-Turnkey-Event-Id': row.id,
+          'X-Turnkey-Signature-Key-Id': this.keyId,
+          'X-Turnkey-Signature-Algorithm': 'ed25519',
+          'X-Turnkey-Signature-Version': 'v1',
+          'X-Turnkey-Signature': signature,
+        },
+      });
+      await res.arrayBuffer().catch(() => undefined);
+      const reason = `HTTP ${res.status}`;
+      if (res.status >= 200 && res.status < 300) return { kind: 'delivered', reason };
+      return { kind: res.status >= 500 ? 'retry' : 'refused', reason };
+    } catch (e) {
+      const cause = (e as { cause?: { code?: string } }).cause?.code;
+      return { kind: 'retry', reason: (e as Error).name === 'TimeoutError' ? 'timeout' : cause ?? (e as Error).message };
+    }
+  }
+
+  /**
+   * Stops: no new attempts; attempts under way are cut off and their events are due again at
+   * once, for the next start. Resolves when the outbox is written (before the store closes).
+   */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#abort.abort();
+    await Promise.allSettled([...this.#inFlight.values()]);
+    if (DISPATCHERS.get(this.store) === this) DISPATCHERS.delete(this.store);
+  }
+}
+
+/** scheme://host:port of an address, for logs (a path or query may carry a token). */
+function originOf(url: string): string {
+  try { return new URL(url).origin; } catch { return '(invalid address)'; }
+}

@@ -1,0 +1,200 @@
+// Webhooks (src/webhooks.ts) against a real HTTP receiver on loopback: every activity of an
+// organization with FEATURE_NAME_WEBHOOK, and of its sub-organizations, is POSTed there, signed as
+// @turnkey/crypto's verifyTurnkeyWebhookSignature checks it with the key the JWKS endpoint publishes;
+// 5xx and network failures are retried with the same event id, 3xx/4xx are not; the outbox lives in
+// SQLite and survives a restart.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { verifyTurnkeyWebhookSignature, type TurnkeyWebhookVerificationKey } from '@turnkey/crypto';
+import { freshDataDir, newP256Key, sdkClient, sleep, startTestServer, uniqueName, type TestServer } from './harness.js';
+
+interface Received { headers: http.IncomingHttpHeaders; body: Buffer; path: string }
+
+/** A webhook receiver: records every request; answers with the next status of `replies` (then 200). */
+class Receiver {
+  readonly got: Received[] = [];
+  replies: (number | 'hang')[] = [];
+  #server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      this.got.push({ headers: req.headers, body: Buffer.concat(chunks), path: req.url ?? '' });
+      const r = this.replies.shift() ?? 200;
+      if (r === 'hang') return;
+      if (r >= 300 && r < 400) res.writeHead(r, { Location: `${this.url}/elsewhere` });
+      else res.writeHead(r, { 'Content-Type': 'text/plain' });
+      res.end('ok');
+    });
+  });
+  url = '';
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+    return this;
+  }
+  /** Waits until `n` requests arrived (or fails after `ms`). */
+  async waitFor(n: number, ms = 10_000): Promise<Received[]> {
+    const t0 = Date.now();
+    while (this.got.length < n) {
+      if (Date.now() - t0 > ms) throw new Error(`receiver got ${this.got.length} of ${n} requests in ${ms} ms`);
+      await sleep(10);
+    }
+    return this.got;
+  }
+  close(): Promise<void> {
+    this.#server.closeAllConnections();
+    return new Promise((resolve) => this.#server.close(() => resolve()));
+  }
+}
+
+let ts: TestServer;
+let rx: Receiver;
+let keys: TurnkeyWebhookVerificationKey[];
+
+beforeAll(async () => {
+  rx = await new Receiver().start();
+  ts = await startTestServer({ webhookRetryMs: 50, webhookTimeoutMs: 2000 });
+  const jwks = await fetch(`${ts.directUrl}/public/v1/discovery/webhooks/jwks`);
+  const doc: any = await jwks.json();
+  keys = doc.keys.map((k: any) => ({ keyId: k.kid, publicKey: Buffer.from(k.x, 'base64url').toString('hex') }));
+});
+afterAll(async () => { await ts?.stop(); await rx?.close(); });
+afterEach(() => { rx.got.length = 0; rx.replies = []; });
+
+const verify = (r: Received, body: Buffer = r.body) =>
+  verifyTurnkeyWebhookSignature({ headers: r.headers as Record<string, string>, body: new Uint8Array(body), verificationKeys: keys, maxTimestampAgeMs: 60_000 });
+
+/** Rows still waiting in the outbox. */
+function outbox(dataDir: string): number {
+  const db = new Database(join(dataDir, 'kmas.sqlite'), { readonly: true });
+  try { return (db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries').get() as { n: number }).n; } finally { db.close(); }
+}
+
+describe('webhooks', () => {
+  it('the JWKS endpoint publishes one Ed25519 key, unauthenticated and cacheable', async () => {
+    const r = await fetch(`${ts.url}/public/v1/discovery/webhooks/jwks`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('cache-control')).toBe('public, max-age=86400, s-maxage=86400, stale-if-error=604800');
+    const doc: any = await r.json();
+    expect(doc.keys).toHaveLength(1);
+    expect(doc.keys[0]).toMatchObject({ kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig', turnkey_signature_algorithm: 'ed25519', turnkey_signature_version: 'v1' });
+    expect(Buffer.from(doc.keys[0].x, 'base64url')).toHaveLength(32);
+    const post = await fetch(`${ts.url}/public/v1/discovery/webhooks/jwks`, { method: 'POST' });
+    expect(post.status).toBe(405);
+  });
+
+  it('once FEATURE_NAME_WEBHOOK is set, each activity arrives as the activity object, signed as @turnkey/crypto verifies', async () => {
+    await ts.sdk.setOrganizationFeature({ name: 'FEATURE_NAME_WEBHOOK', value: `${rx.url}/hook` } as any);
+    await rx.waitFor(1);
+    rx.got.length = 0;
+    const w: any = await ts.sdk.createWallet({ walletName: uniqueName('hooked'), accounts: [] } as any);
+    const [r] = await rx.waitFor(1);
+    expect(r!.path).toBe('/hook');
+    expect(r!.headers['content-type']).toBe('application/json');
+    expect(r!.headers['x-turnkey-event-type']).toBe('ACTIVITY_UPDATES');
+    expect(r!.headers['x-turnkey-organization-id']).toBe(ts.orgId);
+    expect(r!.headers['x-turnkey-webhook-version']).toBe('1');
+    const activity = JSON.parse(r!.body.toString('utf8'));
+    expect(activity.id).toBe(w.activity.id);
+    expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(activity.result.createWalletResult.walletId).toBe(w.walletId);
+    const v = verify(r!);
+    expect(v).toMatchObject({ ok: true, eventId: r!.headers['x-turnkey-event-id'], keyId: keys[0]!.keyId });
+    // The oracle refuses a changed body and an unknown key.
+    const tampered = Buffer.from(r!.body.toString('utf8').replace(w.walletId, w.walletId.replace(/.$/, '0')));
+    expect(verify(r!, tampered).ok).toBe(false);
+    expect(verifyTurnkeyWebhookSignature({ headers: r!.headers as any, body: new Uint8Array(r!.body), verificationKeys: [{ keyId: keys[0]!.keyId, publicKey: '11'.repeat(32) }], maxTimestampAgeMs: 60_000 }).ok).toBe(false);
+  });
+
+  it('failed activities are announced too, and so are the activities of sub-organizations (to the parent)', async () => {
+    const failed: any = await ts.sdk.removeOrganizationFeature({ name: 'FEATURE_NAME_SMS_AUTH' } as any).catch((e: unknown) => e);
+    const [a] = await rx.waitFor(1);
+    expect(JSON.parse(a!.body.toString('utf8')).status).toBe('ACTIVITY_STATUS_FAILED');
+    expect(failed).toBeDefined();
+    rx.got.length = 0;
+
+    const key = newP256Key();
+    const sub: any = await ts.sdk.createSubOrganization({
+      subOrganizationName: uniqueName('hooked-sub'), rootQuorumThreshold: 1,
+      rootUsers: [{ userName: 'u', apiKeys: [{ apiKeyName: 'k', publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [] }],
+    } as any);
+    await rx.waitFor(1);
+    rx.got.length = 0;
+    const w: any = await sdkClient(ts.url, key, sub.subOrganizationId).createWallet({ walletName: 'in-sub', accounts: [] } as any);
+    const [r] = await rx.waitFor(1);
+    expect(r!.headers['x-turnkey-organization-id']).toBe(sub.subOrganizationId);
+    expect(JSON.parse(r!.body.toString('utf8')).id).toBe(w.activity.id);
+    expect(verify(r!).ok).toBe(true);
+  });
+
+  it('retries 5xx with the same event id and a fresh signature until delivered; gives up at once on 4xx and redirects', async () => {
+    rx.replies = [503, 500, 200];
+    await ts.sdk.createWallet({ walletName: uniqueName('retry'), accounts: [] } as any);
+    const got = await rx.waitFor(3);
+    const ids = new Set(got.map((r) => r.headers['x-turnkey-event-id']));
+    expect(ids.size).toBe(1);
+    expect(new Set(got.map((r) => r.headers['x-turnkey-signature'])).size).toBe(3);
+    for (const r of got) expect(verify(r).ok).toBe(true);
+    await sleep(300);
+    expect(rx.got).toHaveLength(3);
+    expect(outbox(ts.dataDir)).toBe(0);
+
+    for (const status of [404, 429, 302]) {
+      rx.got.length = 0;
+      rx.replies = [status];
+      await ts.sdk.createWallet({ walletName: uniqueName(`gone-${status}`), accounts: [] } as any);
+      await rx.waitFor(1);
+      await sleep(300);
+      expect(rx.got.map((r) => r.path), String(status)).toEqual(['/hook']);
+      expect(outbox(ts.dataDir)).toBe(0);
+    }
+  });
+
+  it('once the feature is removed nothing is queued (the removal itself included)', async () => {
+    await ts.sdk.removeOrganizationFeature({ name: 'FEATURE_NAME_WEBHOOK' } as any);
+    await ts.sdk.createWallet({ walletName: uniqueName('quiet'), accounts: [] } as any);
+    await sleep(300);
+    expect(rx.got).toHaveLength(0);
+    expect(outbox(ts.dataDir)).toBe(0);
+  });
+});
+
+describe('webhook outbox across a restart', () => {
+  it('an event whose delivery was cut off by the shutdown is delivered by the next start, with the same event id', async () => {
+    const dataDir = freshDataDir();
+    const rx2 = await new Receiver().start();
+    let first: TestServer | undefined = await startTestServer({ dataDir, webhookRetryMs: 50, webhookTimeoutMs: 5000 });
+    let second: TestServer | undefined;
+    try {
+      await first.sdk.setOrganizationFeature({ name: 'FEATURE_NAME_WEBHOOK', value: rx2.url } as any);
+      await rx2.waitFor(1);
+      rx2.replies = ['hang'];
+      const w: any = await first.sdk.createWallet({ walletName: 'before-restart', accounts: [] } as any);
+      const [, hung] = await rx2.waitFor(2);
+      await first.stop(true);
+      first = undefined;
+      expect(outbox(dataDir)).toBe(1);
+
+      second = await startTestServer({ dataDir, webhookRetryMs: 50, webhookTimeoutMs: 300 });
+      const got = await rx2.waitFor(3, 15_000);
+      const again = got[2]!;
+      expect(again.headers['x-turnkey-event-id']).toBe(hung!.headers['x-turnkey-event-id']);
+      expect(JSON.parse(again.body.toString('utf8')).id).toBe(w.activity.id);
+      expect(verifyTurnkeyWebhookSignature({ headers: again.headers as any, body: new Uint8Array(again.body), verificationKeys: await jwksOf(second), maxTimestampAgeMs: 60_000 }).ok).toBe(true);
+      await sleep(200);
+      expect(outbox(dataDir)).toBe(0);
+    } finally {
+      await first?.stop();
+      await second?.stop();
+      await rx2.close();
+    }
+  }, 30_000);
+});
+
+async function jwksOf(t: TestServer): Promise<TurnkeyWebhookVerificationKey[]> {
+  const doc: any = await (await fetch(`${t.directUrl}/public/v1/discovery/webhooks/jwks`)).json();
+  return doc.keys.map((k: any) => ({ keyId: k.kid, publicKey: Buffer.from(k.x, 'base64url').toString('hex') }));
+}
