@@ -1,6 +1,7 @@
 /**
- * Webhooks: every activity of an organization whose FEATURE_NAME_WEBHOOK names an address is
- * POSTed there, and so is every activity of its sub-organizations (key-management-api.md, Events).
+ * Webhooks: every activity of an organization is POSTed to the address its FEATURE_NAME_WEBHOOK
+ * names (key-management-api.md, Events) and to each of its active webhook endpoints subscribed to
+ * ACTIVITY_UPDATES (create_webhook_endpoint); so is every activity of its sub-organizations.
  *
  * - Outbox: the engine writes one webhook_deliveries row per receiving address inside the
  *   activity's own transaction (enqueueActivityEvents), so an event exists exactly when its
@@ -60,17 +61,25 @@ export function webhookJwks(publicKeyHex: string): Record<string, unknown> {
 
 const DISPATCHERS = new WeakMap<Store, WebhookDispatcher>();
 
+/** The addresses an organization sends activity events to: its FEATURE_NAME_WEBHOOK and its active endpoints subscribed to ACTIVITY_UPDATES. */
+function activityAddresses(store: Store, organizationId: string, into: Set<string>): void {
+  const feature = store.features.get(organizationId, WEBHOOK_FEATURE);
+  if (feature) into.add(feature);
+  for (const e of store.webhooks.endpoints(organizationId)) {
+    if (e.isActive && e.subscriptions.some((s) => s.isActive && s.eventType === ACTIVITY_EVENT)) into.add(e.url);
+  }
+}
+
 /**
- * Inside the transaction that stores an activity: an outbox row for the activity's organization's
- * webhook and for its parent's, where set. Two cached lookups when neither is.
+ * Inside the transaction that stores an activity: an outbox row for every address of the
+ * activity's organization and of its parent (each address once). Cached lookups only when there
+ * is none.
  */
 export function enqueueActivityEvents(store: Store, organization: OrganizationRow, activityId: string, body: string, nowMs: number): void {
-  const urls: string[] = [];
-  const own = store.features.get(organization.id, WEBHOOK_FEATURE);
-  if (own) urls.push(own);
-  const parent = organization.parentId === null ? undefined : store.features.get(organization.parentId, WEBHOOK_FEATURE);
-  if (parent) urls.push(parent);
-  if (urls.length === 0) return;
+  const urls = new Set<string>();
+  activityAddresses(store, organization.id, urls);
+  if (organization.parentId !== null) activityAddresses(store, organization.parentId, urls);
+  if (urls.size === 0) return;
   for (const url of urls) {
     store.webhooks.enqueue({
       id: randomUUID(), organizationId: organization.id, activityId, url, body,

@@ -11,10 +11,11 @@ import {
 import { removeOrganizationFeature, setOrganizationFeature } from './handlers/features.js';
 import { KEY_QUERIES, KEY_SUBMITS } from './handlers/keyOperations.js';
 import { createSubOrganization, deleteSubOrganization, listSubOrgs } from './handlers/subOrganizations.js';
+import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookEndpoints, updateWebhookEndpoint } from './handlers/webhookEndpoints.js';
 
 const QUERIES: QueryOperation<any>[] = [
   getActivity, listActivities, whoami, getOrganization, getOrganizationConfigs,
-  listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags, listSubOrgs,
+  listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags, listSubOrgs, listWebhookEndpoints,
   ...KEY_QUERIES,
 ];
 const SUBMITS: SubmitOperation<any, any>[] = [
@@ -23,6 +24,7 @@ const SUBMITS: SubmitOperation<any, any>[] = [
   createUserTag, updateUserTag, deleteUserTags, createPrivateKeyTag, updatePrivateKeyTag, deletePrivateKeyTags,
   setOrganizationFeature, removeOrganizationFeature,
   createSubOrganization, deleteSubOrganization,
+  createWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint,
   ...KEY_SUBMITS,
 ];
 

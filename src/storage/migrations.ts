@@ -142,4 +142,23 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_ms);
     `,
   },
+  {
+    // create_webhook_endpoint & co.: addresses with their event subscriptions (JSON array).
+    version: 13,
+    name: 'webhook endpoints',
+    sql: `
+      CREATE TABLE webhook_endpoints (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        url TEXT NOT NULL,
+        name TEXT NOT NULL,
+        is_active INTEGER NOT NULL,
+        subscriptions TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL
+      );
+      CREATE INDEX webhook_endpoints_org ON webhook_endpoints(organization_id, seq);
+    `,
+  },
 ];

@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import type {
-  ActivityListQuery, ActivityRow, ApiKeyRow, FeatureRow, OrganizationRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow,
+  ActivityListQuery, ActivityRow, ApiKeyRow, FeatureRow, OrganizationRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
@@ -29,6 +29,11 @@ const keyFrom = (r: Row): ApiKeyRow => ({
 });
 const tagFrom = (r: Row): TagRow => ({
   id: r.id as string, organizationId: r.organization_id as string, name: r.name as string, type: r.type as TagType,
+  createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
+});
+const endpointFrom = (r: Row): WebhookEndpointRow => ({
+  id: r.id as string, organizationId: r.organization_id as string, url: r.url as string, name: r.name as string,
+  isActive: r.is_active === 1, subscriptions: JSON.parse(r.subscriptions as string) as WebhookSubscription[],
   createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
 });
 const deliveryFrom = (r: Row): WebhookDeliveryRow => ({
@@ -117,6 +122,10 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     featRemove: q('DELETE FROM features WHERE organization_id = ? AND name = ?'),
     featGet: q<{ value: string }>('SELECT value FROM features WHERE organization_id = ? AND name = ?'),
 
+    whepList: q('SELECT * FROM webhook_endpoints WHERE organization_id = ? ORDER BY seq'),
+    whepInsert: q('INSERT INTO webhook_endpoints (id, organization_id, url, name, is_active, subscriptions, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+    whepUpdate: q('UPDATE webhook_endpoints SET url = ?, name = ?, is_active = ?, subscriptions = ?, updated_ms = ? WHERE organization_id = ? AND id = ?'),
+    whepDelete: q('DELETE FROM webhook_endpoints WHERE organization_id = ? AND id = ?'),
     whInsert: q('INSERT INTO webhook_deliveries (id, organization_id, activity_id, url, body, attempts, next_attempt_ms, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
     whDue: q('SELECT * FROM webhook_deliveries WHERE next_attempt_ms <= ? ORDER BY next_attempt_ms, created_ms LIMIT ?'),
     whClaim: q('UPDATE webhook_deliveries SET next_attempt_ms = ? WHERE id = ? AND next_attempt_ms = ?'),
@@ -136,6 +145,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
   const orgCache = cache.map<OrganizationRow>();
   const userCache = cache.map<UserRow>();
   const featCache = cache.map<{ value: string | undefined }>();
+  const endpointCache = cache.map<WebhookEndpointRow[]>();
   const clearCaches = () => cache.clear();
   const keysByPublicKey = (pk: string): ApiKeyRow[] => cache.get(keyCache, pk, () => s.keyByPub.all(pk).map(keyFrom))!;
 
@@ -253,6 +263,16 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       remove: (org, name) => { clearCaches(); return s.featRemove.run(org, name).changes > 0; },
     },
     webhooks: {
+      endpoints: (org) => cache.get(endpointCache, org, () => s.whepList.all(org).map(endpointFrom), (rows) => rows.map((r) => ({ ...r, subscriptions: r.subscriptions.map((x) => ({ ...x })) })))!,
+      insertEndpoint: (e) => {
+        clearCaches();
+        s.whepInsert.run(e.id, e.organizationId, e.url, e.name, e.isActive ? 1 : 0, JSON.stringify(e.subscriptions), e.createdMs, e.updatedMs);
+      },
+      updateEndpoint: (e) => {
+        clearCaches();
+        s.whepUpdate.run(e.url, e.name, e.isActive ? 1 : 0, JSON.stringify(e.subscriptions), e.updatedMs, e.organizationId, e.id);
+      },
+      deleteEndpoint: (org, id) => { clearCaches(); return s.whepDelete.run(org, id).changes > 0; },
       enqueue: (w) => { s.whInsert.run(w.id, w.organizationId, w.activityId, w.url, w.body, w.attempts, w.nextAttemptMs, w.createdMs); },
       due: (nowMs, limit) => s.whDue.all(nowMs, limit).map(deliveryFrom),
       claim: (id, dueMs, untilMs) => s.whClaim.run(untilMs, id, dueMs).changes > 0,
@@ -283,6 +303,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     'DELETE FROM private_key_addresses WHERE organization_id = ?',
     'DELETE FROM private_keys WHERE organization_id = ?',
     'DELETE FROM import_targets WHERE organization_id = ?',
+    'DELETE FROM webhook_endpoints WHERE organization_id = ?',
     'DELETE FROM organizations WHERE id = ?',
   ].map((sql) => db.prepare(sql));
 

@@ -92,6 +92,20 @@ export type SubOrgFilter =
   | { type: 'NAME' | 'USERNAME' | 'EMAIL' | 'PHONE_NUMBER' | 'PUBLIC_KEY'; value: string }
   | { type: 'WALLET_ACCOUNT_ADDRESS'; value: string; addressKey: string };
 
+export interface WebhookSubscription { eventType: string; filtersJson?: string; isActive: boolean }
+
+/** A webhook endpoint (create_webhook_endpoint): an address and the events it subscribes to. */
+export interface WebhookEndpointRow {
+  id: string;
+  organizationId: string;
+  url: string;
+  name: string;
+  isActive: boolean;
+  subscriptions: WebhookSubscription[];
+  createdMs: number;
+  updatedMs: number;
+}
+
 /** A webhook event waiting for delivery to one address (src/webhooks.ts). */
 export interface WebhookDeliveryRow {
   /** the event id (X-Turnkey-Event-Id), the same on every attempt */
@@ -190,6 +204,11 @@ export interface Store {
     remove(organizationId: string, name: string): boolean;
   };
   webhooks: {
+    /** The organization's endpoints, oldest first (cached: every submit asks). */
+    endpoints(organizationId: string): WebhookEndpointRow[];
+    insertEndpoint(row: WebhookEndpointRow): void;
+    updateEndpoint(row: WebhookEndpointRow): void;
+    deleteEndpoint(organizationId: string, id: string): boolean;
     enqueue(row: WebhookDeliveryRow): void;
     /** Deliveries due at nowMs, oldest first. */
     due(nowMs: number, limit: number): WebhookDeliveryRow[];

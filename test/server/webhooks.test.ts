@@ -198,3 +198,97 @@ async function jwksOf(t: TestServer): Promise<TurnkeyWebhookVerificationKey[]> {
   const doc: any = await (await fetch(`${t.directUrl}/public/v1/discovery/webhooks/jwks`)).json();
   return doc.keys.map((k: any) => ({ keyId: k.kid, publicKey: Buffer.from(k.x, 'base64url').toString('hex') }));
 }
+
+describe('webhook endpoints (create_webhook_endpoint & co.)', () => {
+  let ep: TestServer;
+  let rxA: Receiver;
+  let rxB: Receiver;
+  beforeAll(async () => {
+    rxA = await new Receiver().start();
+    rxB = await new Receiver().start();
+    ep = await startTestServer({ webhookRetryMs: 50 });
+  });
+  afterAll(async () => { await ep?.stop(); await rxA?.close(); await rxB?.close(); });
+
+  it('an endpoint subscribed to ACTIVITY_UPDATES receives signed activities; list, update and delete manage it', async () => {
+    const made: any = await ep.sdk.createWebhookEndpoint({ url: `${rxA.url}/a`, name: 'A', subscriptions: [{ eventType: 'ACTIVITY_UPDATES' }] } as any);
+    expect(made.webhookEndpoint).toEqual({
+      endpointId: made.endpointId, organizationId: ep.orgId, url: `${rxA.url}/a`, name: 'A', isActive: true,
+      subscriptions: [{ eventType: 'ACTIVITY_UPDATES', isActive: true }],
+    });
+    const listed: any = await ep.sdk.listWebhookEndpoints({} as any);
+    expect(listed.webhookEndpoints).toEqual([made.webhookEndpoint]);
+
+    await rxA.waitFor(1); // the create_webhook_endpoint activity itself
+    rxA.got.length = 0;
+    const w: any = await ep.sdk.createWallet({ walletName: uniqueName('ep'), accounts: [] } as any);
+    const [r] = await rxA.waitFor(1);
+    expect(r!.path).toBe('/a');
+    expect(JSON.parse(r!.body.toString('utf8')).id).toBe(w.activity.id);
+    expect(verifyTurnkeyWebhookSignature({ headers: r!.headers as any, body: new Uint8Array(r!.body), verificationKeys: await jwksOf(ep), maxTimestampAgeMs: 60_000 }).ok).toBe(true);
+
+    const off: any = await ep.sdk.updateWebhookEndpoint({ endpointId: made.endpointId, isActive: false, name: 'A (paused)' } as any);
+    expect(off.webhookEndpoint).toMatchObject({ isActive: false, name: 'A (paused)', url: `${rxA.url}/a` });
+    await sleep(200);
+    rxA.got.length = 0;
+    await ep.sdk.createWallet({ walletName: uniqueName('paused'), accounts: [] } as any);
+    await sleep(300);
+    expect(rxA.got).toHaveLength(0);
+
+    const del: any = await ep.sdk.deleteWebhookEndpoint({ endpointId: made.endpointId } as any);
+    expect(del.endpointId).toBe(made.endpointId);
+    expect((await ep.sdk.listWebhookEndpoints({} as any) as any).webhookEndpoints).toEqual([]);
+    const again = await ep.raw('/public/v1/submit/delete_webhook_endpoint', JSON.stringify({ parameters: { endpointId: made.endpointId }, organizationId: ep.orgId, timestampMs: String(Date.now()), type: 'ACTIVITY_TYPE_DELETE_WEBHOOK_ENDPOINT' }));
+    expect(again.status, again.text).toBe(404);
+  });
+
+  it('sends each address once per activity; inactive or non-activity subscriptions receive nothing; sub-organization activities reach the parent', async () => {
+    await ep.sdk.setOrganizationFeature({ name: 'FEATURE_NAME_WEBHOOK', value: `${rxA.url}/same` } as any);
+    await ep.sdk.createWebhookEndpoint({ url: `${rxA.url}/same`, name: 'dup', subscriptions: [{ eventType: 'ACTIVITY_UPDATES' }] } as any);
+    await ep.sdk.createWebhookEndpoint({ url: `${rxB.url}/balances`, name: 'balances', subscriptions: [{ eventType: 'BALANCE_CONFIRMED_UPDATES' }, { eventType: 'ACTIVITY_UPDATES', isActive: false }] } as any);
+    // One delivery to /same for each of these three activities (the feature and the endpoint share it).
+    await rxA.waitFor(3);
+    await sleep(300);
+    expect(rxA.got).toHaveLength(3);
+    rxA.got.length = 0;
+    rxB.got.length = 0;
+    const key = newP256Key();
+    const sub: any = await ep.sdk.createSubOrganization({
+      subOrganizationName: uniqueName('ep-sub'), rootQuorumThreshold: 1,
+      rootUsers: [{ userName: 'u', apiKeys: [{ apiKeyName: 'k', publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [] }],
+    } as any);
+    await rxA.waitFor(1);
+    await sdkClient(ep.url, key, sub.subOrganizationId).createWallet({ walletName: 'w', accounts: [] } as any);
+    const got = await rxA.waitFor(2);
+    await sleep(300);
+    expect(rxA.got).toHaveLength(2);
+    expect(got.map((r) => r.headers['x-turnkey-organization-id'])).toEqual([ep.orgId, sub.subOrganizationId]);
+    expect(rxB.got).toHaveLength(0);
+  });
+
+  it('refuses bad endpoints field by field, and non-root users, storing nothing', async () => {
+    const before = (await ep.sdk.listWebhookEndpoints({} as any) as any).webhookEndpoints.length;
+    const body = (parameters: object, type = 'ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT') =>
+      JSON.stringify({ parameters, organizationId: ep.orgId, timestampMs: String(Date.now()), type });
+    const cases: [object, string][] = [
+      [{ url: 'ftp://example.com/x', name: 'n' }, 'url'],
+      [{ url: 'http://example.com/x', name: '' }, 'name'],
+      [{ url: 'http://example.com/x', name: 'n', subscriptions: [{ eventType: 'SHOE_SIZE' }] }, 'subscriptions[0].eventType'],
+      [{ url: 'http://example.com/x', name: 'n', subscriptions: [{ eventType: 'ACTIVITY_UPDATES', filtersJson: '{"type":"x"}' }] }, 'subscriptions[0].filtersJson'],
+      [{ url: 'http://example.com/x', name: 'n', subscriptions: [{ eventType: 'ACTIVITY_UPDATES' }, { eventType: 'ACTIVITY_UPDATES' }] }, 'subscriptions[1].eventType'],
+    ];
+    for (const [params, field] of cases) {
+      const r = await ep.raw('/public/v1/submit/create_webhook_endpoint', body(params));
+      expect(r.status, r.text).toBe(400);
+      expect(r.json.details.flatMap((d: any) => (d.fieldViolations ?? []).map((v: any) => v.field))).toContain(field);
+    }
+    const upd = await ep.raw('/public/v1/submit/update_webhook_endpoint', body({ endpointId: 'nope', url: 'http://example.com' }, 'ACTIVITY_TYPE_UPDATE_WEBHOOK_ENDPOINT'));
+    expect(upd.status, upd.text).toBe(404);
+
+    const plain = newP256Key();
+    await ep.sdk.createUsers({ users: [{ userName: uniqueName('plain'), apiKeys: [{ apiKeyName: 'k', publicKey: plain.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
+    const denied = await ep.raw('/public/v1/submit/create_webhook_endpoint', body({ url: 'http://example.com/x', name: 'n' }), { key: plain });
+    expect(denied.status, denied.text).toBe(403);
+    expect((await ep.sdk.listWebhookEndpoints({} as any) as any).webhookEndpoints).toHaveLength(before);
+  });
+});

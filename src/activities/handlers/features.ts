@@ -8,7 +8,7 @@ import { Validator } from '../validate.js';
 
 type FeatureName = (typeof FEATURE_NAMES)[number];
 
-function isHttpUrl(s: string): boolean {
+export function isHttpUrl(s: string): boolean {
   try {
     const u = new URL(s);
     return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';

@@ -1,0 +1,148 @@
+/**
+ * create_webhook_endpoint, update_webhook_endpoint, delete_webhook_endpoint;
+ * list_webhook_endpoints. Deliveries: src/webhooks.ts (ACTIVITY_UPDATES is the event kmas emits;
+ * subscriptions to the balance and transaction events are kept but have nothing to announce).
+ */
+import { failedPrecondition, notFound } from '../../errors.js';
+import { requireRoot } from '../../domain/principal.js';
+import type { Store, WebhookEndpointRow, WebhookSubscription } from '../../storage/types.js';
+import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
+import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { isHttpUrl } from './features.js';
+
+export const EVENT_TYPES = ['ACTIVITY_UPDATES', 'BALANCE_CONFIRMED_UPDATES', 'BALANCE_FINALIZED_UPDATES', 'SEND_TRANSACTION_STATUS_UPDATES'] as const;
+/** Endpoints per organization at most. */
+export const MAX_ENDPOINTS = 20;
+
+type EndpointRecord = Omit<WebhookEndpointRow, 'id' | 'createdMs' | 'updatedMs'> & { endpointId: string };
+
+function endpointRecord(e: WebhookEndpointRow): EndpointRecord {
+  return {
+    endpointId: e.id, organizationId: e.organizationId, url: e.url, name: e.name, isActive: e.isActive,
+    subscriptions: e.subscriptions.map((s) => ({ ...s })),
+  };
+}
+
+function readUrl(v: Validator, o: Obj, required: boolean): string | undefined {
+  const url = v.string(o, 'url', 'url', { required, max: 2048 });
+  if (url !== undefined && !isHttpUrl(url)) { v.fail('url', 'must be an http(s) URL'); return undefined; }
+  return url;
+}
+
+function readSubscriptions(v: Validator, o: Obj): WebhookSubscription[] {
+  const list = v.array(o, 'subscriptions', 'subscriptions', { max: EVENT_TYPES.length }) ?? [];
+  const out: WebhookSubscription[] = [];
+  list.forEach((item, i) => {
+    const f = `subscriptions[${i}]`;
+    const s = v.object(item, f);
+    if (!s) return;
+    const eventType = v.enumOf(s, 'eventType', `${f}.eventType`, EVENT_TYPES);
+    if (typeof s.filtersJson === 'string' && s.filtersJson.trim() !== '') {
+      v.fail(`${f}.filtersJson`, 'subscription filters are not supported yet; leave it out to receive every event of the type');
+    }
+    const isActive = v.boolean(s, 'isActive', `${f}.isActive`) ?? true;
+    if (!eventType) return;
+    if (out.some((x) => x.eventType === eventType)) { v.fail(`${f}.eventType`, 'is subscribed twice'); return; }
+    out.push({ eventType, isActive });
+  });
+  return out;
+}
+
+function requireEndpoint(store: Store, organizationId: string, id: string): WebhookEndpointRow {
+  const e = store.webhooks.endpoints(organizationId).find((x) => x.id === id);
+  if (!e) throw notFound(`webhook endpoint ${id} not found`, 'WEBHOOK_ENDPOINT_NOT_FOUND');
+  return e;
+}
+
+interface CreateEndpoint { url: string; name: string; subscriptions: WebhookSubscription[] }
+
+export const createWebhookEndpoint: SubmitOperation<CreateEndpoint, { endpointId: string; webhookEndpoint: EndpointRecord }> = {
+  kind: 'submit',
+  path: 'create_webhook_endpoint',
+  types: { ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT: keysFor('ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const url = readUrl(v, params, true);
+    const name = v.string(params, 'name', 'name', { required: true, nonEmpty: true, max: MAX_NAME });
+    const subscriptions = readSubscriptions(v, params);
+    v.done();
+    return { url: url!, name: name!, subscriptions };
+  },
+  authorize(p, _intent, store) {
+    requireRoot(p, 'manage webhook endpoints');
+    if (store.webhooks.endpoints(p.organization.id).length >= MAX_ENDPOINTS) {
+      throw failedPrecondition(`an organization has at most ${MAX_ENDPOINTS} webhook endpoints`);
+    }
+  },
+  execute(ctx, intent) {
+    const row: WebhookEndpointRow = {
+      id: ctx.newId(), organizationId: ctx.organization.id, url: intent.url, name: intent.name, isActive: true,
+      subscriptions: intent.subscriptions, createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
+    };
+    ctx.store.webhooks.insertEndpoint(row);
+    return { endpointId: row.id, webhookEndpoint: endpointRecord(row) };
+  },
+};
+
+interface UpdateEndpoint { endpointId: string; url?: string; name?: string; isActive?: boolean }
+
+export const updateWebhookEndpoint: SubmitOperation<UpdateEndpoint, { endpointId: string; webhookEndpoint: EndpointRecord }> = {
+  kind: 'submit',
+  path: 'update_webhook_endpoint',
+  types: { ACTIVITY_TYPE_UPDATE_WEBHOOK_ENDPOINT: keysFor('ACTIVITY_TYPE_UPDATE_WEBHOOK_ENDPOINT') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const endpointId = v.string(params, 'endpointId', 'endpointId', { required: true, nonEmpty: true, max: 100 });
+    const url = readUrl(v, params, false);
+    const name = v.string(params, 'name', 'name', { nonEmpty: true, max: MAX_NAME });
+    const isActive = v.boolean(params, 'isActive', 'isActive');
+    v.done();
+    return {
+      endpointId: endpointId!, ...(url !== undefined ? { url } : {}), ...(name !== undefined ? { name } : {}),
+      ...(isActive !== undefined ? { isActive } : {}),
+    };
+  },
+  authorize(p, intent, store) {
+    requireRoot(p, 'manage webhook endpoints');
+    requireEndpoint(store, p.organization.id, intent.endpointId);
+  },
+  execute(ctx, intent) {
+    const e = requireEndpoint(ctx.store, ctx.organization.id, intent.endpointId);
+    const row: WebhookEndpointRow = {
+      ...e, url: intent.url ?? e.url, name: intent.name ?? e.name, isActive: intent.isActive ?? e.isActive, updatedMs: ctx.nowMs,
+    };
+    ctx.store.webhooks.updateEndpoint(row);
+    return { endpointId: row.id, webhookEndpoint: endpointRecord(row) };
+  },
+};
+
+export const deleteWebhookEndpoint: SubmitOperation<{ endpointId: string }, { endpointId: string }> = {
+  kind: 'submit',
+  path: 'delete_webhook_endpoint',
+  types: { ACTIVITY_TYPE_DELETE_WEBHOOK_ENDPOINT: keysFor('ACTIVITY_TYPE_DELETE_WEBHOOK_ENDPOINT') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const endpointId = v.string(params, 'endpointId', 'endpointId', { required: true, nonEmpty: true, max: 100 });
+    v.done();
+    return { endpointId: endpointId! };
+  },
+  authorize(p, intent, store) {
+    requireRoot(p, 'manage webhook endpoints');
+    requireEndpoint(store, p.organization.id, intent.endpointId);
+  },
+  execute(ctx, intent) {
+    if (!ctx.store.webhooks.deleteEndpoint(ctx.organization.id, intent.endpointId)) {
+      throw notFound(`webhook endpoint ${intent.endpointId} not found`, 'WEBHOOK_ENDPOINT_NOT_FOUND');
+    }
+    return { endpointId: intent.endpointId };
+  },
+};
+
+export const listWebhookEndpoints: QueryOperation<object> = {
+  kind: 'query',
+  path: 'list_webhook_endpoints',
+  parentMayRead: true,
+  specWrapper: 'wrap',
+  validate: () => ({}),
+  execute: (ctx) => ({ webhookEndpoints: ctx.store.webhooks.endpoints(ctx.organization.id).map(endpointRecord) }),
+};
