@@ -279,6 +279,8 @@ describe('organization features and configs', () => {
   });
 
   it('get_organization (@turnkey/http only) returns organizationData', async () => {
+    await ts.sdk.createWallet({ walletName: 'org-data', accounts: [] } as any);
+    await ts.sdk.createPrivateKeys({ privateKeys: [{ privateKeyName: 'org-data', curve: 'CURVE_P256', privateKeyTags: [], addressFormats: [] }] } as any);
     const r: any = await ts.http.getOrganization({ organizationId: ts.orgId });
     checkQueryReply('get_organization', r, ['organizationData'], ts.orgId);
     expect(r.organizationData.organizationId).toBe(ts.orgId);
@@ -289,6 +291,13 @@ describe('organization features and configs', () => {
     const cfg: any = await ts.sdk.getOrganizationConfigs({ organizationId: ts.orgId });
     if (r.organizationData.features !== undefined) expect(r.organizationData.features).toEqual(expect.arrayContaining(cfg.configs.features ?? []));
     if (r.organizationData.rootQuorum !== undefined) expect(r.organizationData.rootQuorum).toEqual(cfg.configs.quorum);
+    // wallets and private keys as list_wallets / list_private_keys give them
+    const wallets: any = await ts.sdk.getWallets();
+    expect(r.organizationData.wallets).toEqual(wallets.wallets);
+    expect(r.organizationData.wallets.length).toBeGreaterThan(0);
+    const keys: any = await ts.sdk.getPrivateKeys();
+    expect(r.organizationData.privateKeys).toEqual(keys.privateKeys);
+    expect(r.organizationData.privateKeys.length).toBeGreaterThan(0);
     if (r.organizationData.tags !== undefined) {
       const ut: any = await ts.sdk.listUserTags();
       const pt: any = await ts.sdk.listPrivateKeyTags({});

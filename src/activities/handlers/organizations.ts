@@ -1,5 +1,6 @@
 /** whoami, get_organization, get_organization_configs. */
 import { featuresRecord, quorumRecord, tagRecord, userRecord } from '../../domain/records.js';
+import { privateKeyRecord, walletRecord } from '../../domain/keys.js';
 import type { QueryOperation } from '../types.js';
 import type { Obj } from '../validate.js';
 
@@ -37,12 +38,12 @@ export const getOrganization: QueryOperation<object> = {
         name: org.name,
         users: store.users.list(org.id).map((u) => userRecord(store, u)),
         policies: [],
-        privateKeys: [],
+        privateKeys: store.keys.privateKeys.list(org.id).map((k) => privateKeyRecord(store, k)),
         invitations: [],
         tags: [...store.tags.list(org.id, 'TAG_TYPE_USER'), ...store.tags.list(org.id, 'TAG_TYPE_PRIVATE_KEY')].map(tagRecord),
         rootQuorum: quorumRecord(store, org),
         features: featuresRecord(store, org.id),
-        wallets: [],
+        wallets: store.keys.wallets.list(org.id).map(walletRecord),
         smartContractInterfaceReferences: [],
       },
     };
