@@ -20,6 +20,13 @@ import { createExportBundle, createImportBundle, openImportedPrivateKey, openImp
 export const SIGNER_CONTEXT: AtRestContext = { kind: 'bundle_signer', organizationId: '', recordId: 'bundle-signer' };
 export const WEBHOOK_SIGNER_CONTEXT: AtRestContext = { kind: 'webhook_signer', organizationId: '', recordId: 'webhook-signer' };
 
+/** Keys of the server itself, created on first start and kept sealed (domain/keys.ts initKeys). */
+export type ServerKeyKind = 'bundleSigner' | 'webhookSigner';
+const SERVER_KEYS: Record<ServerKeyKind, { curve: CurveId; ctx: AtRestContext; publicKeyOf: (sk: Uint8Array) => string }> = {
+  bundleSigner: { curve: 'p256', ctx: SIGNER_CONTEXT, publicKeyOf: signerPublicKeyHex },
+  webhookSigner: { curve: 'ed25519', ctx: WEBHOOK_SIGNER_CONTEXT, publicKeyOf: (sk) => publicKeyHex('ed25519', getPublicKey('ed25519', sk)) },
+};
+
 export interface SealedKey {
   sealed: Uint8Array;
   /** record form: compressed SEC1 (ECDSA) or raw 32 bytes (Ed25519) */
@@ -44,10 +51,7 @@ const dec = new TextDecoder('utf-8', { fatal: true });
 export class Vault {
   /** AES-256-GCM key derived from the master key (the master key itself is not kept). */
   readonly #atRest: Uint8Array;
-  #signer?: Uint8Array;
-  #signerPublicKey?: string;
-  #webhookSigner?: Uint8Array;
-  #webhookPublicKey?: string;
+  readonly #serverKeys = new Map<ServerKeyKind, { sealed: Uint8Array; publicKey: string }>();
   #pool?: SignPool;
 
   constructor(masterKey: Uint8Array) {
@@ -76,72 +80,53 @@ export class Vault {
     }
   }
 
-  // ---- bundle signer ------------------------------------------------------------------------
+  // ---- server keys: the bundle signer (P-256) and the webhook signer (Ed25519) -------------------
 
-  /** A fresh P-256 bundle-signer key, sealed; also installs it in this Vault. */
-  createSigner(): { sealed: Uint8Array; publicKey: string } {
-    const sk = generatePrivateKey('p256');
+  /** A fresh server key of `kind`, sealed; also installs it in this Vault. */
+  createServerKey(kind: ServerKeyKind): { sealed: Uint8Array; publicKey: string } {
+    const k = SERVER_KEYS[kind];
+    const sk = generatePrivateKey(k.curve);
     try {
-      const sealed = this.seal(sk, SIGNER_CONTEXT);
-      const publicKey = signerPublicKeyHex(sk);
-      this.#signer = sealed;
-      this.#signerPublicKey = publicKey;
-      return { sealed, publicKey };
+      const key = { sealed: this.seal(sk, k.ctx), publicKey: k.publicKeyOf(sk) };
+      this.#serverKeys.set(kind, key);
+      return key;
     } finally {
       wipe(sk);
     }
   }
 
-  /** Installs a stored signer key; checks that it opens and matches its recorded public key. */
-  useSigner(sealed: Uint8Array, publicKey: string): void {
-    const actual = this.#with(sealed, SIGNER_CONTEXT, (sk) => signerPublicKeyHex(sk));
-    if (actual !== publicKey) throw new CryptoError('DECRYPTION_FAILED', 'stored bundle signer does not match its public key');
-    this.#signer = sealed;
-    this.#signerPublicKey = publicKey;
+  /** Installs a stored server key; checks that it opens and matches its recorded public key. */
+  useServerKey(kind: ServerKeyKind, sealed: Uint8Array, publicKey: string): void {
+    const k = SERVER_KEYS[kind];
+    if (this.#with(sealed, k.ctx, k.publicKeyOf) !== publicKey) {
+      throw new CryptoError('DECRYPTION_FAILED', `stored ${k.ctx.kind} does not match its public key`);
+    }
+    this.#serverKeys.set(kind, { sealed, publicKey });
   }
 
-  /** Uncompressed lowercase hex (what dangerouslyOverrideSignerPublicKey takes). */
+  #withServerKey<T>(kind: ServerKeyKind, fn: (sk: Uint8Array) => T): T {
+    const key = this.#serverKeys.get(kind);
+    if (!key) throw new CryptoError('INVALID_PRIVATE_KEY', `no ${SERVER_KEYS[kind].ctx.kind} installed`);
+    return this.#with(key.sealed, SERVER_KEYS[kind].ctx, fn);
+  }
+
+  /** The bundle signer, uncompressed lowercase hex (what dangerouslyOverrideSignerPublicKey takes). */
   get signerPublicKey(): string {
-    if (!this.#signerPublicKey) throw new CryptoError('INVALID_PRIVATE_KEY', 'no bundle signer installed');
-    return this.#signerPublicKey;
+    const key = this.#serverKeys.get('bundleSigner');
+    if (!key) throw new CryptoError('INVALID_PRIVATE_KEY', 'no bundle signer installed');
+    return key.publicKey;
   }
 
   #withSigner<T>(fn: (sk: Uint8Array) => T): T {
-    if (!this.#signer) throw new CryptoError('INVALID_PRIVATE_KEY', 'no bundle signer installed');
-    return this.#with(this.#signer, SIGNER_CONTEXT, fn);
-  }
-
-  // ---- webhook signer ---------------------------------------------------------------------
-
-  /** A fresh Ed25519 webhook-signing key, sealed; also installs it in this Vault. */
-  createWebhookSigner(): { sealed: Uint8Array; publicKey: string } {
-    const sk = generatePrivateKey('ed25519');
-    try {
-      const sealed = this.seal(sk, WEBHOOK_SIGNER_CONTEXT);
-      const publicKey = publicKeyHex('ed25519', getPublicKey('ed25519', sk));
-      this.#webhookSigner = sealed;
-      this.#webhookPublicKey = publicKey;
-      return { sealed, publicKey };
-    } finally {
-      wipe(sk);
-    }
-  }
-
-  /** Installs a stored webhook signer; checks that it opens and matches its recorded public key. */
-  useWebhookSigner(sealed: Uint8Array, publicKey: string): void {
-    const actual = this.#with(sealed, WEBHOOK_SIGNER_CONTEXT, (sk) => publicKeyHex('ed25519', getPublicKey('ed25519', sk)));
-    if (actual !== publicKey) throw new CryptoError('DECRYPTION_FAILED', 'stored webhook signer does not match its public key');
-    this.#webhookSigner = sealed;
-    this.#webhookPublicKey = publicKey;
+    return this.#withServerKey('bundleSigner', fn);
   }
 
   /** The webhook signer's raw 32-byte Ed25519 public key, lowercase hex (undefined: none installed). */
-  get webhookPublicKey(): string | undefined { return this.#webhookPublicKey; }
+  get webhookPublicKey(): string | undefined { return this.#serverKeys.get('webhookSigner')?.publicKey; }
 
   /** Ed25519 signature (64 bytes) of `message` with the webhook signer, opened for this call only. */
   signWebhook(message: Uint8Array): Uint8Array {
-    if (!this.#webhookSigner) throw new CryptoError('INVALID_PRIVATE_KEY', 'no webhook signer installed');
-    return this.#with(this.#webhookSigner, WEBHOOK_SIGNER_CONTEXT, (sk) => signEd25519(message, sk));
+    return this.#withServerKey('webhookSigner', (sk) => signEd25519(message, sk));
   }
 
   // ---- private keys -------------------------------------------------------------------------

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ApiError, Grpc, invalidArgument, notFound } from '../errors.js';
-import { CryptoError, loadOrCreateMasterKey, Vault, type AtRestContext, type CurveId } from '../crypto/index.js';
+import { CryptoError, loadOrCreateMasterKey, Vault, type AtRestContext, type CurveId, type ServerKeyKind } from '../crypto/index.js';
 import type { Store } from '../storage/types.js';
 import type { PrivateKeyRow, WalletAccountRow, WalletRow } from '../storage/keys.js';
 import { timestamp } from './records.js';
@@ -37,29 +37,23 @@ export function initKeys(store: Store, dataDir: string, masterKeyText: string | 
   for (const w of mk.warnings) log.warn(w);
   const vault = new Vault(mk.key);
   mk.key.fill(0);
-  const stored = store.keys.secrets.get(SIGNER_SECRET);
-  if (stored) {
-    try {
-      vault.useSigner(stored.sealed, stored.publicKey);
-    } catch {
-      throw new Error('the stored bundle signer key cannot be opened with this master key (KMAS_MASTER_KEY / DATA_DIR/master.key changed?)');
+  const serverKeys: [ServerKeyKind, string, string][] = [
+    ['bundleSigner', SIGNER_SECRET, 'bundle signer'],
+    ['webhookSigner', WEBHOOK_SIGNER_SECRET, 'webhook signer'],
+  ];
+  for (const [kind, secret, label] of serverKeys) {
+    const stored = store.keys.secrets.get(secret);
+    if (stored) {
+      try {
+        vault.useServerKey(kind, stored.sealed, stored.publicKey);
+      } catch {
+        throw new Error(`the stored ${label} key cannot be opened with this master key (KMAS_MASTER_KEY / DATA_DIR/master.key changed?)`);
+      }
+    } else {
+      const k = vault.createServerKey(kind);
+      store.transaction(() => store.keys.secrets.insert(secret, k.sealed, k.publicKey, Date.now()));
+      log.info(`created the ${label} key`, { publicKey: k.publicKey, masterKey: mk.source });
     }
-  } else {
-    const s = vault.createSigner();
-    store.transaction(() => store.keys.secrets.insert(SIGNER_SECRET, s.sealed, s.publicKey, Date.now()));
-    log.info('created the bundle signer key', { signerPublicKey: s.publicKey, masterKey: mk.source });
-  }
-  const hook = store.keys.secrets.get(WEBHOOK_SIGNER_SECRET);
-  if (hook) {
-    try {
-      vault.useWebhookSigner(hook.sealed, hook.publicKey);
-    } catch {
-      throw new Error('the stored webhook signer key cannot be opened with this master key (KMAS_MASTER_KEY / DATA_DIR/master.key changed?)');
-    }
-  } else {
-    const w = vault.createWebhookSigner();
-    store.transaction(() => store.keys.secrets.insert(WEBHOOK_SIGNER_SECRET, w.sealed, w.publicKey, Date.now()));
-    log.info('created the webhook signing key', { webhookPublicKey: w.publicKey });
   }
   if (signWorkers > 0) {
     const pool = vault.useWorkers(signWorkers);

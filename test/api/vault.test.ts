@@ -19,7 +19,7 @@ const ORG = 'org-1';
 
 function newVault(): Vault {
   const v = new Vault(new Uint8Array(randomBytes(32)));
-  v.createSigner();
+  v.createServerKey('bundleSigner');
   return v;
 }
 
@@ -114,15 +114,30 @@ describe('Vault', () => {
     expect(() => v.signEthereumTransaction(p.sealed, ctx('p'), 'p256', '02c0')).toThrow(/SECP256K1/);
   });
 
-  it('useSigner refuses a signer that does not match its public key', () => {
+  it('useServerKey refuses a server key that does not match its public key, its master key or its kind', () => {
     const v = new Vault(new Uint8Array(randomBytes(32)));
-    const s = v.createSigner();
+    const s = v.createServerKey('bundleSigner');
     const again = new Vault(new Uint8Array(32).fill(0));
-    expect(() => again.useSigner(s.sealed, s.publicKey)).toThrow(CryptoError);
+    expect(() => again.useServerKey('bundleSigner', s.sealed, s.publicKey)).toThrow(CryptoError);
     const same = new Vault(new Uint8Array(32).fill(0));
-    const s2 = same.createSigner();
-    expect(() => same.useSigner(s2.sealed, s.publicKey)).toThrow(CryptoError);
-    same.useSigner(s2.sealed, s2.publicKey);
+    const s2 = same.createServerKey('bundleSigner');
+    expect(() => same.useServerKey('bundleSigner', s2.sealed, s.publicKey)).toThrow(CryptoError);
+    expect(() => same.useServerKey('webhookSigner', s2.sealed, s2.publicKey)).toThrow(CryptoError);
+    same.useServerKey('bundleSigner', s2.sealed, s2.publicKey);
     expect(same.signerPublicKey).toBe(s2.publicKey);
+  });
+
+  it('the webhook signer signs Ed25519 that noble verifies under its published public key', () => {
+    const v = new Vault(new Uint8Array(randomBytes(32)));
+    expect(v.webhookPublicKey).toBeUndefined();
+    expect(() => v.signWebhook(new Uint8Array(3))).toThrow(CryptoError);
+    const w = v.createServerKey('webhookSigner');
+    expect(w.publicKey).toMatch(/^[0-9a-f]{64}$/);
+    expect(v.webhookPublicKey).toBe(w.publicKey);
+    const msg = new TextEncoder().encode('v1.ed25519.kid.1.event.{}');
+    const sig = v.signWebhook(msg);
+    expect(ed25519.verify(sig, msg, Buffer.from(w.publicKey, 'hex'))).toBe(true);
+    const reopened = new Vault(new Uint8Array(32).fill(7));
+    expect(() => reopened.useServerKey('webhookSigner', w.sealed, w.publicKey)).toThrow(CryptoError);
   });
 });

@@ -14,30 +14,22 @@
  */
 import { failedPrecondition, invalidArgument } from '../../errors.js';
 import { requireRoot, type Principal } from '../../domain/principal.js';
-import { insertApiKeys, readApiKeyParams, type ApiKeyParams } from '../../domain/apiKeys.js';
+import { insertApiKeys } from '../../domain/apiKeys.js';
 import { addressKey } from '../../storage/keys.js';
 import type { Store, SubOrgFilter } from '../../storage/types.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
-import { E164, EMAIL, MAX_NAME, Validator, type Obj } from '../validate.js';
+import { MAX_NAME, Validator, type Obj } from '../validate.js';
 import { readPagination, type Pagination } from './activities.js';
 import { readAccounts } from './keyParams.js';
+import { readUserParams, refuseSharedKeys, type UserParams } from './users.js';
 import { createWalletIn, readMnemonicLength, refuseDuplicates, type CreateWallet } from './wallets.js';
-
-interface RootUser {
-  userName: string;
-  userEmail?: string;
-  userPhoneNumber?: string;
-  apiKeys: ApiKeyParams[];
-  authenticators: unknown[];
-  oauthProviders: unknown[];
-}
 
 const DISABLE_FLAGS = ['disableEmailRecovery', 'disableEmailAuth', 'disableSmsAuth', 'disableOtpEmailAuth'] as const;
 type DisableFlag = typeof DISABLE_FLAGS[number];
 
 export type CreateSubOrganization = {
   subOrganizationName: string;
-  rootUsers: RootUser[];
+  rootUsers: UserParams[];
   rootQuorumThreshold: number;
   wallet?: CreateWallet;
 } & Partial<Record<DisableFlag, boolean>>;
@@ -60,33 +52,15 @@ function readInt(v: Validator, o: Obj, key: string, field: string, min: number, 
   return n;
 }
 
-function readRootUsers(v: Validator, params: Obj): RootUser[] {
+function readRootUsers(v: Validator, params: Obj): UserParams[] {
   const list = v.array(params, 'rootUsers', 'rootUsers', { required: true, nonEmpty: true }) ?? [];
-  const users: RootUser[] = [];
+  const users: UserParams[] = [];
   list.forEach((item, i) => {
-    const f = `rootUsers[${i}]`;
-    const o = v.object(item, f);
-    if (!o) return;
-    const userName = v.string(o, 'userName', `${f}.userName`, { required: true, nonEmpty: true, max: MAX_NAME });
-    const userEmail = v.string(o, 'userEmail', `${f}.userEmail`, { max: 320, pattern: EMAIL, patternDesc: 'must be an e-mail address' }) || undefined;
-    const userPhoneNumber = v.string(o, 'userPhoneNumber', `${f}.userPhoneNumber`, { max: 16, pattern: E164, patternDesc: 'must be an E.164 phone number such as +13214567890' }) || undefined;
-    const apiKeys = readApiKeyParams(v, v.array(o, 'apiKeys', `${f}.apiKeys`), `${f}.apiKeys`);
-    if ((v.array(o, 'authenticators', `${f}.authenticators`) ?? []).length > 0) {
-      v.fail(`${f}.authenticators`, 'WebAuthn authenticators are not supported yet; send an empty array');
-    }
-    if ((v.array(o, 'oauthProviders', `${f}.oauthProviders`) ?? []).length > 0) {
-      v.fail(`${f}.oauthProviders`, 'OAuth providers are not supported yet; send an empty array');
-    }
-    if (userName === undefined) return;
-    users.push({
-      userName,
-      ...(userEmail !== undefined ? { userEmail } : {}),
-      ...(userPhoneNumber !== undefined ? { userPhoneNumber } : {}),
-      apiKeys, authenticators: [], oauthProviders: [],
-    });
+    const o = v.object(item, `rootUsers[${i}]`);
+    const u = o && readUserParams(v, o, `rootUsers[${i}]`);
+    if (u) users.push(u);
   });
-  const allKeys = users.flatMap((u) => u.apiKeys.map((k) => k.publicKey));
-  if (new Set(allKeys).size !== allKeys.length) v.fail('rootUsers', 'the same public key appears for two root users');
+  refuseSharedKeys(v, users, 'rootUsers', 'root users');
   return users;
 }
 

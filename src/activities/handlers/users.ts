@@ -2,19 +2,54 @@
 import { ApiError, Grpc, failedPrecondition, notFound, permissionDenied } from '../../errors.js';
 import { isRoot, requireRoot, requireSelfOrRoot } from '../../domain/principal.js';
 import { insertApiKeys, readApiKeyParams, requireUser, type ApiKeyParams } from '../../domain/apiKeys.js';
+import type { ApiKeyCurve } from '../../storage/types.js';
 import { userRecord } from '../../domain/records.js';
 import type { Store } from '../../storage/types.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { E164, EMAIL, MAX_NAME, Validator, type Obj } from '../validate.js';
 
-interface NewUser {
+/** A user as create_users and create_sub_organization (rootUsers) describe it. */
+export interface UserParams {
   userName: string;
   userEmail?: string;
   userPhoneNumber?: string;
   apiKeys: ApiKeyParams[];
   authenticators: unknown[];
   oauthProviders: unknown[];
-  userTags: string[];
+}
+
+interface NewUser extends UserParams { userTags: string[] }
+
+/**
+ * Reads one user object at field `f`. `phone` / `oauth`: whether the shape has userPhoneNumber /
+ * oauthProviders; `defaultCurve` for API keys of the older shapes without curveType. Authenticators
+ * and OAuth providers must be empty until those flows exist.
+ */
+export function readUserParams(v: Validator, o: Obj, f: string, opts: { phone?: boolean; oauth?: boolean; defaultCurve?: ApiKeyCurve } = {}): UserParams | undefined {
+  const userName = v.string(o, 'userName', `${f}.userName`, { required: true, nonEmpty: true, max: MAX_NAME });
+  const userEmail = v.string(o, 'userEmail', `${f}.userEmail`, { max: 320, pattern: EMAIL, patternDesc: 'must be an e-mail address' }) || undefined;
+  const userPhoneNumber = opts.phone === false ? undefined
+    : v.string(o, 'userPhoneNumber', `${f}.userPhoneNumber`, { max: 16, pattern: E164, patternDesc: 'must be an E.164 phone number such as +13214567890' }) || undefined;
+  const apiKeys = readApiKeyParams(v, v.array(o, 'apiKeys', `${f}.apiKeys`), `${f}.apiKeys`, opts.defaultCurve);
+  if ((v.array(o, 'authenticators', `${f}.authenticators`) ?? []).length > 0) {
+    v.fail(`${f}.authenticators`, 'WebAuthn authenticators are not supported yet; send an empty array');
+  }
+  if (opts.oauth !== false && (v.array(o, 'oauthProviders', `${f}.oauthProviders`) ?? []).length > 0) {
+    v.fail(`${f}.oauthProviders`, 'OAuth providers are not supported yet; send an empty array');
+  }
+  if (userName === undefined) return undefined;
+  return {
+    userName,
+    ...(userEmail !== undefined ? { userEmail } : {}),
+    ...(userPhoneNumber !== undefined ? { userPhoneNumber } : {}),
+    apiKeys, authenticators: [], oauthProviders: [],
+  };
+}
+
+/** Fails `field` when one public key appears for two of the users. */
+export function refuseSharedKeys(v: Validator, users: UserParams[], field: string, what: string): void {
+  const allKeys = users.flatMap((u) => u.apiKeys.map((k) => k.publicKey));
+  if (new Set(allKeys).size !== allKeys.length) v.fail(field, `the same public key appears for two ${what}`);
 }
 
 export function requireTags(store: Store, organizationId: string, tagIds: string[], type: 'TAG_TYPE_USER' | 'TAG_TYPE_PRIVATE_KEY'): void {
@@ -40,27 +75,15 @@ export const createUsers: SubmitOperation<{ users: NewUser[] }, { userIds: strin
       const f = `users[${i}]`;
       const o = v.object(item, f);
       if (!o) return;
-      const userName = v.string(o, 'userName', `${f}.userName`, { required: true, max: MAX_NAME });
-      const userEmail = v.string(o, 'userEmail', `${f}.userEmail`, { max: 320, pattern: EMAIL, patternDesc: 'must be an e-mail address' }) || undefined;
-      const userPhoneNumber = type === 'ACTIVITY_TYPE_CREATE_USERS_V2' ? undefined
-        : v.string(o, 'userPhoneNumber', `${f}.userPhoneNumber`, { max: 16, pattern: E164, patternDesc: 'must be an E.164 phone number such as +13214567890' }) || undefined;
-      const apiKeys = readApiKeyParams(v, v.array(o, 'apiKeys', `${f}.apiKeys`), `${f}.apiKeys`,
-        type === 'ACTIVITY_TYPE_CREATE_USERS_V4' ? undefined : 'API_KEY_CURVE_P256');
-      const authenticators = v.array(o, 'authenticators', `${f}.authenticators`) ?? [];
-      if (authenticators.length > 0) v.fail(`${f}.authenticators`, 'WebAuthn authenticators are not supported yet; send an empty array');
-      const oauthProviders = type === 'ACTIVITY_TYPE_CREATE_USERS_V2' ? [] : (v.array(o, 'oauthProviders', `${f}.oauthProviders`) ?? []);
-      if (oauthProviders.length > 0) v.fail(`${f}.oauthProviders`, 'OAuth providers are not supported yet; send an empty array');
-      const userTags = v.stringArray(o, 'userTags', `${f}.userTags`) ?? [];
-      if (userName === undefined) return;
-      users.push({
-        userName,
-        ...(userEmail !== undefined ? { userEmail } : {}),
-        ...(userPhoneNumber !== undefined ? { userPhoneNumber } : {}),
-        apiKeys, authenticators: [], oauthProviders: [], userTags,
+      const u = readUserParams(v, o, f, {
+        phone: type !== 'ACTIVITY_TYPE_CREATE_USERS_V2',
+        oauth: type !== 'ACTIVITY_TYPE_CREATE_USERS_V2',
+        ...(type === 'ACTIVITY_TYPE_CREATE_USERS_V4' ? {} : { defaultCurve: 'API_KEY_CURVE_P256' as const }),
       });
+      const userTags = v.stringArray(o, 'userTags', `${f}.userTags`) ?? [];
+      if (u) users.push({ ...u, userTags });
     });
-    const allKeys = users.flatMap((u) => u.apiKeys.map((k) => k.publicKey));
-    if (new Set(allKeys).size !== allKeys.length) v.fail('users', 'the same public key appears twice');
+    refuseSharedKeys(v, users, 'users', 'users');
     v.done();
     return { users };
   },
