@@ -155,6 +155,8 @@ export class WebhookDispatcher {
   #arm(): void {
     if (this.#closed) return;
     if (this.#timer) { clearTimeout(this.#timer); this.#timer = undefined; }
+    // All slots busy: the delivery that ends first kicks again (a timer now would only spin).
+    if (this.#inFlight.size >= MAX_IN_FLIGHT) return;
     const next = this.store.webhooks.nextDueMs();
     if (next === undefined) return;
     this.#timer = setTimeout(() => { this.#timer = undefined; this.kick(); }, Math.min(Math.max(0, next - Date.now()), 2 ** 31 - 1));
