@@ -17,6 +17,8 @@ interface Received { headers: http.IncomingHttpHeaders; body: Buffer; path: stri
 class Receiver {
   readonly got: Received[] = [];
   replies: (number | 'hang')[] = [];
+  /** Delay before each reply (ms). */
+  delayMs = 0;
   #server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -24,6 +26,7 @@ class Receiver {
       this.got.push({ headers: req.headers, body: Buffer.concat(chunks), path: req.url ?? '' });
       const r = this.replies.shift() ?? 200;
       if (r === 'hang') return;
+      if (this.delayMs > 0) { setTimeout(() => { res.writeHead(r); res.end('ok'); }, this.delayMs); return; }
       if (r >= 300 && r < 400) res.writeHead(r, { Location: `${this.url}/elsewhere` });
       else res.writeHead(r, { 'Content-Type': 'text/plain' });
       res.end('ok');
@@ -291,4 +294,27 @@ describe('webhook endpoints (create_webhook_endpoint & co.)', () => {
     expect(denied.status, denied.text).toBe(403);
     expect((await ep.sdk.listWebhookEndpoints({} as any) as any).webhookEndpoints).toHaveLength(before);
   });
+});
+
+describe('webhook backlog', () => {
+  it('more events than delivery slots (8) at once, against a slow receiver: every one arrives once', async () => {
+    const slow = await new Receiver().start();
+    slow.delayMs = 100;
+    const t = await startTestServer();
+    try {
+      await t.sdk.setOrganizationFeature({ name: 'FEATURE_NAME_WEBHOOK', value: slow.url } as any);
+      await slow.waitFor(1);
+      const made = await Promise.all(Array.from({ length: 30 }, (_, i) =>
+        t.sdk.createWallet({ walletName: `backlog-${i}`, accounts: [] } as any) as Promise<any>));
+      const got = await slow.waitFor(31, 20_000);
+      await sleep(300);
+      expect(slow.got).toHaveLength(31);
+      const ids = got.slice(1).map((r) => JSON.parse(r.body.toString('utf8')).id).sort();
+      expect(ids).toEqual(made.map((m) => m.activity.id).sort());
+      expect(outbox(t.dataDir)).toBe(0);
+    } finally {
+      await t.stop();
+      await slow.close();
+    }
+  }, 30_000);
 });
