@@ -11,6 +11,7 @@ import {
 import { removeOrganizationFeature, setOrganizationFeature } from './handlers/features.js';
 import { KEY_QUERIES, KEY_SUBMITS } from './handlers/keyOperations.js';
 import { createSubOrganization, deleteSubOrganization, listSubOrgs } from './handlers/subOrganizations.js';
+import { createReadWriteSession } from './handlers/sessions.js';
 import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookEndpoints, updateWebhookEndpoint } from './handlers/webhookEndpoints.js';
 
 const QUERIES: QueryOperation<any>[] = [
@@ -25,6 +26,7 @@ const SUBMITS: SubmitOperation<any, any>[] = [
   setOrganizationFeature, removeOrganizationFeature,
   createSubOrganization, deleteSubOrganization,
   createWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint,
+  createReadWriteSession,
   ...KEY_SUBMITS,
 ];
 

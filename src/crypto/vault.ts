@@ -15,7 +15,7 @@ import { addressFromPublicKey } from './addresses.js';
 import type { RawPayloadRequest, RawSignature } from './payload.js';
 import { runSignJob, type SignJob, type SignJobResult } from './signjob.js';
 import { SignPool, type StampCheck } from './signpool.js';
-import { createExportBundle, createImportBundle, openImportedPrivateKey, openImportedWallet, signerPublicKeyHex } from './bundles.js';
+import { createCredentialBundle, createExportBundle, createImportBundle, openImportedPrivateKey, openImportedWallet, signerPublicKeyHex } from './bundles.js';
 
 export const SIGNER_CONTEXT: AtRestContext = { kind: 'bundle_signer', organizationId: '', recordId: 'bundle-signer' };
 export const WEBHOOK_SIGNER_CONTEXT: AtRestContext = { kind: 'webhook_signer', organizationId: '', recordId: 'webhook-signer' };
@@ -127,6 +127,22 @@ export class Vault {
   /** Ed25519 signature (64 bytes) of `message` with the webhook signer, opened for this call only. */
   signWebhook(message: Uint8Array): Uint8Array {
     return this.#withServerKey('webhookSigner', (sk) => signEd25519(message, sk));
+  }
+
+  // ---- session keys (create_read_write_session) -----------------------------------------------
+
+  /**
+   * A fresh P-256 API key for a session: its compressed public key (to register) and its private
+   * key in a credential bundle for `targetPublicKey` (what @turnkey/crypto decryptCredentialBundle
+   * opens). The private key exists only inside this call.
+   */
+  newSessionKey(targetPublicKey: string): { publicKey: string; credentialBundle: string } {
+    const sk = generatePrivateKey('p256');
+    try {
+      return { publicKey: publicKeyHex('p256', getPublicKey('p256', sk, true)), credentialBundle: createCredentialBundle(sk, targetPublicKey) };
+    } finally {
+      wipe(sk);
+    }
   }
 
   // ---- private keys -------------------------------------------------------------------------

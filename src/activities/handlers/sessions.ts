@@ -1,0 +1,67 @@
+/**
+ * create_read_write_session (V2): a new P-256 API key of type READ_WRITE_SESSION for a user, with
+ * an expiry (default 900 s), its private key returned only inside a credential bundle encrypted to
+ * the request's targetPublicKey (wire-compat §4.2, §5). The requester makes one for itself; a
+ * root user also for another user of the organization.
+ */
+import { requireSelfOrRoot } from '../../domain/principal.js';
+import { requireUser } from '../../domain/apiKeys.js';
+import { cryptoCall, vaultOf } from '../../domain/keys.js';
+import type { ApiKeyRow } from '../../storage/types.js';
+import { keysFor, type SubmitOperation } from '../types.js';
+import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { readTargetPublicKey } from './keyParams.js';
+
+export const SESSION_CREDENTIAL = 'CREDENTIAL_TYPE_READ_WRITE_SESSION_KEY_P256';
+const DEFAULT_SESSION_SECONDS = 900;
+
+interface CreateSession { targetPublicKey: string; userId?: string; apiKeyName?: string; expirationSeconds?: string; invalidateExisting?: boolean }
+
+interface SessionResult {
+  organizationId: string; organizationName: string; userId: string; username: string; apiKeyId: string; credentialBundle: string;
+}
+
+export const createReadWriteSession: SubmitOperation<CreateSession, SessionResult> = {
+  kind: 'submit',
+  path: 'create_read_write_session',
+  types: { ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2: keysFor('ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const targetPublicKey = readTargetPublicKey(v, params);
+    const userId = v.string(params, 'userId', 'userId', { max: 100 }) || undefined;
+    const apiKeyName = v.string(params, 'apiKeyName', 'apiKeyName', { max: MAX_NAME }) || undefined;
+    const expirationSeconds = v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 1, max: 365 * 86400 });
+    const invalidateExisting = v.boolean(params, 'invalidateExisting', 'invalidateExisting');
+    v.done();
+    return {
+      targetPublicKey: targetPublicKey!,
+      ...(userId !== undefined ? { userId } : {}),
+      ...(apiKeyName !== undefined ? { apiKeyName } : {}),
+      ...(expirationSeconds !== undefined ? { expirationSeconds } : {}),
+      ...(invalidateExisting !== undefined ? { invalidateExisting } : {}),
+    };
+  },
+  authorize(p, intent) { requireSelfOrRoot(p, intent.userId ?? p.user.id, 'create a read-write session'); },
+  execute(ctx, intent) {
+    const { store, organization, nowMs } = ctx;
+    const user = requireUser(store, organization.id, intent.userId ?? ctx.principal.user.id);
+    if (intent.invalidateExisting === true) {
+      for (const k of store.apiKeys.listByUser(organization.id, user.id)) {
+        if (k.credentialType === SESSION_CREDENTIAL) store.apiKeys.delete(organization.id, k.id);
+      }
+    }
+    const key = cryptoCall(() => vaultOf(store).newSessionKey(intent.targetPublicKey));
+    const seconds = intent.expirationSeconds ?? String(DEFAULT_SESSION_SECONDS);
+    const row: ApiKeyRow = {
+      id: ctx.newId(), organizationId: organization.id, userId: user.id,
+      name: intent.apiKeyName ?? `Read Write Session - ${nowMs}`,
+      publicKey: key.publicKey, curve: 'API_KEY_CURVE_P256', credentialType: SESSION_CREDENTIAL,
+      expirationSeconds: seconds, expiresAtMs: nowMs + Number(seconds) * 1000, createdMs: nowMs, updatedMs: nowMs,
+    };
+    store.apiKeys.insert(row);
+    return {
+      organizationId: organization.id, organizationName: organization.name, userId: user.id, username: user.name,
+      apiKeyId: row.id, credentialBundle: key.credentialBundle,
+    };
+  },
+};
