@@ -18,8 +18,10 @@ beforeAll(async () => {
 });
 afterAll(async () => { await ts?.stop(); });
 
-const QUERY_OPS = ['whoami', 'get_activity', 'list_activities', 'get_organization', 'get_organization_configs', 'list_users', 'get_user', 'get_api_key', 'get_api_keys', 'list_user_tags', 'list_private_key_tags'];
-const SUBMIT_OPS = ['create_users', 'delete_users', 'update_user', 'create_api_keys', 'delete_api_keys', 'create_user_tag', 'update_user_tag', 'delete_user_tags', 'create_private_key_tag', 'update_private_key_tag', 'delete_private_key_tags', 'set_organization_feature', 'remove_organization_feature'];
+const QUERY_OPS = ['whoami', 'get_activity', 'list_activities', 'get_organization', 'get_organization_configs', 'list_users', 'get_user', 'get_api_key', 'get_api_keys', 'list_user_tags', 'list_private_key_tags',
+  'list_suborgs', 'list_webhook_endpoints'];
+const SUBMIT_OPS = ['create_users', 'delete_users', 'update_user', 'create_api_keys', 'delete_api_keys', 'create_user_tag', 'update_user_tag', 'delete_user_tags', 'create_private_key_tag', 'update_private_key_tag', 'delete_private_key_tags', 'set_organization_feature', 'remove_organization_feature',
+  'create_sub_organization', 'delete_sub_organization', 'create_webhook_endpoint', 'update_webhook_endpoint', 'delete_webhook_endpoint', 'create_read_write_session'];
 const PATHS = [...QUERY_OPS.map(QUERY), ...SUBMIT_OPS.map(SUBMIT)];
 
 /** The invariants every reply must satisfy. */
@@ -139,15 +141,21 @@ describe('fuzzing the request path', () => {
     update_user_tag: 'ACTIVITY_TYPE_UPDATE_USER_TAG', delete_user_tags: 'ACTIVITY_TYPE_DELETE_USER_TAGS', create_private_key_tag: 'ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG',
     update_private_key_tag: 'ACTIVITY_TYPE_UPDATE_PRIVATE_KEY_TAG', delete_private_key_tags: 'ACTIVITY_TYPE_DELETE_PRIVATE_KEY_TAGS',
     set_organization_feature: 'ACTIVITY_TYPE_SET_ORGANIZATION_FEATURE', remove_organization_feature: 'ACTIVITY_TYPE_REMOVE_ORGANIZATION_FEATURE',
+    create_sub_organization: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8', delete_sub_organization: 'ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION',
+    create_webhook_endpoint: 'ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT', update_webhook_endpoint: 'ACTIVITY_TYPE_UPDATE_WEBHOOK_ENDPOINT',
+    delete_webhook_endpoint: 'ACTIVITY_TYPE_DELETE_WEBHOOK_ENDPOINT', create_read_write_session: 'ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2',
   };
   const FIELD_NAMES = ['users', 'userIds', 'userId', 'userName', 'userEmail', 'userPhoneNumber', 'userTagIds', 'userTags', 'apiKeys', 'apiKeyIds', 'apiKeyName',
     'publicKey', 'curveType', 'expirationSeconds', 'authenticators', 'oauthProviders', 'userTagName', 'userTagId', 'newUserTagName', 'addUserIds', 'removeUserIds',
     'privateKeyTagName', 'privateKeyIds', 'privateKeyTagId', 'newPrivateKeyTagName', 'addPrivateKeyIds', 'removePrivateKeyIds', 'privateKeyTagIds', 'name', 'value',
-    'activityId', 'paginationOptions', 'limit', 'before', 'after', 'filterByStatus', 'filterByType'];
+    'activityId', 'paginationOptions', 'limit', 'before', 'after', 'filterByStatus', 'filterByType',
+    'subOrganizationName', 'rootUsers', 'rootQuorumThreshold', 'wallet', 'walletName', 'accounts', 'mnemonicLength', 'disableEmailAuth',
+    'verificationToken', 'deleteWithoutExport', 'url', 'subscriptions', 'eventType', 'filtersJson', 'isActive', 'endpointId',
+    'targetPublicKey', 'invalidateExisting', 'filterType', 'filterValue'];
   const plausible = fc.oneof(
     fc.jsonValue({ maxDepth: 3 }),
     fc.constantFrom('FEATURE_NAME_WEBHOOK', 'FEATURE_NAME_EMAIL_AUTH', 'API_KEY_CURVE_P256', 'API_KEY_CURVE_ED25519', 'ACTIVITY_STATUS_COMPLETED', 'ACTIVITY_TYPE_CREATE_USER_TAG',
-      '00000000-0000-4000-8000-000000000000', 'https://example.com/x', '+14155550100', 'a@b.co', '100', '0', '-1', ''),
+      '00000000-0000-4000-8000-000000000000', 'http://127.0.0.1:9/x', 'ACTIVITY_UPDATES', 'EMAIL', '+14155550100', 'a@b.co', '100', '0', '-1', ''),
     fc.constant('ROOT').map(() => ts.rootUserId),
     fc.constant('KEY').map(() => newP256Key().publicKey),
   );
