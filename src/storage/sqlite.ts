@@ -89,6 +89,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     orgChildren: q('SELECT * FROM organizations WHERE parent_id = ? ORDER BY created_ms, id'),
     orgRoots: q('SELECT * FROM organizations WHERE parent_id IS NULL ORDER BY created_ms, id'),
     orgTouch: q('UPDATE organizations SET updated_ms = ? WHERE id = ?'),
+    orgQuorum: q('UPDATE organizations SET root_quorum_threshold = ?, updated_ms = ? WHERE id = ?'),
     orgCount: q<{ n: number }>('SELECT COUNT(*) AS n FROM organizations'),
 
     userGet: q('SELECT * FROM users WHERE organization_id = ? AND id = ?'),
@@ -212,6 +213,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       childrenOf: (id) => s.orgChildren.all(id).map(orgFrom),
       roots: () => s.orgRoots.all().map(orgFrom),
       touch: (id, ms) => { clearCaches(); s.orgTouch.run(ms, id); },
+      setRootQuorumThreshold: (id, threshold, ms) => { clearCaches(); s.orgQuorum.run(threshold, ms, id); },
       count: () => s.orgCount.get()!.n,
       subOrgIds: (parentId, filter, page) => listSubOrgIds(parentId, filter, page),
       delete: (id) => {

@@ -145,6 +145,7 @@ export interface Store {
     /** Organizations without a parent, oldest first. */
     roots(): OrganizationRow[];
     touch(id: string, ms: number): void;
+    setRootQuorumThreshold(id: string, threshold: number, ms: number): void;
     count(): number;
     /**
      * Ids of the direct sub-organizations of `parentId` that match `filter`, newest first, a page

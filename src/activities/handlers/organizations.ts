@@ -1,8 +1,10 @@
-/** whoami, get_organization, get_organization_configs. */
+/** whoami, get_organization, get_organization_configs; update_root_quorum. */
 import { featuresRecord, quorumRecord, tagRecord, userRecord } from '../../domain/records.js';
 import { privateKeyRecord, walletRecord } from '../../domain/keys.js';
-import type { QueryOperation } from '../types.js';
-import type { Obj } from '../validate.js';
+import { requireRoot } from '../../domain/principal.js';
+import { assertRootStillReachable, requireUser } from '../../domain/apiKeys.js';
+import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
+import { Validator, type Obj } from '../validate.js';
 
 const noQuery = (_body: Obj) => ({});
 
@@ -58,5 +60,41 @@ export const getOrganizationConfigs: QueryOperation<object> = {
   validate: noQuery,
   execute(ctx) {
     return { configs: { features: featuresRecord(ctx.store, ctx.organization.id), quorum: quorumRecord(ctx.store, ctx.organization) } };
+  },
+};
+
+/**
+ * update_root_quorum: the root users become exactly `userIds`. The threshold must be 1 for now: a
+ * higher one means activities wait for approvals, and kmas has no consensus yet. A change that
+ * would leave no root user holding an API key fails (the organization would be locked out).
+ */
+export const updateRootQuorum: SubmitOperation<{ threshold: number; userIds: string[] }, Record<string, never>> = {
+  kind: 'submit',
+  path: 'update_root_quorum',
+  types: { ACTIVITY_TYPE_UPDATE_ROOT_QUORUM: keysFor('ACTIVITY_TYPE_UPDATE_ROOT_QUORUM') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const userIds = v.stringArray(params, 'userIds', 'userIds', { required: true, nonEmpty: true }) ?? [];
+    const t = params.threshold;
+    const threshold = typeof t === 'number' ? t : typeof t === 'string' && /^\d{1,10}$/.test(t) ? Number(t) : NaN;
+    if (!Number.isInteger(threshold) || threshold < 1 || threshold > Math.max(userIds.length, 1)) {
+      v.fail('threshold', 'must be an integer from 1 to the number of userIds');
+    } else if (threshold > 1) {
+      v.fail('threshold', 'must be 1 for now: thresholds above 1 need consensus (approve_activity), which kmas does not support yet');
+    }
+    v.done();
+    return { threshold, userIds };
+  },
+  authorize(p) { requireRoot(p, 'change the root quorum'); },
+  execute(ctx, intent) {
+    const { store, organization, nowMs } = ctx;
+    for (const id of intent.userIds) requireUser(store, organization.id, id);
+    const members = new Set(intent.userIds);
+    for (const u of store.users.list(organization.id)) {
+      if (u.isRoot !== members.has(u.id)) store.users.update({ ...u, isRoot: members.has(u.id), updatedMs: nowMs });
+    }
+    store.organizations.setRootQuorumThreshold(organization.id, intent.threshold, nowMs);
+    assertRootStillReachable(store, organization.id);
+    return {};
   },
 };

@@ -1,0 +1,72 @@
+// update_root_quorum through @turnkey/sdk-server: who is a root user changes what they may do,
+// a change that would lock the organization out fails and changes nothing, and thresholds above 1
+// (which would need consensus) are refused.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newP256Key, sdkClient, startTestServer, submitBody, uniqueName, type RawKey, type TestServer } from './harness.js';
+
+let ts: TestServer;
+beforeAll(async () => { ts = await startTestServer(); });
+afterAll(async () => { await ts?.stop(); });
+
+async function newUser(withKey = true): Promise<{ id: string; key: RawKey }> {
+  const key = newP256Key();
+  const r: any = await ts.sdk.createUsers({ users: [{
+    userName: uniqueName('member'), apiKeys: withKey ? [{ apiKeyName: 'k', publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }] : [],
+    authenticators: [], oauthProviders: [], userTags: [],
+  }] } as any);
+  return { id: r.userIds[0], key };
+}
+const quorum = async () => ((await ts.sdk.getOrganizationConfigs({ organizationId: ts.orgId }) as any).configs.quorum);
+const submit = (params: object, key?: RawKey) =>
+  ts.raw('/public/v1/submit/update_root_quorum', submitBody('ACTIVITY_TYPE_UPDATE_ROOT_QUORUM', ts.orgId, params), key ? { key } : {});
+
+describe('update_root_quorum', () => {
+  it('makes exactly the given users root users; their rights follow', async () => {
+    const b = await newUser();
+    const asB = sdkClient(ts.url, b.key, ts.orgId);
+    const denied = await ts.raw('/public/v1/submit/create_wallet', submitBody('ACTIVITY_TYPE_CREATE_WALLET', ts.orgId, { walletName: 'x', accounts: [] }), { key: b.key });
+    expect(denied.status).toBe(403);
+
+    const r: any = await ts.sdk.updateRootQuorum({ threshold: 1, userIds: [ts.rootUserId, b.id] } as any);
+    expect(r.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(await quorum()).toEqual({ threshold: 1, userIds: [ts.rootUserId, b.id] });
+    expect((await asB.createWallet({ walletName: uniqueName('by-b'), accounts: [] } as any) as any).activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+
+    // B alone: the bootstrap user loses its root rights, B gives them back.
+    await asB.updateRootQuorum({ threshold: 1, userIds: [b.id] } as any);
+    expect((await quorum()).userIds).toEqual([b.id]);
+    const lost = await ts.raw('/public/v1/submit/create_wallet', submitBody('ACTIVITY_TYPE_CREATE_WALLET', ts.orgId, { walletName: 'y', accounts: [] }));
+    expect(lost.status, lost.text).toBe(403);
+    await asB.updateRootQuorum({ threshold: 1, userIds: [ts.rootUserId] } as any);
+    expect(await quorum()).toEqual({ threshold: 1, userIds: [ts.rootUserId] });
+  });
+
+  it('a quorum of users without API keys would lock the organization out: FAILED, nothing changes', async () => {
+    const c = await newUser(false);
+    const r = await submit({ threshold: 1, userIds: [c.id] });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+    expect(r.json.activity.failure.message).toMatch(/locked out/);
+    expect(await quorum()).toEqual({ threshold: 1, userIds: [ts.rootUserId] });
+  });
+
+  it('refuses thresholds above 1, bad lists and non-root users, storing nothing', async () => {
+    const b = await newUser();
+    for (const [params, field] of [
+      [{ threshold: 2, userIds: [ts.rootUserId, b.id] }, 'threshold'],
+      [{ threshold: 0, userIds: [ts.rootUserId] }, 'threshold'],
+      [{ threshold: 1, userIds: [] }, 'userIds'],
+      [{ threshold: 1, userIds: [ts.rootUserId, ts.rootUserId] }, 'userIds'],
+    ] as [object, string][]) {
+      const r = await submit(params);
+      expect(r.status, r.text).toBe(400);
+      const fields: string[] = r.json.details.flatMap((d: any) => (d.fieldViolations ?? []).map((v: any) => v.field));
+      expect(fields.some((f) => f.startsWith(field)), JSON.stringify(fields)).toBe(true);
+    }
+    const denied = await submit({ threshold: 1, userIds: [b.id] }, b.key);
+    expect(denied.status, denied.text).toBe(403);
+    const unknown = await submit({ threshold: 1, userIds: ['00000000-0000-4000-8000-000000000000'] });
+    expect(unknown.json.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+    expect(await quorum()).toEqual({ threshold: 1, userIds: [ts.rootUserId] });
+  });
+});
