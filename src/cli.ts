@@ -4,6 +4,7 @@ import path from 'node:path';
 import { ConfigError, loadConfig, settingsHelp } from './config.js';
 import { createLogger } from './log.js';
 import { openSqliteStore } from './storage/sqlite.js';
+import { backupDatabase } from './storage/backup.js';
 import { ensureBootstrap } from './bootstrap.js';
 import { generateP256ApiKeyPair } from './domain/keypair.js';
 import { DB_FILE, startServer } from './server.js';
@@ -13,6 +14,10 @@ const USAGE = `kmas — self-hostable key-management service (Turnkey wire-compa
 Usage:
   kmas serve [options]     start the API server (creates the root organization on first start)
   kmas init [options]      create DATA_DIR and the root organization, print bootstrap.json, exit
+  kmas backup <file> [--data-dir <dir>]
+                           copy DATA_DIR/kmas.sqlite to a new file while the server may keep
+                           serving (SQLite online backup, integrity-checked); keep the master key
+                           (DATA_DIR/master.key or KMAS_MASTER_KEY) safe separately: the copy needs it
   kmas api-key             print a new P-256 API key pair as JSON {publicKey, privateKey}
                            (compressed public key hex, 32-byte private key hex: @turnkey/api-key-stamper's form)
   kmas --help              this text
@@ -34,6 +39,14 @@ export async function main(argv: string[], env: Record<string, string | undefine
       case 'api-key': {
         if (rest.length > 0) throw new ConfigError('api-key takes no options');
         process.stdout.write(JSON.stringify(generateP256ApiKeyPair(), null, 2) + '\n');
+        return 0;
+      }
+      case 'backup': {
+        const file = rest[0];
+        if (file === undefined || file.startsWith('--')) throw new ConfigError('backup needs the file to write: kmas backup <file> [--data-dir <dir>]');
+        const config = loadConfig({ env, argv: rest.slice(1) });
+        const summary = await backupDatabase(path.join(config.dataDir, DB_FILE), file);
+        process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
         return 0;
       }
       case 'init': {
