@@ -228,8 +228,14 @@ export class WebhookDispatcher {
       if (res.status >= 200 && res.status < 300) return { kind: 'delivered', reason };
       return { kind: res.status >= 500 ? 'retry' : 'refused', reason };
     } catch (e) {
-      const cause = (e as { cause?: { code?: string } }).cause?.code;
-      return { kind: 'retry', reason: (e as Error).name === 'TimeoutError' ? 'timeout' : cause ?? (e as Error).message };
+      const err = e as Error & { cause?: { code?: string } };
+      if (err.name === 'TimeoutError') return { kind: 'retry', reason: 'timeout' };
+      // fetch refuses some addresses outright (user:password@ in the URL, a port the Fetch standard
+      // blocks): no retry can help.
+      if (err instanceof TypeError && (err.cause === undefined || (err.cause as Error).message === 'bad port')) {
+        return { kind: 'refused', reason: (err.cause as Error | undefined)?.message ?? err.message };
+      }
+      return { kind: 'retry', reason: err.cause?.code ?? err.message };
     }
   }
 

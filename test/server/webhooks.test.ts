@@ -145,6 +145,19 @@ describe('webhooks', () => {
     expect(rx.got).toHaveLength(3);
     expect(outbox(ts.dataDir)).toBe(0);
 
+    // Addresses fetch refuses outright are given up too (credentials in the URL, a blocked port).
+    for (const bad of ['http://user:secret@127.0.0.1:9/x', 'http://127.0.0.1:9/x']) {
+      const e: any = await ts.sdk.createWebhookEndpoint({ url: bad, name: 'unusable', subscriptions: [{ eventType: 'ACTIVITY_UPDATES' }] } as any);
+      await sleep(300);
+      expect(outbox(ts.dataDir)).toBe(0);
+      await ts.sdk.deleteWebhookEndpoint({ endpointId: e.endpointId } as any);
+    }
+    // The feature's address got both activities of both rounds.
+    await rx.waitFor(4);
+    await sleep(100);
+    expect(rx.got).toHaveLength(4);
+    rx.got.length = 0;
+
     for (const status of [404, 429, 302]) {
       rx.got.length = 0;
       rx.replies = [status];
