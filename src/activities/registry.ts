@@ -12,11 +12,12 @@ import { removeOrganizationFeature, setOrganizationFeature } from './handlers/fe
 import { KEY_QUERIES, KEY_SUBMITS } from './handlers/keyOperations.js';
 import { createSubOrganization, deleteSubOrganization, listSubOrgs } from './handlers/subOrganizations.js';
 import { createReadWriteSession } from './handlers/sessions.js';
+import { createAuthenticators, deleteAuthenticators, getAuthenticator, getAuthenticators } from './handlers/authenticators.js';
 import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookEndpoints, updateWebhookEndpoint } from './handlers/webhookEndpoints.js';
 
 const QUERIES: QueryOperation<any>[] = [
   getActivity, listActivities, whoami, getOrganization, getOrganizationConfigs,
-  listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags, listSubOrgs, listWebhookEndpoints,
+  listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags, listSubOrgs, listWebhookEndpoints, getAuthenticator, getAuthenticators,
   ...KEY_QUERIES,
 ];
 const SUBMITS: SubmitOperation<any, any>[] = [
@@ -26,7 +27,7 @@ const SUBMITS: SubmitOperation<any, any>[] = [
   setOrganizationFeature, removeOrganizationFeature,
   createSubOrganization, deleteSubOrganization,
   createWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint,
-  createReadWriteSession, updateRootQuorum,
+  createReadWriteSession, updateRootQuorum, createAuthenticators, deleteAuthenticators,
   ...KEY_SUBMITS,
 ];
 

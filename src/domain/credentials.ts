@@ -1,6 +1,6 @@
 /** Resolves a verified stamp's public key to the acting user and the addressed organization. */
 import { ApiError, Grpc, notFound, permissionDenied, unauthenticated } from '../errors.js';
-import type { ApiKeyCurve, ApiKeyRow, OrganizationRow, Store } from '../storage/types.js';
+import type { ApiKeyCurve, ApiKeyRow, AuthenticatorRow, OrganizationRow, Store } from '../storage/types.js';
 import type { Principal } from './principal.js';
 
 /** Registered keys usable with a stamp (same public key, curve of the scheme). */
@@ -8,8 +8,8 @@ export function candidateKeys(store: Store, publicKey: string, curve: ApiKeyCurv
   return store.apiKeys.byPublicKey(publicKey).filter((k) => k.curve === curve);
 }
 
-export function isExpired(k: ApiKeyRow, nowMs: number): boolean {
-  return k.expiresAtMs !== null && nowMs >= k.expiresAtMs;
+export function isExpired(k: ApiKeyRow | AuthenticatorRow, nowMs: number): boolean {
+  return 'expiresAtMs' in k && k.expiresAtMs !== null && nowMs >= k.expiresAtMs;
 }
 
 export interface Resolution { principal: Principal; organization: OrganizationRow }
@@ -21,17 +21,17 @@ export interface Resolution { principal: Principal; organization: OrganizationRo
  */
 export function resolvePrincipal(
   store: Store,
-  keys: ApiKeyRow[],
+  keys: (ApiKeyRow | AuthenticatorRow)[],
   organizationId: string,
   opts: { parentMayRead: boolean; resolvesFromParent: boolean },
   nowMs: number,
 ): Resolution {
-  const build = (k: ApiKeyRow, access: 'member' | 'parent', organization: OrganizationRow): Resolution => {
+  const build = (k: ApiKeyRow | AuthenticatorRow, access: 'member' | 'parent', organization: OrganizationRow): Resolution => {
     if (isExpired(k, nowMs)) throw unauthenticated('the API key that signed this request has expired', 'API_KEY_EXPIRED');
     const own = access === 'member' ? organization : store.organizations.get(k.organizationId);
     const user = store.users.get(k.organizationId, k.userId);
     if (!own || !user) throw new ApiError(Grpc.UNAUTHENTICATED, 'credential not found', { turnkeyErrorCode: 'CREDENTIAL_NOT_FOUND' });
-    return { principal: { organization: own, user, apiKey: k, access }, organization };
+    return { principal: { organization: own, user, credential: k, access }, organization };
   };
 
   const target = store.organizations.get(organizationId);

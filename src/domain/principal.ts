@@ -6,13 +6,14 @@
  * - a non-root user may read, and change only its own user (not its tag membership) and its own API keys.
  */
 import { permissionDenied } from '../errors.js';
-import type { ApiKeyRow, OrganizationRow, UserRow } from '../storage/types.js';
+import type { ApiKeyRow, AuthenticatorRow, OrganizationRow, UserRow } from '../storage/types.js';
 
 export interface Principal {
   /** The organization the credential belongs to. */
   organization: OrganizationRow;
   user: UserRow;
-  apiKey: ApiKeyRow;
+  /** What stamped the request: an API key, or a passkey. */
+  credential: ApiKeyRow | AuthenticatorRow;
   /** 'member': target organization is the credential's own; 'parent': the credential's org is the target's parent. */
   access: 'member' | 'parent';
 }

@@ -1,5 +1,5 @@
 /** Stored rows → the record shapes of the public API (swagger v1User, v1ApiKey, datav1Tag, …). */
-import type { ApiKeyRow, OrganizationRow, Store, TagRow, UserRow } from '../storage/types.js';
+import type { ApiKeyRow, AuthenticatorRow, OrganizationRow, Store, TagRow, UserRow } from '../storage/types.js';
 
 export interface WireTimestamp { seconds: string; nanos: string }
 
@@ -20,11 +20,20 @@ export function apiKeyRecord(k: ApiKeyRow): Record<string, unknown> {
   return out;
 }
 
+/** v1Authenticator; `model` is the AAGUID's (kmas keeps no authenticator metadata). */
+export function authenticatorRecord(a: AuthenticatorRow): Record<string, unknown> {
+  return {
+    transports: a.transports, attestationType: a.attestationType, aaguid: a.aaguid, credentialId: a.credentialId,
+    model: a.aaguid, credential: { publicKey: a.publicKey, type: 'CREDENTIAL_TYPE_WEBAUTHN_AUTHENTICATOR' },
+    authenticatorId: a.id, authenticatorName: a.name, createdAt: timestamp(a.createdMs), updatedAt: timestamp(a.updatedMs),
+  };
+}
+
 export function userRecord(store: Store, u: UserRow): Record<string, unknown> {
   const out: Record<string, unknown> = { userId: u.id, userName: u.name };
   if (u.email !== null) out.userEmail = u.email;
   if (u.phoneNumber !== null) out.userPhoneNumber = u.phoneNumber;
-  out.authenticators = [];
+  out.authenticators = store.authenticators.listByUser(u.organizationId, u.id).map(authenticatorRecord);
   out.apiKeys = store.apiKeys.listByUser(u.organizationId, u.id).map(apiKeyRecord);
   out.userTags = store.tags.tagsOf(u.id);
   out.oauthProviders = [];

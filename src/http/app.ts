@@ -15,7 +15,8 @@ import type { Readable, Transform } from 'node:stream';
 import { ApiError, Grpc, invalidArgument, notFound, unauthenticated } from '../errors.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import type { ApiKeyCurve, ApiKeyRow, Store } from '../storage/types.js';
+import type { ApiKeyCurve, ApiKeyRow, AuthenticatorRow, Store } from '../storage/types.js';
+import { allowedOrigins, parseWebauthnStamp, verifyWebauthnStamp, type WebauthnStamp } from '../domain/authenticators.js';
 import type { Registry } from '../activities/registry.js';
 import { parseStamp, SCHEME_CURVE, verifyStamp, type Stamp } from './stamp.js';
 import type { StampCheck } from '../crypto/signpool.js';
@@ -217,7 +218,7 @@ export function createApp(deps: AppDeps): express.Express {
       let env: Envelope;
       // A lone request (nothing else in progress) is served on this thread: a thread hop would
       // add its latency and save no one any time.
-      if (!op.prepare || !concurrent()) {
+      if (!op.prepare || !concurrent() || cred.kind === 'passkey') {
         await verify(cred, raw);
         env = envelopeOf(op, raw, nowMs);
       } else {
@@ -244,7 +245,7 @@ export function createApp(deps: AppDeps): express.Express {
       // promise settles only after its COMMIT. The credential is resolved again in there, since
       // an earlier submit of the same group may have deleted the key or its user.
       const out = await submits.run(() => {
-        const keys = registeredKeys(cred.stamp.publicKey, cred.curve);
+        const keys = cred.kind === 'key' ? registeredKeys(cred.stamp.publicKey, cred.curve) : stillRegistered(cred);
         const { principal, organization } = resolvePrincipal(store, keys, env.organizationId,
           { parentMayRead: false, resolvesFromParent: false }, nowMs);
         // The queue runs this in a savepoint of its own, so a refusal leaves nothing behind.
@@ -256,18 +257,47 @@ export function createApp(deps: AppDeps): express.Express {
     throw notFound(`unknown path ${x.path}`, 'NOT_FOUND');
   }
 
-  /** The stamp's credential (registered keys it may stand for), not yet verified. */
+  /** The stamp's credential (registered keys or passkeys it may stand for), not yet verified. */
   function credentialOf(req: IncomingMessage): Credential {
     const header = headerValue(req, 'x-stamp');
     if (header === undefined || header === '') {
-      if (headerValue(req, 'x-stamp-webauthn') !== undefined) {
-        throw unauthenticated('X-Stamp-Webauthn (passkey) stamps are not supported yet; sign with an API key (X-Stamp)', 'UNSUPPORTED_STAMP');
+      const passkey = headerValue(req, 'x-stamp-webauthn');
+      if (passkey !== undefined && passkey !== '') {
+        const webauthn = parseWebauthnStamp(passkey);
+        const keys = store.authenticators.byCredentialId(webauthn.credentialId);
+        if (keys.length === 0) throw unauthenticated('no passkey is registered with the stamp\'s credential id', 'CREDENTIAL_NOT_FOUND');
+        return { kind: 'passkey', webauthn, keys };
       }
       throw unauthenticated('missing X-Stamp header', 'SIGNATURE_MISSING');
     }
     const stamp = parseStamp(header);
     const curve = SCHEME_CURVE[stamp.scheme];
-    return { stamp, keys: registeredKeys(stamp.publicKey, curve), curve };
+    return { kind: 'key', stamp, keys: registeredKeys(stamp.publicKey, curve), curve };
+  }
+
+  /** The passkey registrations the stamp verified for that are still registered (for the transaction). */
+  function stillRegistered(cred: PasskeyCredential): AuthenticatorRow[] {
+    const verified = new Set(cred.keys.map((k) => k.id));
+    const keys = store.authenticators.byCredentialId(cred.webauthn.credentialId).filter((k) => verified.has(k.id));
+    if (keys.length === 0) throw unauthenticated('the passkey that stamped this request is no longer registered', 'CREDENTIAL_NOT_FOUND');
+    return keys;
+  }
+
+  /**
+   * Checks a passkey stamp against each registration of its credential id (each organization has
+   * its own allowed origins); keeps the registrations it verifies for and records their new
+   * signature counters.
+   */
+  function verifyPasskey(cred: PasskeyCredential, raw: Buffer): boolean {
+    const verified: { row: AuthenticatorRow; signCount: number }[] = [];
+    for (const row of cred.keys) {
+      const r = verifyWebauthnStamp(cred.webauthn, row, raw, allowedOrigins(store, row.organizationId));
+      if (r.ok) verified.push({ row, signCount: r.signCount });
+    }
+    const moved = verified.filter((v) => v.signCount > v.row.signCount);
+    if (moved.length > 0) store.transaction(() => { for (const v of moved) store.authenticators.setSignCount(v.row.id, v.signCount); });
+    cred.keys = verified.map((v) => v.row);
+    return verified.length > 0;
   }
 
   /** The API keys registered for a stamp's public key (401 when there is none). */
@@ -279,7 +309,8 @@ export function createApp(deps: AppDeps): express.Express {
 
   /** Verifies the stamp over the raw bytes (401 when it does not). */
   async function verify(cred: Credential, raw: Buffer): Promise<void> {
-    const ok = verifier ? await verifier.verify(cred.stamp, raw, concurrent()) : verifyStamp(cred.stamp, raw);
+    const ok = cred.kind === 'passkey' ? verifyPasskey(cred, raw)
+      : verifier ? await verifier.verify(cred.stamp, raw, concurrent()) : verifyStamp(cred.stamp, raw);
     if (!ok) throw unauthenticated('the stamp signature does not verify over the request body', 'SIGNATURE_INVALID');
   }
 
@@ -409,7 +440,9 @@ function drain(req: IncomingMessage, then: () => void): void {
   req.resume();
 }
 
-interface Credential { stamp: Stamp; keys: ApiKeyRow[]; curve: ApiKeyCurve }
+interface KeyCredential { kind: 'key'; stamp: Stamp; keys: ApiKeyRow[]; curve: ApiKeyCurve }
+interface PasskeyCredential { kind: 'passkey'; webauthn: WebauthnStamp; keys: AuthenticatorRow[] }
+type Credential = KeyCredential | PasskeyCredential;
 
 function unknownOperation(kind: string, op: string): ApiError {
   return notFound(`unknown or unsupported operation /public/v1/${kind}/${op}`, 'NOT_FOUND');

@@ -161,4 +161,30 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX webhook_endpoints_org ON webhook_endpoints(organization_id, seq);
     `,
   },
+  {
+    // Passkeys (WebAuthn authenticators): the credential's P-256 public key and the RP ID its
+    // registration was made for, found by credential id when an X-Stamp-Webauthn arrives.
+    version: 14,
+    name: 'authenticators (passkeys)',
+    sql: `
+      CREATE TABLE authenticators (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        user_id TEXT NOT NULL REFERENCES users(id),
+        name TEXT NOT NULL,
+        credential_id TEXT NOT NULL,
+        public_key TEXT NOT NULL,
+        rp_id TEXT NOT NULL,
+        aaguid TEXT NOT NULL,
+        attestation_type TEXT NOT NULL,
+        transports TEXT NOT NULL,
+        sign_count INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL
+      );
+      CREATE INDEX authenticators_credential ON authenticators(credential_id);
+      CREATE INDEX authenticators_user ON authenticators(organization_id, user_id, seq);
+    `,
+  },
 ];

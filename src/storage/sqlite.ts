@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import type {
-  ActivityListQuery, ActivityRow, ApiKeyRow, FeatureRow, OrganizationRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
+  ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, FeatureRow, OrganizationRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
@@ -30,6 +30,12 @@ const keyFrom = (r: Row): ApiKeyRow => ({
 const tagFrom = (r: Row): TagRow => ({
   id: r.id as string, organizationId: r.organization_id as string, name: r.name as string, type: r.type as TagType,
   createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
+});
+const authenticatorFrom = (r: Row): AuthenticatorRow => ({
+  id: r.id as string, organizationId: r.organization_id as string, userId: r.user_id as string, name: r.name as string,
+  credentialId: r.credential_id as string, publicKey: r.public_key as string, rpId: r.rp_id as string, aaguid: r.aaguid as string,
+  attestationType: r.attestation_type as string, transports: JSON.parse(r.transports as string) as string[],
+  signCount: r.sign_count as number, createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
 });
 const endpointFrom = (r: Row): WebhookEndpointRow => ({
   id: r.id as string, organizationId: r.organization_id as string, url: r.url as string, name: r.name as string,
@@ -106,6 +112,13 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     keyInsert: q('INSERT INTO api_keys (id, organization_id, user_id, name, public_key, curve, credential_type, expiration_seconds, expires_at_ms, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     keyDelete: q('DELETE FROM api_keys WHERE organization_id = ? AND id = ?'),
 
+    authGet: q('SELECT * FROM authenticators WHERE organization_id = ? AND id = ?'),
+    authByCred: q('SELECT * FROM authenticators WHERE credential_id = ? ORDER BY seq'),
+    authByUser: q('SELECT * FROM authenticators WHERE organization_id = ? AND user_id = ? ORDER BY seq'),
+    authInsert: q('INSERT INTO authenticators (id, organization_id, user_id, name, credential_id, public_key, rp_id, aaguid, attestation_type, transports, sign_count, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+    authDelete: q('DELETE FROM authenticators WHERE organization_id = ? AND id = ?'),
+    authCount: q('UPDATE authenticators SET sign_count = ? WHERE id = ?'),
+
     tagGet: q('SELECT * FROM tags WHERE organization_id = ? AND id = ?'),
     tagByName: q('SELECT * FROM tags WHERE organization_id = ? AND type = ? AND name = ?'),
     tagList: q('SELECT * FROM tags WHERE organization_id = ? AND type = ? ORDER BY created_ms, id'),
@@ -147,6 +160,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
   const userCache = cache.map<UserRow>();
   const featCache = cache.map<{ value: string | undefined }>();
   const endpointCache = cache.map<WebhookEndpointRow[]>();
+  const authCache = cache.map<AuthenticatorRow[]>();
   const clearCaches = () => cache.clear();
   const keysByPublicKey = (pk: string): ApiKeyRow[] => cache.get(keyCache, pk, () => s.keyByPub.all(pk).map(keyFrom))!;
 
@@ -241,6 +255,18 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       },
       delete: (org, id) => { clearCaches(); s.keyDelete.run(org, id); },
     },
+    authenticators: {
+      get: (org, id) => { const r = s.authGet.get(org, id); return r ? authenticatorFrom(r) : undefined; },
+      byCredentialId: (cred) => cache.get(authCache, cred, () => s.authByCred.all(cred).map(authenticatorFrom), (rows) => rows.map((r) => ({ ...r, transports: [...r.transports] })))!,
+      listByUser: (org, user) => s.authByUser.all(org, user).map(authenticatorFrom),
+      insert: (a) => {
+        clearCaches();
+        s.authInsert.run(a.id, a.organizationId, a.userId, a.name, a.credentialId, a.publicKey, a.rpId, a.aaguid, a.attestationType,
+          JSON.stringify(a.transports), a.signCount, a.createdMs, a.updatedMs);
+      },
+      delete: (org, id) => { clearCaches(); s.authDelete.run(org, id); },
+      setSignCount: (id, n) => { clearCaches(); s.authCount.run(n, id); },
+    },
     tags: {
       get: (org, id) => { const r = s.tagGet.get(org, id); return r ? tagFrom(r) : undefined; },
       byName: (org, type, name) => { const r = s.tagByName.get(org, type, name); return r ? tagFrom(r) : undefined; },
@@ -297,6 +323,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
   const orgDelete = [
     'DELETE FROM tag_members WHERE tag_id IN (SELECT id FROM tags WHERE organization_id = ?)',
     'DELETE FROM api_keys WHERE organization_id = ?',
+    'DELETE FROM authenticators WHERE organization_id = ?',
     'DELETE FROM users WHERE organization_id = ?',
     'DELETE FROM tags WHERE organization_id = ?',
     'DELETE FROM features WHERE organization_id = ?',

@@ -45,6 +45,26 @@ export interface ApiKeyRow {
   updatedMs: number;
 }
 
+/** A passkey (WebAuthn credential) of a user: create_authenticators, X-Stamp-Webauthn. */
+export interface AuthenticatorRow {
+  id: string;
+  organizationId: string;
+  userId: string;
+  name: string;
+  /** base64url of the credential's raw id */
+  credentialId: string;
+  /** compressed P-256 public key, lowercase hex (only ES256 credentials are registered) */
+  publicKey: string;
+  /** the RP ID the credential was registered for (its hash opens every assertion's authenticator data) */
+  rpId: string;
+  aaguid: string;
+  attestationType: string;
+  transports: string[];
+  signCount: number;
+  createdMs: number;
+  updatedMs: number;
+}
+
 export interface TagRow {
   id: string;
   organizationId: string;
@@ -175,6 +195,15 @@ export interface Store {
     listByOrganization(organizationId: string): ApiKeyRow[];
     insert(row: ApiKeyRow): void;
     delete(organizationId: string, id: string): void;
+  };
+  authenticators: {
+    get(organizationId: string, id: string): AuthenticatorRow | undefined;
+    /** Every registration of a credential id (cached: every passkey-stamped request asks). */
+    byCredentialId(credentialId: string): AuthenticatorRow[];
+    listByUser(organizationId: string, userId: string): AuthenticatorRow[];
+    insert(row: AuthenticatorRow): void;
+    delete(organizationId: string, id: string): void;
+    setSignCount(id: string, signCount: number): void;
   };
   tags: {
     get(organizationId: string, id: string): TagRow | undefined;

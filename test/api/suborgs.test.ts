@@ -155,7 +155,7 @@ describe('create_sub_organization', () => {
       ['bad phone', { ...base, rootUsers: [user({ userPhoneNumber: '555' })] }, 'rootUsers[0].userPhoneNumber'],
       ['bad public key', { ...base, rootUsers: [user({ apiKeys: [{ apiKeyName: 'k', publicKey: '02ab', curveType: 'API_KEY_CURVE_P256' }] })] }, 'rootUsers[0].apiKeys[0].publicKey'],
       ['one key for two root users', { ...base, rootUsers: [user(), user()] }, 'rootUsers'],
-      ['an authenticator', { ...base, rootUsers: [user({ authenticators: [{}] })] }, 'rootUsers[0].authenticators'],
+      ['an authenticator without its attestation', { ...base, rootUsers: [user({ authenticators: [{ authenticatorName: 'a', challenge: 'c' }] })] }, 'rootUsers[0].authenticators[0].attestation'],
       ['a wallet account on the wrong curve', { ...base, wallet: { walletName: 'w', accounts: [{ ...ethAccount(), curve: 'CURVE_ED25519' }] } }, 'wallet.accounts[0]'],
       ['a bad mnemonic length', { ...base, wallet: { walletName: 'w', accounts: [], mnemonicLength: 13 } }, 'wallet.mnemonicLength'],
       ['a verification token', { ...base, verificationToken: 'eyJ...' }, 'verificationToken'],

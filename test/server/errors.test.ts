@@ -99,10 +99,13 @@ describe('stamps (401 Unauthenticated)', () => {
     expect(res.json.userId).toBe(ts.rootUserId);
   });
 
-  it('X-Stamp-Webauthn answers a clear 401 until authenticators exist', async () => {
+  it('an X-Stamp-Webauthn of no registered passkey, or not of the right form, is a clear 401', async () => {
     const r = await ts.raw(QUERY('whoami'), whoBody(), { key: undefined, headers: { 'X-Stamp-Webauthn': JSON.stringify({ authenticatorData: 'AA', clientDataJson: 'AA', credentialId: 'AA', signature: 'AA' }) } });
     checkError(r, 401, 'webauthn stamp');
-    expect(r.json.message.toLowerCase()).toMatch(/webauthn|passkey|authenticator/);
+    expect(r.json.message.toLowerCase()).toMatch(/passkey/);
+    const bad = await ts.raw(QUERY('whoami'), whoBody(), { key: undefined, headers: { 'X-Stamp-Webauthn': '{"credentialId": 5}' } });
+    checkError(bad, 401, 'malformed webauthn stamp');
+    expect(bad.json.message).toMatch(/X-Stamp-Webauthn must be JSON/);
   });
 
   for (const [label, mk, curve] of [

@@ -14,14 +14,13 @@
  */
 import { failedPrecondition, invalidArgument } from '../../errors.js';
 import { requireRoot, type Principal } from '../../domain/principal.js';
-import { insertApiKeys } from '../../domain/apiKeys.js';
 import { addressKey } from '../../storage/keys.js';
 import type { Store, SubOrgFilter } from '../../storage/types.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { MAX_NAME, Validator, type Obj } from '../validate.js';
 import { readPagination, type Pagination } from './activities.js';
 import { readAccounts } from './keyParams.js';
-import { readUserParams, refuseSharedKeys, type UserParams } from './users.js';
+import { insertUser, readUserParams, refuseSharedKeys, type UserParams } from './users.js';
 import { createWalletIn, readMnemonicLength, refuseDuplicates, type CreateWallet } from './wallets.js';
 
 const DISABLE_FLAGS = ['disableEmailRecovery', 'disableEmailAuth', 'disableSmsAuth', 'disableOtpEmailAuth'] as const;
@@ -124,15 +123,7 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
       id, name: intent.subOrganizationName, parentId: ctx.organization.id,
       rootQuorumThreshold: intent.rootQuorumThreshold, createdMs: nowMs, updatedMs: nowMs,
     });
-    const rootUserIds = intent.rootUsers.map((u) => {
-      const userId = ctx.newId();
-      store.users.insert({
-        id: userId, organizationId: id, name: u.userName, email: u.userEmail ?? null, phoneNumber: u.userPhoneNumber ?? null,
-        isRoot: true, createdMs: nowMs, updatedMs: nowMs,
-      });
-      insertApiKeys(store, id, userId, u.apiKeys, nowMs, ctx.newId);
-      return userId;
-    });
+    const rootUserIds = intent.rootUsers.map((u, i) => insertUser(ctx, id, u, true, `rootUsers[${i}]`));
     const wallet = intent.wallet ? createWalletIn(ctx, id, intent.wallet, 'wallet.accounts') : undefined;
     return { subOrganizationId: id, ...(wallet ? { wallet } : {}), rootUserIds };
   },

@@ -3,9 +3,10 @@ import { ApiError, Grpc, failedPrecondition, notFound, permissionDenied } from '
 import { isRoot, requireRoot, requireSelfOrRoot } from '../../domain/principal.js';
 import { insertApiKeys, readApiKeyParams, requireUser, type ApiKeyParams } from '../../domain/apiKeys.js';
 import type { ApiKeyCurve } from '../../storage/types.js';
+import { readAuthenticatorParams, registerAuthenticators, type AuthenticatorParams } from '../../domain/authenticators.js';
 import { userRecord } from '../../domain/records.js';
 import type { Store } from '../../storage/types.js';
-import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
+import { keysFor, type ExecContext, type QueryOperation, type SubmitOperation } from '../types.js';
 import { E164, EMAIL, MAX_NAME, Validator, type Obj } from '../validate.js';
 
 /** A user as create_users and create_sub_organization (rootUsers) describe it. */
@@ -14,7 +15,7 @@ export interface UserParams {
   userEmail?: string;
   userPhoneNumber?: string;
   apiKeys: ApiKeyParams[];
-  authenticators: unknown[];
+  authenticators: AuthenticatorParams[];
   oauthProviders: unknown[];
 }
 
@@ -31,9 +32,7 @@ export function readUserParams(v: Validator, o: Obj, f: string, opts: { phone?: 
   const userPhoneNumber = opts.phone === false ? undefined
     : v.string(o, 'userPhoneNumber', `${f}.userPhoneNumber`, { max: 16, pattern: E164, patternDesc: 'must be an E.164 phone number such as +13214567890' }) || undefined;
   const apiKeys = readApiKeyParams(v, v.array(o, 'apiKeys', `${f}.apiKeys`), `${f}.apiKeys`, opts.defaultCurve);
-  if ((v.array(o, 'authenticators', `${f}.authenticators`) ?? []).length > 0) {
-    v.fail(`${f}.authenticators`, 'WebAuthn authenticators are not supported yet; send an empty array');
-  }
+  const authenticators = readAuthenticatorParams(v, v.array(o, 'authenticators', `${f}.authenticators`), `${f}.authenticators`);
   if (opts.oauth !== false && (v.array(o, 'oauthProviders', `${f}.oauthProviders`) ?? []).length > 0) {
     v.fail(`${f}.oauthProviders`, 'OAuth providers are not supported yet; send an empty array');
   }
@@ -42,8 +41,21 @@ export function readUserParams(v: Validator, o: Obj, f: string, opts: { phone?: 
     userName,
     ...(userEmail !== undefined ? { userEmail } : {}),
     ...(userPhoneNumber !== undefined ? { userPhoneNumber } : {}),
-    apiKeys, authenticators: [], oauthProviders: [],
+    apiKeys, authenticators, oauthProviders: [],
   };
+}
+
+/** Inserts a user with its API keys and passkeys (inside an activity's transaction). */
+export function insertUser(ctx: ExecContext, organizationId: string, u: UserParams, isRoot: boolean, field: string): string {
+  const { store, nowMs } = ctx;
+  const id = ctx.newId();
+  store.users.insert({
+    id, organizationId, name: u.userName, email: u.userEmail ?? null, phoneNumber: u.userPhoneNumber ?? null,
+    isRoot, createdMs: nowMs, updatedMs: nowMs,
+  });
+  insertApiKeys(store, organizationId, id, u.apiKeys, nowMs, ctx.newId);
+  registerAuthenticators(store, organizationId, id, u.authenticators, `${field}.authenticators`, nowMs, ctx.newId);
+  return id;
 }
 
 /** Fails `field` when one public key appears for two of the users. */
@@ -90,19 +102,14 @@ export const createUsers: SubmitOperation<{ users: NewUser[] }, { userIds: strin
   authorize(p) { requireRoot(p, 'create users'); },
   execute(ctx, intent) {
     const { store, organization, nowMs } = ctx;
-    const userIds: string[] = [];
-    for (const u of intent.users) {
-      requireTags(store, organization.id, u.userTags, 'TAG_TYPE_USER');
-      const id = ctx.newId();
-      store.users.insert({
-        id, organizationId: organization.id, name: u.userName, email: u.userEmail ?? null, phoneNumber: u.userPhoneNumber ?? null,
-        isRoot: false, createdMs: nowMs, updatedMs: nowMs,
-      });
-      insertApiKeys(store, organization.id, id, u.apiKeys, nowMs, ctx.newId);
-      for (const t of u.userTags) store.tags.attach(t, id);
-      userIds.push(id);
-    }
-    return { userIds };
+    return {
+      userIds: intent.users.map((u, i) => {
+        requireTags(store, organization.id, u.userTags, 'TAG_TYPE_USER');
+        const id = insertUser(ctx, organization.id, u, false, `users[${i}]`);
+        for (const t of u.userTags) store.tags.attach(t, id);
+        return id;
+      }),
+    };
   },
 };
 
@@ -125,6 +132,7 @@ export const deleteUsers: SubmitOperation<{ userIds: string[] }, { userIds: stri
     }
     for (const id of intent.userIds) {
       for (const k of store.apiKeys.listByUser(organization.id, id)) store.apiKeys.delete(organization.id, k.id);
+      for (const a of store.authenticators.listByUser(organization.id, id)) store.authenticators.delete(organization.id, a.id);
       store.tags.detachAll(id);
       store.users.delete(organization.id, id);
     }

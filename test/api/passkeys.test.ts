@@ -1,0 +1,178 @@
+// Passkeys: registration (create_authenticators, create_users, create_sub_organization) from
+// WebAuthn attestations, and X-Stamp-Webauthn stamps, made by a software authenticator built from
+// the WebAuthn data formats with @noble/curves (keys, signatures) and CBOR from @simplewebauthn;
+// requests go through @turnkey/http's TurnkeyClient with a stamper of that authenticator.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import { p256 } from '@noble/curves/nist.js';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { keccak_256 } from '@noble/hashes/sha3.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { isoCBOR } from '@simplewebauthn/server/helpers';
+import { TurnkeyClient } from '@turnkey/http';
+import { startTestServer, submitBody, uniqueName, type TestServer } from '../server/harness.js';
+
+const b64u = (b: Uint8Array | string) => Buffer.from(b).toString('base64url');
+const enc = new TextEncoder();
+
+/** A software WebAuthn authenticator (ES256) for one RP. */
+class SoftPasskey {
+  readonly sk = p256.utils.randomSecretKey();
+  readonly credId = new Uint8Array(randomBytes(16));
+  counter = 0;
+  constructor(readonly origin = 'https://wallet.example.com', readonly rpId = 'example.com', readonly counting = false) {}
+  get publicKey(): string { return bytesToHex(p256.getPublicKey(this.sk, true)); }
+  get credentialId(): string { return b64u(this.credId); }
+
+  #authData(attested: boolean): Uint8Array {
+    const flags = 0x01 | 0x04 | (attested ? 0x40 : 0);
+    if (this.counting) this.counter++;
+    const head = new Uint8Array([...sha256(enc.encode(this.rpId)), flags, 0, 0, (this.counter >> 8) & 0xff, this.counter & 0xff]);
+    if (!attested) return head;
+    const pub = p256.getPublicKey(this.sk, false);
+    const cose = isoCBOR.encode(new Map<number, number | Uint8Array>([[1, 2], [3, -7], [-1, 1], [-2, pub.slice(1, 33)], [-3, pub.slice(33)]]));
+    return new Uint8Array([...head, ...new Uint8Array(16), 0, this.credId.length, ...this.credId, ...cose]);
+  }
+
+  #sign(authData: Uint8Array, clientData: Uint8Array): Uint8Array {
+    return p256.sign(new Uint8Array([...authData, ...sha256(clientData)]), this.sk, { format: 'der', lowS: false });
+  }
+
+  /** v1AuthenticatorParamsV2 for a registration under `challenge`. */
+  params(challenge = b64u(randomBytes(32)), opts: { fmt?: 'none' | 'packed' | 'badpacked'; type?: string; origin?: string; clientChallenge?: string } = {}) {
+    const clientData = enc.encode(JSON.stringify({ type: opts.type ?? 'webauthn.create', challenge: opts.clientChallenge ?? challenge, origin: opts.origin ?? this.origin }));
+    const authData = this.#authData(true);
+    const fmt = opts.fmt === 'badpacked' ? 'packed' : opts.fmt ?? 'none';
+    const attStmt = fmt === 'none' ? new Map() : new Map<string, number | Uint8Array>([['alg', -7], ['sig', opts.fmt === 'badpacked' ? this.#sign(authData, enc.encode('{}')) : this.#sign(authData, clientData)]]);
+    const attestationObject = isoCBOR.encode(new Map<string, unknown>([['fmt', fmt], ['attStmt', attStmt], ['authData', authData]]) as never);
+    return {
+      authenticatorName: 'soft passkey', challenge,
+      attestation: { credentialId: this.credentialId, clientDataJson: b64u(clientData), attestationObject: b64u(attestationObject), transports: ['AUTHENTICATOR_TRANSPORT_INTERNAL'] },
+    };
+  }
+
+  /** The X-Stamp-Webauthn value for `body` (wire-compat §1.2). */
+  stamp(body: string, opts: { origin?: string; challengeOf?: string } = {}): string {
+    const challenge = b64u(bytesToHex(sha256(enc.encode(opts.challengeOf ?? body))));
+    const clientData = enc.encode(JSON.stringify({ type: 'webauthn.get', challenge, origin: opts.origin ?? this.origin }));
+    const authData = this.#authData(false);
+    return JSON.stringify({ authenticatorData: b64u(authData), clientDataJson: b64u(clientData), credentialId: this.credentialId, signature: b64u(this.#sign(authData, clientData)) });
+  }
+
+  /** A TurnkeyClient stamper signing with this passkey. */
+  client(url: string): TurnkeyClient {
+    return new TurnkeyClient({ baseUrl: url }, { stamp: async (payload: string) => ({ stampHeaderName: 'X-Stamp-Webauthn', stampHeaderValue: this.stamp(payload) }) });
+  }
+}
+
+let ts: TestServer;
+beforeAll(async () => { ts = await startTestServer(); });
+afterAll(async () => { await ts?.stop(); });
+
+/** A request carrying only the given X-Stamp-Webauthn (no X-Stamp). */
+const raw = (path: string, body: string, stamp: string) => ts.raw(path, body, { key: undefined, headers: { 'X-Stamp-Webauthn': stamp } });
+const withAttestation = (p: ReturnType<SoftPasskey['params']>, over: object) => ({ ...p, attestation: { ...p.attestation, ...over } });
+const fieldsOf = (r: { json: any }): string[] => r.json.details.flatMap((d: any) => (d.fieldViolations ?? []).map((v: any) => v.field));
+
+describe('passkeys', () => {
+  it('create_authenticators registers a passkey; its stamps work through @turnkey/http for queries, submits and signing', async () => {
+    const pk = new SoftPasskey();
+    const made: any = await ts.sdk.createAuthenticators({ userId: ts.rootUserId, authenticators: [pk.params()] } as any);
+    expect(made.authenticatorIds).toHaveLength(1);
+    const listed: any = await ts.sdk.getAuthenticators({ userId: ts.rootUserId } as any);
+    const a = listed.authenticators.find((x: any) => x.authenticatorId === made.authenticatorIds[0]);
+    expect(a).toMatchObject({
+      credentialId: pk.credentialId, attestationType: 'none', transports: ['AUTHENTICATOR_TRANSPORT_INTERNAL'], authenticatorName: 'soft passkey',
+      credential: { publicKey: pk.publicKey, type: 'CREDENTIAL_TYPE_WEBAUTHN_AUTHENTICATOR' }, aaguid: '00000000-0000-0000-0000-000000000000',
+    });
+    expect((await ts.sdk.getAuthenticator({ authenticatorId: a.authenticatorId } as any) as any).authenticator).toEqual(a);
+    const users: any = await ts.sdk.getUsers();
+    expect(users.users.find((u: any) => u.userId === ts.rootUserId).authenticators.map((x: any) => x.authenticatorId)).toContain(a.authenticatorId);
+
+    const c = pk.client(ts.url);
+    expect((await c.getWhoami({ organizationId: ts.orgId })).userId).toBe(ts.rootUserId);
+    const w: any = await c.createWallet({ type: 'ACTIVITY_TYPE_CREATE_WALLET', timestampMs: String(Date.now()), organizationId: ts.orgId,
+      parameters: { walletName: uniqueName('by-passkey'), accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }] } });
+    expect(w.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const address = w.activity.result.createWalletResult.addresses[0];
+    const digest = keccak_256(enc.encode('signed with a passkey stamp'));
+    const s: any = await c.signRawPayload({ type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2', timestampMs: String(Date.now()), organizationId: ts.orgId,
+      parameters: { signWith: address, payload: bytesToHex(digest), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' } });
+    const r = s.activity.result.signRawPayloadResult;
+    const pub = secp256k1.Signature.fromBytes(hexToBytes(r.r + r.s)).addRecoveryBit(Number(r.v)).recoverPublicKey(digest).toBytes(false);
+    expect(`0x${bytesToHex(keccak_256(pub.slice(1)).slice(-20))}`).toBe(address.toLowerCase());
+  });
+
+  it('refuses stamps over other bytes, unknown credentials, malformed headers and replayed counters', async () => {
+    const pk = new SoftPasskey(undefined, undefined, true);
+    await ts.sdk.createAuthenticators({ userId: ts.rootUserId, authenticators: [pk.params()] } as any);
+    const body = JSON.stringify({ organizationId: ts.orgId });
+    expect((await raw('/public/v1/query/whoami', body, pk.stamp(body))).status).toBe(200);
+    expect((await raw('/public/v1/query/whoami', body, pk.stamp(body, { challengeOf: body + ' ' }))).status).toBe(401);
+    const stranger = new SoftPasskey();
+    const unknown = await raw('/public/v1/query/whoami', body, stranger.stamp(body));
+    expect(unknown.status).toBe(401);
+    expect(unknown.json.details[0].turnkeyErrorCode ?? JSON.stringify(unknown.json)).toMatch(/CREDENTIAL_NOT_FOUND/);
+    expect((await raw('/public/v1/query/whoami', body, 'not json')).status).toBe(401);
+    // The authenticator counts its signatures: an old stamp (lower counter) is refused.
+    const old = pk.stamp(body);
+    expect((await raw('/public/v1/query/whoami', body, pk.stamp(body))).status).toBe(200);
+    expect((await raw('/public/v1/query/whoami', body, old)).status).toBe(401);
+  });
+
+  it('checks attestations: challenge, type, packed signature; FEATURE_NAME_WEBAUTHN_ORIGINS limits origins', async () => {
+    const pk = new SoftPasskey();
+    const submit = (params: object) => ts.raw('/public/v1/submit/create_authenticators',
+      submitBody('ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2', ts.orgId, { userId: ts.rootUserId, authenticators: [params] }));
+    const cases: [object, string][] = [
+      [pk.params(undefined, { clientChallenge: b64u('other') }), 'authenticators[0].challenge'],
+      [pk.params(undefined, { type: 'webauthn.get' }), 'authenticators[0].attestation.clientDataJson'],
+      [pk.params(undefined, { fmt: 'badpacked' }), 'authenticators[0].attestation'],
+      [withAttestation(pk.params(), { attestationObject: b64u('junk') }), 'authenticators[0].attestation.attestationObject'],
+      [withAttestation(pk.params(), { credentialId: b64u(randomBytes(16)) }), 'authenticators[0].attestation.credentialId'],
+    ];
+    for (const [params, field] of cases) {
+      const r = await submit(params);
+      expect(r.status, r.text).toBe(200);
+      expect(r.json.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+      expect(r.json.activity.failure.details.flatMap((d: any) => (d.fieldViolations ?? []).map((v: any) => v.field))).toContain(field);
+    }
+    const packed = new SoftPasskey();
+    expect((await submit(packed.params(undefined, { fmt: 'packed' }))).json.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const bad = await ts.raw('/public/v1/submit/create_authenticators', submitBody('ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2', ts.orgId, { userId: ts.rootUserId, authenticators: [{ authenticatorName: 'x' }] }));
+    expect(bad.status).toBe(400);
+    expect(fieldsOf(bad).some((f) => f.startsWith('authenticators[0]'))).toBe(true);
+
+    await ts.sdk.setOrganizationFeature({ name: 'FEATURE_NAME_WEBAUTHN_ORIGINS', value: 'https://wallet.example.com' } as any);
+    try {
+      const elsewhere = new SoftPasskey('https://evil.example.org', 'example.org');
+      expect((await submit(elsewhere.params())).json.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+      const body = JSON.stringify({ organizationId: ts.orgId });
+      expect((await raw('/public/v1/query/whoami', body, packed.stamp(body))).status).toBe(200);
+      expect((await raw('/public/v1/query/whoami', body, packed.stamp(body, { origin: 'https://evil.example.org' }))).status).toBe(401);
+    } finally {
+      await ts.sdk.removeOrganizationFeature({ name: 'FEATURE_NAME_WEBAUTHN_ORIGINS' } as any);
+    }
+  });
+
+  it('users and sub-organization root users created with a passkey act with it; deleting the last credential of a quorum fails', async () => {
+    const pk = new SoftPasskey();
+    const u: any = await ts.sdk.createUsers({ users: [{ userName: uniqueName('passkey-user'), apiKeys: [], authenticators: [pk.params()], oauthProviders: [], userTags: [] }] } as any);
+    expect((await pk.client(ts.url).getWhoami({ organizationId: ts.orgId })).userId).toBe(u.userIds[0]);
+
+    const rootPk = new SoftPasskey();
+    const sub: any = await ts.sdk.createSubOrganization({
+      subOrganizationName: uniqueName('passkey-sub'), rootQuorumThreshold: 1,
+      rootUsers: [{ userName: 'owner', apiKeys: [], authenticators: [rootPk.params()], oauthProviders: [] }],
+    } as any);
+    const asOwner = rootPk.client(ts.url);
+    expect((await asOwner.getWhoami({ organizationId: sub.subOrganizationId })).organizationId).toBe(sub.subOrganizationId);
+    const mine: any = await asOwner.getAuthenticators({ organizationId: sub.subOrganizationId, userId: sub.rootUserIds[0] });
+    const del: any = await asOwner.deleteAuthenticators({ type: 'ACTIVITY_TYPE_DELETE_AUTHENTICATORS', timestampMs: String(Date.now()), organizationId: sub.subOrganizationId,
+      parameters: { userId: sub.rootUserIds[0], authenticatorIds: [mine.authenticators[0].authenticatorId] } });
+    expect(del.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+    expect(del.activity.failure.message).toMatch(/locked out/);
+    expect((await asOwner.getWhoami({ organizationId: sub.subOrganizationId })).userId).toBe(sub.rootUserIds[0]);
+  });
+});
