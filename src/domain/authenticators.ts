@@ -208,7 +208,9 @@ export function parseWebauthnStamp(header: string): WebauthnStamp {
   if (!o || typeof o !== 'object' || keys.some((k) => typeof o[k] !== 'string' || !B64URL.test(o[k] as string) || (o[k] as string).length > 64 * 1024)) {
     throw unauthenticated('X-Stamp-Webauthn must be JSON {authenticatorData, clientDataJson, credentialId, signature}, each base64url', 'MALFORMED_STAMP');
   }
-  return { authenticatorData: o.authenticatorData as string, clientDataJson: o.clientDataJson as string, credentialId: o.credentialId as string, signature: o.signature as string };
+  // The credential id in the form it is stored (base64url of the raw id, no padding).
+  const credentialId = Buffer.from(o.credentialId as string, 'base64url').toString('base64url');
+  return { authenticatorData: o.authenticatorData as string, clientDataJson: o.clientDataJson as string, credentialId, signature: o.signature as string };
 }
 
 /**

@@ -115,6 +115,11 @@ describe('passkeys', () => {
     expect(unknown.status).toBe(401);
     expect(unknown.json.details[0].turnkeyErrorCode ?? JSON.stringify(unknown.json)).toMatch(/CREDENTIAL_NOT_FOUND/);
     expect((await raw('/public/v1/query/whoami', body, 'not json')).status).toBe(401);
+    // The credential id with base64 padding is the same credential.
+    const padded = JSON.parse(pk.stamp(body));
+    padded.credentialId += '='.repeat((4 - (padded.credentialId.length % 4)) % 4);
+    expect(padded.credentialId).toMatch(/=$/);
+    expect((await raw('/public/v1/query/whoami', body, JSON.stringify(padded))).status).toBe(200);
     // The authenticator counts its signatures: an old stamp (lower counter) is refused.
     const old = pk.stamp(body);
     expect((await raw('/public/v1/query/whoami', body, pk.stamp(body))).status).toBe(200);
