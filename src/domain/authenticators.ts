@@ -152,7 +152,7 @@ export function verifyAttestation(p: AuthenticatorParams, origins: string[], fie
   signed.set(clientDataHash, authData.length);
   const sig = attStmt.get('sig');
   if (fmt === 'none') {
-    if (attStmt.size > 0) throw fail('a none attestation carries an empty statement');
+    if (attStmt.size > 0) throw fail('a none attestation must carry an empty statement');
   } else if (fmt === 'packed') {
     if (!(sig instanceof Uint8Array)) throw fail('the packed attestation has no signature');
     const ok = attStmt.has('x5c') ? verifyWithCert(attStmt.get('x5c'), signed, sig)
