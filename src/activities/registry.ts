@@ -1,7 +1,7 @@
 /** Path → operation. Adding an operation = writing its handler and listing it here. */
 import type { Operation, QueryOperation, SubmitOperation } from './types.js';
 import { getActivity, listActivities } from './handlers/activities.js';
-import { getOrganization, getOrganizationConfigs, updateRootQuorum, whoami } from './handlers/organizations.js';
+import { getOrganization, getOrganizationConfigs, updateOrganizationName, updateRootQuorum, whoami } from './handlers/organizations.js';
 import { createUsers, deleteUsers, getUser, listUsers, updateUser, updateUserEmail, updateUserName, updateUserPhoneNumber } from './handlers/users.js';
 import { createApiKeys, deleteApiKeys, getApiKey, getApiKeys } from './handlers/apiKeys.js';
 import {
@@ -27,7 +27,7 @@ const SUBMITS: SubmitOperation<any, any>[] = [
   setOrganizationFeature, removeOrganizationFeature,
   createSubOrganization, deleteSubOrganization,
   createWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint,
-  createReadWriteSession, updateRootQuorum, createAuthenticators, deleteAuthenticators,
+  createReadWriteSession, updateRootQuorum, updateOrganizationName, createAuthenticators, deleteAuthenticators,
   ...KEY_SUBMITS,
 ];
 

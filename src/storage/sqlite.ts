@@ -96,6 +96,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     orgRoots: q('SELECT * FROM organizations WHERE parent_id IS NULL ORDER BY created_ms, id'),
     orgTouch: q('UPDATE organizations SET updated_ms = ? WHERE id = ?'),
     orgQuorum: q('UPDATE organizations SET root_quorum_threshold = ?, updated_ms = ? WHERE id = ?'),
+    orgRename: q('UPDATE organizations SET name = ?, updated_ms = ? WHERE id = ?'),
     orgCount: q<{ n: number }>('SELECT COUNT(*) AS n FROM organizations'),
 
     userGet: q('SELECT * FROM users WHERE organization_id = ? AND id = ?'),
@@ -228,6 +229,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       roots: () => s.orgRoots.all().map(orgFrom),
       touch: (id, ms) => { clearCaches(); s.orgTouch.run(ms, id); },
       setRootQuorumThreshold: (id, threshold, ms) => { clearCaches(); s.orgQuorum.run(threshold, ms, id); },
+      rename: (id, name, ms) => { clearCaches(); s.orgRename.run(name, ms, id); },
       count: () => s.orgCount.get()!.n,
       subOrgIds: (parentId, filter, page) => listSubOrgIds(parentId, filter, page),
       delete: (id) => {

@@ -166,6 +166,7 @@ export interface Store {
     roots(): OrganizationRow[];
     touch(id: string, ms: number): void;
     setRootQuorumThreshold(id: string, threshold: number, ms: number): void;
+    rename(id: string, name: string, ms: number): void;
     count(): number;
     /**
      * Ids of the direct sub-organizations of `parentId` that match `filter`, newest first, a page

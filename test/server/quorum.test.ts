@@ -1,6 +1,6 @@
-// update_root_quorum through @turnkey/sdk-server: who is a root user changes what they may do,
+// update_root_quorum and update_organization_name through @turnkey/sdk-server: who is a root user changes what they may do,
 // a change that would lock the organization out fails and changes nothing, and thresholds above 1
-// (which would need consensus) are refused.
+// (which would need consensus) are refused; a root user renames the organization.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newP256Key, sdkClient, startTestServer, submitBody, uniqueName, type RawKey, type TestServer } from './harness.js';
 
@@ -68,5 +68,20 @@ describe('update_root_quorum', () => {
     const unknown = await submit({ threshold: 1, userIds: ['00000000-0000-4000-8000-000000000000'] });
     expect(unknown.json.activity.status).toBe('ACTIVITY_STATUS_FAILED');
     expect(await quorum()).toEqual({ threshold: 1, userIds: [ts.rootUserId] });
+  });
+});
+
+describe('update_organization_name', () => {
+  it('renames the organization (whoami and get_organization follow); refuses an empty name and non-root users', async () => {
+    const r: any = await ts.sdk.updateOrganizationName({ organizationName: 'Renamed Org' } as any);
+    expect(r).toMatchObject({ organizationId: ts.orgId, organizationName: 'Renamed Org' });
+    expect((await ts.sdk.getWhoami() as any).organizationName).toBe('Renamed Org');
+    expect((await ts.http.getOrganization({ organizationId: ts.orgId }) as any).organizationData.name).toBe('Renamed Org');
+    const empty = await ts.raw('/public/v1/submit/update_organization_name', submitBody('ACTIVITY_TYPE_UPDATE_ORGANIZATION_NAME', ts.orgId, { organizationName: ' ' }));
+    expect(empty.status, empty.text).toBe(400);
+    const b = await newUser();
+    const denied = await ts.raw('/public/v1/submit/update_organization_name', submitBody('ACTIVITY_TYPE_UPDATE_ORGANIZATION_NAME', ts.orgId, { organizationName: 'Mine' }), { key: b.key });
+    expect(denied.status, denied.text).toBe(403);
+    expect((await ts.sdk.getWhoami() as any).organizationName).toBe('Renamed Org');
   });
 });

@@ -1,10 +1,10 @@
-/** whoami, get_organization, get_organization_configs; update_root_quorum. */
+/** whoami, get_organization, get_organization_configs; update_root_quorum, update_organization_name. */
 import { featuresRecord, quorumRecord, tagRecord, userRecord } from '../../domain/records.js';
 import { privateKeyRecord, walletRecord } from '../../domain/keys.js';
 import { requireRoot } from '../../domain/principal.js';
 import { assertRootStillReachable, requireUser } from '../../domain/apiKeys.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
-import { Validator, type Obj } from '../validate.js';
+import { MAX_NAME, Validator, type Obj } from '../validate.js';
 
 const noQuery = (_body: Obj) => ({});
 
@@ -96,5 +96,22 @@ export const updateRootQuorum: SubmitOperation<{ threshold: number; userIds: str
     store.organizations.setRootQuorumThreshold(organization.id, intent.threshold, nowMs);
     assertRootStillReachable(store, organization.id);
     return {};
+  },
+};
+
+export const updateOrganizationName: SubmitOperation<{ organizationName: string }, { organizationId: string; organizationName: string }> = {
+  kind: 'submit',
+  path: 'update_organization_name',
+  types: { ACTIVITY_TYPE_UPDATE_ORGANIZATION_NAME: keysFor('ACTIVITY_TYPE_UPDATE_ORGANIZATION_NAME') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const organizationName = v.string(params, 'organizationName', 'organizationName', { required: true, nonEmpty: true, max: MAX_NAME });
+    v.done();
+    return { organizationName: organizationName! };
+  },
+  authorize(p) { requireRoot(p, 'rename the organization'); },
+  execute(ctx, intent) {
+    ctx.store.organizations.rename(ctx.organization.id, intent.organizationName, ctx.nowMs);
+    return { organizationId: ctx.organization.id, organizationName: intent.organizationName };
   },
 };
