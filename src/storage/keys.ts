@@ -50,6 +50,8 @@ export interface WalletAccountRow {
   /** sealed derived private key of the account (so signing needs no seed derivation) */
   sealed: Uint8Array;
   name: string | null;
+  /** exported on its own (export_wallet_account); the wallet's export covers it too */
+  exported?: boolean;
   createdMs: number;
   updatedMs: number;
 }
@@ -98,6 +100,8 @@ export interface KeyStore {
     list(organizationId: string, walletId: string | undefined, page: ListPage): WalletAccountRow[] | undefined;
     listAll(organizationId: string, walletId: string): WalletAccountRow[];
     insert(row: WalletAccountRow): void;
+    markExported(organizationId: string, id: string, ms: number): void;
+    delete(organizationId: string, id: string): void;
     count(organizationId: string): number;
   };
   importTargets: {
@@ -213,7 +217,7 @@ const accountFrom = (r: Row): WalletAccountRow => ({
   id: r.id as string, organizationId: r.organization_id as string, walletId: r.wallet_id as string, curve: r.curve as string,
   pathFormat: r.path_format as string, path: r.path as string, addressFormat: r.address_format as string, address: r.address as string,
   publicKey: r.public_key as string, sealed: bytes(r.sealed), name: (r.name as string | null) ?? null,
-  createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
+  exported: r.exported === 1, createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
 });
 const targetFrom = (r: Row): ImportTargetRow => ({
   id: r.id as string, organizationId: r.organization_id as string, userId: r.user_id as string, kind: r.kind as ImportTargetRow['kind'],
@@ -255,6 +259,8 @@ export function sqliteKeyStore(db: Database.Database, cache: RowCache): KeyStore
     wCount: q('SELECT COUNT(*) AS n FROM wallets WHERE organization_id = ?'),
 
     aGet: q('SELECT * FROM wallet_accounts WHERE organization_id = ? AND id = ?'),
+    aExported: q('UPDATE wallet_accounts SET exported = 1, updated_ms = ? WHERE organization_id = ? AND id = ?'),
+    aDelete: q('DELETE FROM wallet_accounts WHERE organization_id = ? AND id = ?'),
     aByAddr: q('SELECT * FROM wallet_accounts WHERE organization_id = ? AND address_key = ? ORDER BY seq LIMIT 1'),
     aInWalletByAddr: q('SELECT * FROM wallet_accounts WHERE organization_id = ? AND wallet_id = ? AND address_key = ? ORDER BY seq LIMIT 1'),
     aInWalletByPath: q('SELECT * FROM wallet_accounts WHERE organization_id = ? AND wallet_id = ? AND path = ? ORDER BY seq'),
@@ -342,6 +348,8 @@ export function sqliteKeyStore(db: Database.Database, cache: RowCache): KeyStore
         s.aInsert.run(a.id, a.organizationId, a.walletId, a.curve, a.pathFormat, a.path, a.addressFormat, a.address, addressKey(a.address),
           a.publicKey, buf(a.sealed), a.name, a.createdMs, a.updatedMs);
       },
+      markExported: (org, id, ms) => { written(); s.aExported.run(ms, org, id); },
+      delete: (org, id) => { written(); s.aDelete.run(org, id); },
       count: (org) => s.aCount.get(org)!.n as number,
     },
     importTargets: {

@@ -187,4 +187,11 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX authenticators_user ON authenticators(organization_id, user_id, seq);
     `,
   },
+  {
+    // delete_wallet_accounts: an account counts as exported once it (export_wallet_account) or its
+    // wallet (export_wallet) was.
+    version: 15,
+    name: 'wallet accounts: exported',
+    sql: `ALTER TABLE wallet_accounts ADD COLUMN exported INTEGER NOT NULL DEFAULT 0;`,
+  },
 ];

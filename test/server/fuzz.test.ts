@@ -21,7 +21,7 @@ afterAll(async () => { await ts?.stop(); });
 const QUERY_OPS = ['whoami', 'get_activity', 'list_activities', 'get_organization', 'get_organization_configs', 'list_users', 'get_user', 'get_api_key', 'get_api_keys', 'list_user_tags', 'list_private_key_tags',
   'list_suborgs', 'list_webhook_endpoints', 'get_authenticator', 'get_authenticators'];
 const SUBMIT_OPS = ['create_users', 'delete_users', 'update_user', 'create_api_keys', 'delete_api_keys', 'create_user_tag', 'update_user_tag', 'delete_user_tags', 'create_private_key_tag', 'update_private_key_tag', 'delete_private_key_tags', 'set_organization_feature', 'remove_organization_feature',
-  'create_sub_organization', 'delete_sub_organization', 'create_webhook_endpoint', 'update_webhook_endpoint', 'delete_webhook_endpoint', 'create_read_write_session', 'update_root_quorum', 'create_authenticators', 'delete_authenticators', 'update_organization_name'];
+  'create_sub_organization', 'delete_sub_organization', 'create_webhook_endpoint', 'update_webhook_endpoint', 'delete_webhook_endpoint', 'create_read_write_session', 'update_root_quorum', 'create_authenticators', 'delete_authenticators', 'update_organization_name', 'delete_wallet_accounts'];
 const PATHS = [...QUERY_OPS.map(QUERY), ...SUBMIT_OPS.map(SUBMIT)];
 
 /** The invariants every reply must satisfy. */
@@ -146,7 +146,7 @@ describe('fuzzing the request path', () => {
     delete_webhook_endpoint: 'ACTIVITY_TYPE_DELETE_WEBHOOK_ENDPOINT', create_read_write_session: 'ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2',
     update_root_quorum: 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM',
     create_authenticators: 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2', delete_authenticators: 'ACTIVITY_TYPE_DELETE_AUTHENTICATORS',
-    update_organization_name: 'ACTIVITY_TYPE_UPDATE_ORGANIZATION_NAME',
+    update_organization_name: 'ACTIVITY_TYPE_UPDATE_ORGANIZATION_NAME', delete_wallet_accounts: 'ACTIVITY_TYPE_DELETE_WALLET_ACCOUNTS',
   };
   const FIELD_NAMES = ['users', 'userIds', 'userId', 'userName', 'userEmail', 'userPhoneNumber', 'userTagIds', 'userTags', 'apiKeys', 'apiKeyIds', 'apiKeyName',
     'publicKey', 'curveType', 'expirationSeconds', 'authenticators', 'oauthProviders', 'userTagName', 'userTagId', 'newUserTagName', 'addUserIds', 'removeUserIds',
@@ -155,7 +155,7 @@ describe('fuzzing the request path', () => {
     'subOrganizationName', 'rootUsers', 'rootQuorumThreshold', 'wallet', 'walletName', 'accounts', 'mnemonicLength', 'disableEmailAuth',
     'verificationToken', 'deleteWithoutExport', 'url', 'subscriptions', 'eventType', 'filtersJson', 'isActive', 'endpointId',
     'targetPublicKey', 'invalidateExisting', 'filterType', 'filterValue', 'threshold',
-    'authenticatorIds', 'authenticatorId', 'authenticatorName', 'challenge', 'attestation', 'credentialId', 'clientDataJson', 'attestationObject', 'transports', 'organizationName'];
+    'authenticatorIds', 'authenticatorId', 'authenticatorName', 'challenge', 'attestation', 'credentialId', 'clientDataJson', 'attestationObject', 'transports', 'organizationName', 'walletAccountIds'];
   const plausible = fc.oneof(
     fc.jsonValue({ maxDepth: 3 }),
     fc.constantFrom('FEATURE_NAME_WEBHOOK', 'FEATURE_NAME_EMAIL_AUTH', 'API_KEY_CURVE_P256', 'API_KEY_CURVE_ED25519', 'ACTIVITY_STATUS_COMPLETED', 'ACTIVITY_TYPE_CREATE_USER_TAG',

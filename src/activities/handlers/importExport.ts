@@ -236,6 +236,7 @@ export const exportWalletAccount: SubmitOperation<{ address: string; targetPubli
     const a = store.keys.accounts.byAddress(organization.id, intent.address);
     if (!a) throw accountNotFound(intent.address);
     const exportBundle = cryptoCall(() => vaultOf(store).exportKey(a.sealed, ctxAccount(organization.id, a.id), intent.targetPublicKey, organization.id));
+    store.keys.accounts.markExported(organization.id, a.id, ctx.nowMs);
     return { address: a.address, exportBundle };
   },
 };

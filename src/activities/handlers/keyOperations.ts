@@ -2,7 +2,7 @@
 import type { QueryOperation, SubmitOperation } from '../types.js';
 import { createPrivateKeys, deletePrivateKeys, getPrivateKey, listPrivateKeys } from './privateKeys.js';
 import {
-  createWallet, createWalletAccounts, deleteWallets, getWallet, getWalletAccount, listWalletAccounts, listWallets, updateWallet,
+  createWallet, createWalletAccounts, deleteWalletAccounts, deleteWallets, getWallet, getWalletAccount, listWalletAccounts, listWallets, updateWallet,
 } from './wallets.js';
 import { signRawPayload, signRawPayloads, signTransaction } from './signing.js';
 import {
@@ -15,7 +15,7 @@ export const KEY_QUERIES: QueryOperation<any>[] = [
 
 export const KEY_SUBMITS: SubmitOperation<any, any>[] = [
   createPrivateKeys, deletePrivateKeys,
-  createWallet, createWalletAccounts, updateWallet, deleteWallets,
+  createWallet, createWalletAccounts, updateWallet, deleteWallets, deleteWalletAccounts,
   signRawPayload, signRawPayloads, signTransaction,
   initImportWallet, importWallet, initImportPrivateKey, importPrivateKey,
   exportWallet, exportPrivateKey, exportWalletAccount,

@@ -175,6 +175,40 @@ export const deleteWallets: SubmitOperation<{ walletIds: string[]; deleteWithout
   },
 };
 
+export const deleteWalletAccounts: SubmitOperation<{ walletAccountIds: string[]; deleteWithoutExport?: boolean }, { walletAccountIds: string[] }> = {
+  kind: 'submit',
+  path: 'delete_wallet_accounts',
+  types: { ACTIVITY_TYPE_DELETE_WALLET_ACCOUNTS: keysFor('ACTIVITY_TYPE_DELETE_WALLET_ACCOUNTS') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const walletAccountIds = v.stringArray(params, 'walletAccountIds', 'walletAccountIds', { required: true, nonEmpty: true });
+    const deleteWithoutExport = v.boolean(params, 'deleteWithoutExport', 'deleteWithoutExport');
+    v.done();
+    return { walletAccountIds: walletAccountIds!, ...(deleteWithoutExport !== undefined ? { deleteWithoutExport } : {}) };
+  },
+  authorize(p, intent, store) {
+    requireKeyAdmin(p, 'delete wallet accounts');
+    requireDeletableAccounts(store, p.organization.id, intent.walletAccountIds, intent.deleteWithoutExport === true);
+  },
+  execute(ctx, intent) {
+    const { store, organization } = ctx;
+    requireDeletableAccounts(store, organization.id, intent.walletAccountIds, intent.deleteWithoutExport === true);
+    for (const id of intent.walletAccountIds) store.keys.accounts.delete(organization.id, id);
+    return { walletAccountIds: intent.walletAccountIds };
+  },
+};
+
+/** Every id names an account of the organization; one never exported (nor its wallet) needs deleteWithoutExport. */
+function requireDeletableAccounts(store: Store, organizationId: string, ids: string[], withoutExport: boolean): void {
+  ids.forEach((id, i) => {
+    const a = store.keys.accounts.get(organizationId, id);
+    if (!a) throw notFound(`walletAccountIds[${i}]: wallet account ${id} not found`, 'WALLET_ACCOUNT_NOT_FOUND');
+    if (!withoutExport && !a.exported && !store.keys.wallets.get(organizationId, a.walletId)?.exported) {
+      throw failedPrecondition(`wallet account ${id} has never been exported (nor its wallet); export it first or set deleteWithoutExport to true`);
+    }
+  });
+}
+
 // ---- queries ------------------------------------------------------------------------------------
 
 export const getWallet: QueryOperation<{ walletId: string }> = {
