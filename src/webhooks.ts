@@ -26,7 +26,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from './log.js';
 import type { OrganizationRow, Store, WebhookDeliveryRow } from './storage/types.js';
-import { bytesToHex, utf8 } from './crypto/bytes.js';
+import { bytesToHex, concatBytes, utf8 } from './crypto/bytes.js';
 import { sha256 } from './crypto/curves.js';
 
 export const WEBHOOK_FEATURE = 'FEATURE_NAME_WEBHOOK';
@@ -198,10 +198,7 @@ export class WebhookDispatcher {
   async #send(row: WebhookDeliveryRow): Promise<Outcome> {
     const timestamp = String(Date.now());
     const body = Buffer.from(row.body, 'utf8');
-    const prefix = utf8(`v1.ed25519.${this.keyId}.${timestamp}.${row.id}.`);
-    const signed = new Uint8Array(prefix.length + body.length);
-    signed.set(prefix);
-    signed.set(body, prefix.length);
+    const signed = concatBytes(utf8(`v1.ed25519.${this.keyId}.${timestamp}.${row.id}.`), body);
     const signature = bytesToHex(this.sign(signed));
     try {
       const res = await fetch(row.url, {

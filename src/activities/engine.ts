@@ -141,7 +141,7 @@ export function submitInTransaction(
     createdMs: nowMs, updatedMs: nowMs, record, recordJson,
   };
   store.activities.insert(row);
-  // Announced to the organization's webhook and its parent's, in this same transaction (outbox).
+  // Announced to the webhook addresses of the organization and its parent, in this same transaction (outbox).
   enqueueActivityEvents(store, organization, id, recordJson, nowMs);
   return { activity: record, activityJson: recordJson, reused: false };
 }

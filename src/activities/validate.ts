@@ -100,4 +100,13 @@ export class Validator {
     if (opts.max !== undefined && n > opts.max) { this.fail(field, `must be at most ${opts.max}`); return undefined; }
     return String(BigInt(s));
   }
+
+  /** A required int32 from min to max, sent as a JSON number or a decimal string (proto3 JSON accepts both). */
+  int(o: Obj, key: string, field: string, min: number, max: number): number | undefined {
+    const raw = o[key];
+    if (raw === undefined || raw === null) { this.fail(field, 'is required'); return undefined; }
+    const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,10}$/.test(raw) ? Number(raw) : NaN;
+    if (!Number.isInteger(n) || n < min || n > max) { this.fail(field, `must be an integer from ${min} to ${max}`); return undefined; }
+    return n;
+  }
 }

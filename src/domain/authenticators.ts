@@ -19,7 +19,7 @@
 import { X509Certificate, verify as nodeVerify } from 'node:crypto';
 import { decodeAttestationObject, decodeCredentialPublicKey, parseAuthenticatorData } from '@simplewebauthn/server/helpers';
 import { invalidArgument, unauthenticated } from '../errors.js';
-import { bytesToHex, utf8 } from '../crypto/bytes.js';
+import { bytesToHex, concatBytes, equalBytes, utf8 } from '../crypto/bytes.js';
 import { convertPublicKey, derToCompact, isValidPublicKey, sha256, verifyDigest } from '../crypto/curves.js';
 import type { AuthenticatorRow, Store } from '../storage/types.js';
 import { MAX_NAME, type Validator } from '../activities/validate.js';
@@ -66,7 +66,6 @@ export function allowedOrigins(store: Store, organizationId: string): string[] {
 }
 
 const b64 = (s: string): Uint8Array<ArrayBuffer> => new Uint8Array(Buffer.from(s, 'base64url'));
-const eq = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 
 function clientData(json: Uint8Array, field: string): { type?: unknown; challenge?: unknown; origin?: unknown } {
   try {
@@ -83,7 +82,7 @@ function rpIdFor(origin: string, rpIdHash: Uint8Array): string | undefined {
   const labels = host.split('.');
   for (let i = 0; i < labels.length; i++) {
     const candidate = labels.slice(i).join('.');
-    if (eq(sha256(utf8(candidate)), rpIdHash)) return candidate;
+    if (equalBytes(sha256(utf8(candidate)), rpIdHash)) return candidate;
   }
   return undefined;
 }
@@ -140,16 +139,14 @@ export function verifyAttestation(p: AuthenticatorParams, origins: string[], fie
   try { parsed = parseAuthenticatorData(new Uint8Array(authData)); } catch { throw fail('authenticator data cannot be parsed', `${field}.attestation.attestationObject`); }
   if (!parsed.flags.up) throw fail('the authenticator data shows no user presence');
   if (!parsed.flags.at || !parsed.credentialID || !parsed.credentialPublicKey || !parsed.aaguid) throw fail('the authenticator data carries no attested credential');
-  if (!eq(parsed.credentialID, b64(p.attestation.credentialId))) throw fail('credentialId is not the attested credential\'s id', `${field}.attestation.credentialId`);
+  if (!equalBytes(parsed.credentialID, b64(p.attestation.credentialId))) throw fail('credentialId is not the attested credential\'s id', `${field}.attestation.credentialId`);
   const key = es256Key(parsed.credentialPublicKey);
   if (!key) throw fail('only ES256 (P-256) passkeys are supported');
   const rpId = rpIdFor(cd.origin, parsed.rpIdHash);
   if (rpId === undefined) throw fail(`the authenticator data is for an RP ID other than ${cd.origin}'s host or its parent domains`);
 
   const clientDataHash = sha256(clientDataBytes);
-  const signed = new Uint8Array(authData.length + 32);
-  signed.set(authData);
-  signed.set(clientDataHash, authData.length);
+  const signed = concatBytes(authData, clientDataHash);
   const sig = attStmt.get('sig');
   if (fmt === 'none') {
     if (attStmt.size > 0) throw fail('a none attestation must carry an empty statement');
@@ -160,7 +157,7 @@ export function verifyAttestation(p: AuthenticatorParams, origins: string[], fie
     if (!ok) throw fail('the packed attestation signature does not verify');
   } else if (fmt === 'fido-u2f') {
     if (!(sig instanceof Uint8Array)) throw fail('the fido-u2f attestation has no signature');
-    const data = new Uint8Array([0, ...parsed.rpIdHash, ...clientDataHash, ...parsed.credentialID, ...key]);
+    const data = concatBytes(new Uint8Array([0]), parsed.rpIdHash, clientDataHash, parsed.credentialID, key);
     if (!verifyWithCert(attStmt.get('x5c'), data, sig)) throw fail('the fido-u2f attestation signature does not verify');
   } else {
     throw fail(`attestation format ${String(fmt)} is not supported; ask the browser for attestation "none"`);
@@ -227,14 +224,12 @@ export function verifyWebauthnStamp(s: WebauthnStamp, a: AuthenticatorRow, body:
   if (origins.length > 0 && (typeof cd.origin !== 'string' || !origins.includes(cd.origin))) return no;
   const authData = b64(s.authenticatorData);
   let parsed: ReturnType<typeof parseAuthenticatorData>;
-  try { parsed = parseAuthenticatorData(new Uint8Array(authData)); } catch { return no; }
-  if (!parsed.flags.up || !eq(parsed.rpIdHash, sha256(utf8(a.rpId)))) return no;
+  try { parsed = parseAuthenticatorData(authData); } catch { return no; }
+  if (!parsed.flags.up || !equalBytes(parsed.rpIdHash, sha256(utf8(a.rpId)))) return no;
   if ((parsed.counter > 0 || a.signCount > 0) && parsed.counter <= a.signCount) return no; // a cloned authenticator, or a replay
   let sig: Uint8Array;
   try { sig = derToCompact(b64(s.signature)); } catch { return no; }
-  const signed = new Uint8Array(authData.length + 32);
-  signed.set(authData);
-  signed.set(sha256(clientDataBytes), authData.length);
+  const signed = concatBytes(authData, sha256(clientDataBytes));
   const pub = new Uint8Array(Buffer.from(a.publicKey, 'hex'));
   return verifyDigest('p256', sig, sha256(signed), pub, { lowS: false }) ? { ok: true, signCount: parsed.counter } : no;
 }

@@ -130,7 +130,7 @@ export interface WebhookEndpointRow {
 export interface WebhookDeliveryRow {
   /** the event id (X-Turnkey-Event-Id), the same on every attempt */
   id: string;
-  /** the organization whose FEATURE_NAME_WEBHOOK names the address */
+  /** the activity's organization (X-Turnkey-Organization-Id); the address may be its parent's */
   organizationId: string;
   activityId: string;
   url: string;
@@ -174,9 +174,10 @@ export interface Store {
      */
     subOrgIds(parentId: string, filter: SubOrgFilter | undefined, page: { limit: number; beforeId?: string; afterId?: string }): string[] | undefined;
     /**
-     * Removes an organization and everything it holds (users, API keys, tags, features, wallets,
-     * accounts, private keys, import targets). Its activities stay, as the audit trail. The caller
-     * makes sure it has no sub-organizations.
+     * Removes an organization and everything it holds (users, API keys, passkeys, tags, features,
+     * wallets, accounts, private keys, import targets, webhook endpoints). Its activities stay, as
+     * the audit trail, and so do its pending webhook deliveries. The caller makes sure it has no
+     * sub-organizations.
      */
     delete(id: string): void;
   };

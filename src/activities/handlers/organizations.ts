@@ -66,7 +66,8 @@ export const getOrganizationConfigs: QueryOperation<object> = {
 /**
  * update_root_quorum: the root users become exactly `userIds`. The threshold must be 1 for now: a
  * higher one means activities wait for approvals, and kmas has no consensus yet. A change that
- * would leave no root user holding an API key fails (the organization would be locked out).
+ * would leave no root user holding an API key or a passkey fails (the organization would be locked
+ * out).
  */
 export const updateRootQuorum: SubmitOperation<{ threshold: number; userIds: string[] }, Record<string, never>> = {
   kind: 'submit',
@@ -75,15 +76,12 @@ export const updateRootQuorum: SubmitOperation<{ threshold: number; userIds: str
   validate(params: Obj) {
     const v = new Validator();
     const userIds = v.stringArray(params, 'userIds', 'userIds', { required: true, nonEmpty: true }) ?? [];
-    const t = params.threshold;
-    const threshold = typeof t === 'number' ? t : typeof t === 'string' && /^\d{1,10}$/.test(t) ? Number(t) : NaN;
-    if (!Number.isInteger(threshold) || threshold < 1 || threshold > Math.max(userIds.length, 1)) {
-      v.fail('threshold', 'must be an integer from 1 to the number of userIds');
-    } else if (threshold > 1) {
+    const threshold = v.int(params, 'threshold', 'threshold', 1, Math.max(userIds.length, 1));
+    if (threshold !== undefined && threshold > 1) {
       v.fail('threshold', 'must be 1 for now: thresholds above 1 need consensus (approve_activity), which kmas does not support yet');
     }
     v.done();
-    return { threshold, userIds };
+    return { threshold: threshold!, userIds };
   },
   authorize(p) { requireRoot(p, 'change the root quorum'); },
   execute(ctx, intent) {

@@ -39,18 +39,6 @@ export interface CreateSubOrganizationResult {
   rootUserIds: string[];
 }
 
-/** An int32 sent as a JSON number or a decimal string (proto3 JSON accepts both). */
-function readInt(v: Validator, o: Obj, key: string, field: string, min: number, max: number): number | undefined {
-  const raw = o[key];
-  if (raw === undefined || raw === null) { v.fail(field, 'is required'); return undefined; }
-  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,10}$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isInteger(n) || n < min || n > max) {
-    v.fail(field, max >= min ? `must be an integer from ${min} to ${max}` : 'cannot be met: there are no root users');
-    return undefined;
-  }
-  return n;
-}
-
 function readRootUsers(v: Validator, params: Obj): UserParams[] {
   const list = v.array(params, 'rootUsers', 'rootUsers', { required: true, nonEmpty: true }) ?? [];
   const users: UserParams[] = [];
@@ -76,7 +64,7 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
     const v = new Validator();
     const subOrganizationName = v.string(params, 'subOrganizationName', 'subOrganizationName', { required: true, nonEmpty: true, max: MAX_NAME });
     const rootUsers = readRootUsers(v, params);
-    const rootQuorumThreshold = readInt(v, params, 'rootQuorumThreshold', 'rootQuorumThreshold', 1, Math.max(rootUsers.length, 1));
+    const rootQuorumThreshold = v.int(params, 'rootQuorumThreshold', 'rootQuorumThreshold', 1, Math.max(rootUsers.length, 1));
     // A threshold above 1 means activities wait for approvals (consensus), which kmas has not yet:
     // refused rather than silently completing what the organization meant to hold for approval.
     if (rootQuorumThreshold !== undefined && rootQuorumThreshold > 1) {

@@ -23,8 +23,8 @@ interface NewUser extends UserParams { userTags: string[] }
 
 /**
  * Reads one user object at field `f`. `phone` / `oauth`: whether the shape has userPhoneNumber /
- * oauthProviders; `defaultCurve` for API keys of the older shapes without curveType. Authenticators
- * and OAuth providers must be empty until those flows exist.
+ * oauthProviders; `defaultCurve` for API keys of the older shapes without curveType. Passkeys are
+ * read here and checked at registration; OAuth providers must be empty until that flow exists.
  */
 export function readUserParams(v: Validator, o: Obj, f: string, opts: { phone?: boolean; oauth?: boolean; defaultCurve?: ApiKeyCurve } = {}): UserParams | undefined {
   const userName = v.string(o, 'userName', `${f}.userName`, { required: true, nonEmpty: true, max: MAX_NAME });
