@@ -161,7 +161,6 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
   const userCache = cache.map<UserRow>();
   const featCache = cache.map<{ value: string | undefined }>();
   const endpointCache = cache.map<WebhookEndpointRow[]>();
-  const authCache = cache.map<AuthenticatorRow[]>();
   const clearCaches = () => cache.clear();
   const keysByPublicKey = (pk: string): ApiKeyRow[] => cache.get(keyCache, pk, () => s.keyByPub.all(pk).map(keyFrom))!;
 
@@ -259,15 +258,16 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     },
     authenticators: {
       get: (org, id) => { const r = s.authGet.get(org, id); return r ? authenticatorFrom(r) : undefined; },
-      byCredentialId: (cred) => cache.get(authCache, cred, () => s.authByCred.all(cred).map(authenticatorFrom), (rows) => rows.map((r) => ({ ...r, transports: [...r.transports] })))!,
+      // Not in the row cache: a passkey that counts its signatures writes its counter on every
+      // stamp, and a write to a cached table would drop every cached row.
+      byCredentialId: (cred) => s.authByCred.all(cred).map(authenticatorFrom),
       listByUser: (org, user) => s.authByUser.all(org, user).map(authenticatorFrom),
       insert: (a) => {
-        clearCaches();
         s.authInsert.run(a.id, a.organizationId, a.userId, a.name, a.credentialId, a.publicKey, a.rpId, a.aaguid, a.attestationType,
           JSON.stringify(a.transports), a.signCount, a.createdMs, a.updatedMs);
       },
-      delete: (org, id) => { clearCaches(); s.authDelete.run(org, id); },
-      setSignCount: (id, n) => { clearCaches(); s.authCount.run(n, id); },
+      delete: (org, id) => { s.authDelete.run(org, id); },
+      setSignCount: (id, n) => { s.authCount.run(n, id); },
     },
     tags: {
       get: (org, id) => { const r = s.tagGet.get(org, id); return r ? tagFrom(r) : undefined; },

@@ -200,7 +200,7 @@ export interface Store {
   };
   authenticators: {
     get(organizationId: string, id: string): AuthenticatorRow | undefined;
-    /** Every registration of a credential id (cached: every passkey-stamped request asks). */
+    /** Every registration of a credential id. */
     byCredentialId(credentialId: string): AuthenticatorRow[];
     listByUser(organizationId: string, userId: string): AuthenticatorRow[];
     insert(row: AuthenticatorRow): void;
