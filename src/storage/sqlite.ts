@@ -344,6 +344,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     EMAIL: 'EXISTS (SELECT 1 FROM users u WHERE u.organization_id = o.id AND lower(u.email) = lower(?))',
     PHONE_NUMBER: 'EXISTS (SELECT 1 FROM users u WHERE u.organization_id = o.id AND u.phone_number = ?)',
     PUBLIC_KEY: 'EXISTS (SELECT 1 FROM api_keys k WHERE k.organization_id = o.id AND k.public_key = lower(?))',
+    CREDENTIAL_ID: 'EXISTS (SELECT 1 FROM authenticators p WHERE p.organization_id = o.id AND p.credential_id = ?)',
     WALLET_ACCOUNT_ADDRESS: 'EXISTS (SELECT 1 FROM wallet_accounts a WHERE a.organization_id = o.id AND a.address_key = ?)',
   };
   const subOrgCursor = q<{ created_ms: number; id: string }>('SELECT created_ms, id FROM organizations WHERE parent_id = ? AND id = ?');

@@ -105,11 +105,11 @@ export interface ActivityListQuery {
 
 /**
  * What list_suborgs matches: the sub-organization's name, or one of its users (name, e-mail
- * compared without regard to case, phone number), an API key's public key, or a wallet account's
- * address.
+ * compared without regard to case, phone number), an API key's public key, a passkey's credential
+ * id (base64url, as stored), or a wallet account's address.
  */
 export type SubOrgFilter =
-  | { type: 'NAME' | 'USERNAME' | 'EMAIL' | 'PHONE_NUMBER' | 'PUBLIC_KEY'; value: string }
+  | { type: 'NAME' | 'USERNAME' | 'EMAIL' | 'PHONE_NUMBER' | 'PUBLIC_KEY' | 'CREDENTIAL_ID'; value: string }
   | { type: 'WALLET_ACCOUNT_ADDRESS'; value: string; addressKey: string };
 
 export interface WebhookSubscription { eventType: string; filtersJson?: string; isActive: boolean }

@@ -171,6 +171,8 @@ describe('passkeys', () => {
       subOrganizationName: uniqueName('passkey-sub'), rootQuorumThreshold: 1,
       rootUsers: [{ userName: 'owner', apiKeys: [], authenticators: [rootPk.params()], oauthProviders: [] }],
     } as any);
+    const byCredential: any = await ts.sdk.getSubOrgIds({ filterType: 'CREDENTIAL_ID', filterValue: rootPk.credentialId } as any);
+    expect(byCredential.organizationIds).toEqual([sub.subOrganizationId]);
     const asOwner = rootPk.client(ts.url);
     expect((await asOwner.getWhoami({ organizationId: sub.subOrganizationId })).organizationId).toBe(sub.subOrganizationId);
     const mine: any = await asOwner.getAuthenticators({ organizationId: sub.subOrganizationId, userId: sub.rootUserIds[0] });

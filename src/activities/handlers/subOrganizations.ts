@@ -179,9 +179,12 @@ function subOrgIds(store: Store, parentId: string, q: SubOrgQuery): string[] {
   let filter: SubOrgFilter | undefined;
   if (q.filter) {
     const { type, value } = q.filter;
-    // kmas has no authenticators or OAuth providers yet: nothing can match these.
-    if (type === 'CREDENTIAL_ID' || type === 'OIDC_TOKEN') return [];
-    filter = type === 'WALLET_ACCOUNT_ADDRESS' ? { type, value, addressKey: addressKey(value) } : { type, value };
+    // kmas has no OAuth providers yet: no token can match.
+    if (type === 'OIDC_TOKEN') return [];
+    filter = type === 'WALLET_ACCOUNT_ADDRESS' ? { type, value, addressKey: addressKey(value) }
+      // credential ids are stored as base64url without padding
+      : type === 'CREDENTIAL_ID' ? { type, value: Buffer.from(value, 'base64url').toString('base64url') }
+      : { type, value };
   }
   const ids = store.organizations.subOrgIds(parentId, filter, { limit: q.page.limit, beforeId: q.page.before, afterId: q.page.after });
   if (!ids) {
