@@ -19,6 +19,8 @@ export interface BootstrapInfo {
   apiKeyId: string;
   apiPublicKey: string;
   signerPublicKey?: string;
+  /** Signs the session JWTs of oauth_login / stamp_login (verifySessionJwtSignature's override). */
+  sessionSignerPublicKey?: string;
 }
 
 export const BOOTSTRAP_FILE = 'bootstrap.json';
@@ -34,7 +36,9 @@ function writeFileAtomic(file: string, content: string, mode: number): void {
 export function ensureBootstrap(store: Store, config: Config, log: Logger): { info: BootstrapInfo; rootApiKey?: ApiKeyPair } {
   const out = ensureBootstrapState(store, config, log);
   // Master key + bundle signer (created sealed on first start); signerPublicKey goes into bootstrap.json.
-  out.info.signerPublicKey = initKeys(store, config.dataDir, config.masterKey, log, config.signWorkers).signerPublicKey;
+  const { vault } = initKeys(store, config.dataDir, config.masterKey, log, config.signWorkers);
+  out.info.signerPublicKey = vault.signerPublicKey;
+  out.info.sessionSignerPublicKey = vault.sessionSignerPublicKey;
   return out;
 }
 

@@ -39,6 +39,12 @@ export interface Config {
   webhookMaxAttempts: number;
   /** Webhooks: how long a receiver has to answer (ms). */
   webhookTimeoutMs: number;
+  /** OIDC issuers whose tokens oauth / oauth_login / OAuth providers accept (src/auth/oidc.ts). */
+  oidcIssuers: string[];
+  /** SMTP server for e-mail auth, one-time codes and recovery (nodemailer URL); unset: those flows are refused. */
+  smtpUrl?: string;
+  /** From address of the e-mails kmas sends. */
+  mailFrom: string;
 }
 
 export class ConfigError extends Error {
@@ -105,6 +111,29 @@ const masterKeyText = (raw: string, name: string): string => {
   return v;
 };
 
+/** Comma-separated issuer URLs: https, or http on a loopback address (a local issuer). */
+const issuerList = (raw: string, name: string): string[] => {
+  const out: string[] = [];
+  for (const item of raw.split(',').map((x) => x.trim()).filter((x) => x !== '')) {
+    let u: URL;
+    try { u = new URL(item); } catch { throw new ConfigError(`${name}: "${item}" is not a URL`); }
+    const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname);
+    if (u.protocol !== 'https:' && !(u.protocol === 'http:' && loopback)) {
+      throw new ConfigError(`${name}: "${item}" must be an https URL (http only on a loopback address)`);
+    }
+    out.push(item.replace(/\/+$/, ''));
+  }
+  return out;
+};
+
+const smtpUrl = (raw: string, name: string): string => {
+  const v = raw.trim();
+  let u: URL;
+  try { u = new URL(v); } catch { throw new ConfigError(`${name} must be a URL such as smtp://user:password@host:587 or smtps://host:465`); }
+  if (u.protocol !== 'smtp:' && u.protocol !== 'smtps:') throw new ConfigError(`${name} must start with smtp:// or smtps://`);
+  return v;
+};
+
 export const SETTINGS: readonly Setting[] = [
   { key: 'host', env: 'HOST', flag: '--host', def: '127.0.0.1', doc: 'Address to listen on', parse: nonEmpty },
   { key: 'port', env: 'PORT', flag: '--port', def: '8080', doc: 'TCP port (0 = any free port)', parse: int(0, 65535) },
@@ -125,6 +154,9 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'webhookRetryMs', env: 'WEBHOOK_RETRY_MS', flag: '--webhook-retry-ms', def: '2000', doc: 'Webhook deliveries: delay before the first retry (ms), doubling with every further attempt (at most 10 minutes)', parse: int(10, 3_600_000) },
   { key: 'webhookMaxAttempts', env: 'WEBHOOK_MAX_ATTEMPTS', flag: '--webhook-max-attempts', def: '12', doc: 'Webhook deliveries: attempts per event before it is given up', parse: int(1, 100) },
   { key: 'webhookTimeoutMs', env: 'WEBHOOK_TIMEOUT_MS', flag: '--webhook-timeout-ms', def: '10000', doc: 'Webhook deliveries: how long a receiver has to answer (ms)', parse: int(100, 300_000) },
+  { key: 'oidcIssuers', env: 'OIDC_ISSUERS', flag: '--oidc-issuers', def: 'https://accounts.google.com,https://appleid.apple.com,https://www.facebook.com', doc: 'OIDC issuers whose ID tokens the OAuth flows accept (comma-separated; keys found through each issuer\'s /.well-known/openid-configuration); https, or http on a loopback address', parse: issuerList },
+  { key: 'smtpUrl', env: 'SMTP_URL', flag: '--smtp-url', def: undefined, doc: 'SMTP server for e-mail auth, one-time codes and recovery, e.g. smtp://user:password@mail.example.com:587 (STARTTLS when offered) or smtps://…:465; unset: those flows are refused (prefer the env variable: it holds a password)', parse: smtpUrl },
+  { key: 'mailFrom', env: 'MAIL_FROM', flag: '--mail-from', def: 'kmas <no-reply@localhost>', doc: 'From address of the e-mails kmas sends', parse: nonEmpty },
 ];
 
 /** Reads settings from (in rising priority) defaults, env, CLI flags, then explicit overrides. */
@@ -144,7 +176,7 @@ export function loadConfig(opts: {
     if (flags.has(s.flag)) { raw = flags.get(s.flag); name = s.flag; }
     const ov = opts.overrides?.[s.key];
     if (ov !== undefined && ov !== null) {
-      raw = typeof ov === 'string' ? ov : typeof ov === 'number' ? String(ov) : undefined;
+      raw = typeof ov === 'string' ? ov : typeof ov === 'number' ? String(ov) : Array.isArray(ov) ? ov.join(',') : undefined;
       name = s.key;
       if (raw === undefined) throw new ConfigError(`${s.key} has an invalid value`);
     }

@@ -19,6 +19,9 @@ import cluster from 'node:cluster';
 import type { Logger } from './log.js';
 import type { ApiKeyPair } from './domain/keypair.js';
 import { WebhookDispatcher } from './webhooks.js';
+import { Mailer } from './mail.js';
+import { OidcVerifier } from './auth/oidc.js';
+import { attachAuthServices } from './auth/services.js';
 
 export interface StartOptions extends Partial<Omit<Config, 'dataDir'>> {
   dataDir: string;
@@ -73,8 +76,10 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   // event loop and replies wait for it (src/storage/sqlite.ts WalSync).
   store.deferSyncs?.();
   const vault = vaultOf(store);
+  const mailer = config.smtpUrl ? new Mailer(vault, config.smtpUrl, config.mailFrom) : undefined;
+  attachAuthServices(store, { oidc: new OidcVerifier(config.oidcIssuers), mail: mailer !== undefined });
   const webhooks = new WebhookDispatcher(store, (m) => vault.signWebhook(m), vault.webhookPublicKey!, log,
-    { retryBaseMs: config.webhookRetryMs, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs });
+    { retryBaseMs: config.webhookRetryMs, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs, mailer });
   const stampThreads = autoThreads(config.stampWorkers, config);
   const verifier = new StampVerifier(stampThreads);
   const app = createApp({ store, registry: defaultRegistry(), config, log, verifier });

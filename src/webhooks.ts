@@ -22,12 +22,15 @@
  *   it is opened for each signature only.
  * - Several server processes (WORKERS > 1) share the outbox: a process claims a row (moves its
  *   next attempt past the request's timeout) before sending it, so only one sends it.
+ * - The same outbox carries the e-mails of the authentication flows (src/mail.ts): rows whose
+ *   address is `mailto:` go to the SMTP server with the same claims, retries and backoff.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from './log.js';
 import type { OrganizationRow, Store, WebhookDeliveryRow } from './storage/types.js';
 import { bytesToHex, concatBytes, utf8 } from './crypto/bytes.js';
 import { sha256 } from './crypto/curves.js';
+import type { Mailer } from './mail.js';
 
 export const WEBHOOK_FEATURE = 'FEATURE_NAME_WEBHOOK';
 export const ACTIVITY_EVENT = 'ACTIVITY_UPDATES';
@@ -41,6 +44,8 @@ export interface WebhookOptions {
   maxAttempts: number;
   /** Time a receiver has to answer (ms). */
   timeoutMs: number;
+  /** Sends the `mailto:` rows (SMTP_URL); without it they are given up. */
+  mailer?: Mailer;
 }
 
 /** The key id (`kid`, X-Turnkey-Signature-Key-Id) of a webhook public key: 16 hex digits of its SHA-256. */
@@ -86,10 +91,15 @@ export function enqueueActivityEvents(store: Store, organization: OrganizationRo
       attempts: 0, nextAttemptMs: nowMs, createdMs: nowMs,
     });
   }
-  DISPATCHERS.get(store)?.kick();
+  kickDeliveries(store);
 }
 
-type Outcome = { kind: 'delivered' | 'retry' | 'refused'; reason: string };
+export type Outcome = { kind: 'delivered' | 'retry' | 'refused'; reason: string };
+
+/** Has the store's dispatcher look for due rows (after the current transaction commits). */
+export function kickDeliveries(store: Store): void {
+  DISPATCHERS.get(store)?.kick();
+}
 
 export class WebhookDispatcher {
   readonly keyId: string;
@@ -171,20 +181,21 @@ export class WebhookDispatcher {
         this.store.transaction(() => this.store.webhooks.retryAt(row.id, row.attempts, Date.now()));
         return;
       }
+      const what = isMail(row) ? 'e-mail' : 'webhook';
       const fields = {
         eventId: row.id, activityId: row.activityId, organizationId: row.organizationId,
         receiver: originOf(row.url), attempt, outcome: outcome.reason,
       };
       if (outcome.kind === 'delivered') {
         this.store.transaction(() => this.store.webhooks.remove(row.id));
-        this.log.debug('webhook delivered', fields);
+        this.log.debug(`${what} delivered`, fields);
       } else if (outcome.kind === 'refused' || attempt >= this.opts.maxAttempts) {
         this.store.transaction(() => this.store.webhooks.remove(row.id));
-        this.log.warn('webhook delivery given up', fields);
+        this.log.warn(`${what} delivery given up`, fields);
       } else {
         const delay = Math.min(this.opts.retryBaseMs * 2 ** (attempt - 1), MAX_BACKOFF_MS);
         this.store.transaction(() => this.store.webhooks.retryAt(row.id, attempt, Date.now() + delay));
-        this.log.info('webhook delivery failed; will retry', { ...fields, retryInMs: delay });
+        this.log.info(`${what} delivery failed; will retry`, { ...fields, retryInMs: delay });
       }
     }).catch((e: unknown) => {
       this.log.error('webhook bookkeeping failed', { eventId: row.id, error: e instanceof Error ? e.message : String(e) });
@@ -196,6 +207,7 @@ export class WebhookDispatcher {
   }
 
   async #send(row: WebhookDeliveryRow): Promise<Outcome> {
+    if (isMail(row)) return this.opts.mailer ? this.opts.mailer.send(row) : { kind: 'refused', reason: 'no SMTP server configured' };
     const timestamp = String(Date.now());
     const body = Buffer.from(row.body, 'utf8');
     const signed = concatBytes(utf8(`v1.ed25519.${this.keyId}.${timestamp}.${row.id}.`), body);
@@ -245,11 +257,15 @@ export class WebhookDispatcher {
     if (this.#timer) clearTimeout(this.#timer);
     this.#abort.abort();
     await Promise.allSettled([...this.#inFlight.values()]);
+    this.opts.mailer?.close();
     if (DISPATCHERS.get(this.store) === this) DISPATCHERS.delete(this.store);
   }
 }
 
-/** scheme://host:port of an address, for logs (a path or query may carry a token). */
+const isMail = (row: WebhookDeliveryRow) => row.url.startsWith('mailto:');
+
+/** scheme://host:port of an address, or an e-mail address's domain, for logs (a path or query may carry a token). */
 function originOf(url: string): string {
+  if (url.startsWith('mailto:')) return `mail to ${url.slice(url.lastIndexOf('@') + 1)}`;
   try { return new URL(url).origin; } catch { return '(invalid address)'; }
 }

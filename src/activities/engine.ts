@@ -14,6 +14,7 @@ import type { ExecContext, QueryOperation, SubmitOperation } from './types.js';
 import type { StampCheck } from '../crypto/signpool.js';
 import type { Obj } from './validate.js';
 import { enqueueActivityEvents } from '../webhooks.js';
+import { CREDENTIAL } from '../auth/services.js';
 
 export const STATUS_COMPLETED = 'ACTIVITY_STATUS_COMPLETED';
 export const STATUS_FAILED = 'ACTIVITY_STATUS_FAILED';
@@ -89,8 +90,11 @@ export function submitInTransaction(
   nowMs: number,
   pre?: Prepared,
 ): SubmitOutcome {
-  if (principal.access !== 'member') {
+  if (principal.access !== 'member' && op.parentMaySubmit !== true) {
     throw permissionDenied('a parent organization may only read its sub-organizations', 'ORGANIZATION_MISMATCH');
+  }
+  if ('credentialType' in principal.credential && principal.credential.credentialType === CREDENTIAL.recoverUser && op.path !== 'recover_user') {
+    throw permissionDenied('a recovery credential may only be used for recover_user');
   }
   const keys = op.types[env.type]!;
   const requestMs = Number(env.timestampMs);
@@ -106,8 +110,10 @@ export function submitInTransaction(
   const intent = pre?.intent ?? op.validate(env.parameters, env.type);
   op.authorize(principal, intent, store);
 
-  const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID };
+  const kept: (() => void)[] = [];
+  const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID, keepOnFailure: (fn) => { kept.push(fn); } };
   if (pre?.prepared !== undefined) ctx.prepared = pre.prepared;
+  if (pre?.external !== undefined) ctx.external = pre.external;
   let result: unknown;
   let failure: ApiError | undefined;
   try {
@@ -116,6 +122,7 @@ export function submitInTransaction(
   } catch (e) {
     if (!(e instanceof ApiError)) throw e;
     failure = e;
+    for (const fn of kept) fn();
   }
   const id = uuidV7(nowMs);
   const record = activityRecord({
@@ -146,8 +153,8 @@ export function submitInTransaction(
   return { activity: record, activityJson: recordJson, reused: false };
 }
 
-/** What prepareSubmit hands to the transaction: the validated intent and prepare()'s result. */
-export interface Prepared { intent: unknown; prepared?: unknown }
+/** What prepareSubmit hands to the transaction: the validated intent, prepare()'s and external()'s results. */
+export interface Prepared { intent: unknown; prepared?: unknown; external?: unknown }
 
 /**
  * The part of a submit that can run before its transaction (SubmitOperation.prepare): validate,

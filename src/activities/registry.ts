@@ -12,12 +12,15 @@ import { removeOrganizationFeature, setOrganizationFeature } from './handlers/fe
 import { KEY_QUERIES, KEY_SUBMITS } from './handlers/keyOperations.js';
 import { createSubOrganization, deleteSubOrganization, listSubOrgs } from './handlers/subOrganizations.js';
 import { createReadWriteSession } from './handlers/sessions.js';
+import { createOauthProviders, deleteOauthProviders, getOauthProviders, oauth, oauthLogin, stampLogin } from './handlers/oauth.js';
+import { emailAuth, initOtpAuth, initUserEmailRecovery, otpAuth, recoverUser } from './handlers/emailAuth.js';
 import { createAuthenticators, deleteAuthenticators, getAuthenticator, getAuthenticators } from './handlers/authenticators.js';
 import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookEndpoints, updateWebhookEndpoint } from './handlers/webhookEndpoints.js';
 
 const QUERIES: QueryOperation<any>[] = [
   getActivity, listActivities, whoami, getOrganization, getOrganizationConfigs,
   listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags, listSubOrgs, listWebhookEndpoints, getAuthenticator, getAuthenticators,
+  getOauthProviders,
   ...KEY_QUERIES,
 ];
 const SUBMITS: SubmitOperation<any, any>[] = [
@@ -28,6 +31,8 @@ const SUBMITS: SubmitOperation<any, any>[] = [
   createSubOrganization, deleteSubOrganization,
   createWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint,
   createReadWriteSession, updateRootQuorum, updateOrganizationName, createAuthenticators, deleteAuthenticators,
+  createOauthProviders, deleteOauthProviders, oauth, oauthLogin, stampLogin,
+  emailAuth, initOtpAuth, otpAuth, initUserEmailRecovery, recoverUser,
   ...KEY_SUBMITS,
 ];
 

@@ -15,6 +15,13 @@ export interface ExecContext {
   prepared?: unknown;
   /** In prepare(): the request's stamp, for work that can check it on its own thread (signpool.ts). */
   stampCheck?: StampCheck;
+  /** What the operation's external() produced before the transaction (it always runs when defined). */
+  external?: unknown;
+  /**
+   * Registers a write that stays even when execute then fails (e.g. counting a wrong one-time
+   * code): run after the failed handler's savepoint is rolled back, inside the activity's transaction.
+   */
+  keepOnFailure?(fn: () => void): void;
 }
 
 export interface TypeVersion {
@@ -52,6 +59,17 @@ export interface SubmitOperation<I = unknown, R = unknown> {
   prepare?(ctx: ExecContext, intent: I): Promise<unknown> | undefined;
   /** The intent as the specification names its fields, when it differs from the clients' form. */
   specIntent?(intent: I): unknown;
+  /**
+   * Work outside the store that execute needs, done before the transaction on every submit (e.g.
+   * verifying an OIDC token against its issuer's keys); its value reaches execute as ctx.external.
+   * An ApiError it throws refuses the request (nothing is stored).
+   */
+  external?(intent: I, store: Store): Promise<unknown>;
+  /**
+   * A credential of the parent organization may submit this into a sub-organization (the
+   * authentication flows an application's backend runs for its users); authorize decides who.
+   */
+  parentMaySubmit?: boolean;
 }
 
 export interface QueryOperation<Q = unknown> {

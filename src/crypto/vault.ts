@@ -7,7 +7,7 @@
  */
 import { CryptoError } from './errors.js';
 import { utf8, wipe } from './bytes.js';
-import { generatePrivateKey, getPublicKey, signEd25519, type CurveId } from './curves.js';
+import { generatePrivateKey, getPublicKey, sha256, signDigest, signEd25519, type CurveId } from './curves.js';
 import { deriveAtRestKey, openStored, sealWithAtRestKey, type AtRestContext } from './atrest.js';
 import { deriveFromSeed, generateMnemonic, mnemonicToSeed } from './hd.js';
 import { validateAccountSpec, publicKeyHex, type WalletAccountSpec } from './wallets.js';
@@ -19,12 +19,14 @@ import { createCredentialBundle, createExportBundle, createImportBundle, openImp
 
 export const SIGNER_CONTEXT: AtRestContext = { kind: 'bundle_signer', organizationId: '', recordId: 'bundle-signer' };
 export const WEBHOOK_SIGNER_CONTEXT: AtRestContext = { kind: 'webhook_signer', organizationId: '', recordId: 'webhook-signer' };
+export const SESSION_SIGNER_CONTEXT: AtRestContext = { kind: 'session_signer', organizationId: '', recordId: 'session-signer' };
 
 /** Keys of the server itself, created on first start and kept sealed (domain/keys.ts initKeys). */
-export type ServerKeyKind = 'bundleSigner' | 'webhookSigner';
+export type ServerKeyKind = 'bundleSigner' | 'webhookSigner' | 'sessionSigner';
 const SERVER_KEYS: Record<ServerKeyKind, { curve: CurveId; ctx: AtRestContext; publicKeyOf: (sk: Uint8Array) => string }> = {
   bundleSigner: { curve: 'p256', ctx: SIGNER_CONTEXT, publicKeyOf: signerPublicKeyHex },
   webhookSigner: { curve: 'ed25519', ctx: WEBHOOK_SIGNER_CONTEXT, publicKeyOf: (sk) => publicKeyHex('ed25519', getPublicKey('ed25519', sk)) },
+  sessionSigner: { curve: 'p256', ctx: SESSION_SIGNER_CONTEXT, publicKeyOf: signerPublicKeyHex },
 };
 
 export interface SealedKey {
@@ -127,6 +129,23 @@ export class Vault {
   /** Ed25519 signature (64 bytes) of `message` with the webhook signer, opened for this call only. */
   signWebhook(message: Uint8Array): Uint8Array {
     return this.#withServerKey('webhookSigner', (sk) => signEd25519(message, sk));
+  }
+
+  /** The session signer (session JWTs of the *_login flows), uncompressed lowercase hex (undefined: none installed). */
+  get sessionSignerPublicKey(): string | undefined { return this.#serverKeys.get('sessionSigner')?.publicKey; }
+
+  /**
+   * 64-byte r‖s (low-s) by the session signer over SHA-256(SHA-256(signingInput)), the digest
+   * @turnkey/crypto verifySessionJwtSignature checks.
+   */
+  signSessionJwt(signingInput: string): Uint8Array {
+    const digest = sha256(sha256(utf8(signingInput)));
+    return this.#withServerKey('sessionSigner', (sk) => signDigest('p256', digest, sk).signature);
+  }
+
+  /** Opens a secret the server sealed for itself (mail in the outbox, one-time codes); UTF-8. */
+  openText(sealed: Uint8Array, ctx: AtRestContext): string {
+    return this.#with(sealed, ctx, (pt) => dec.decode(pt));
   }
 
   // ---- session keys (create_read_write_session) -----------------------------------------------

@@ -85,12 +85,13 @@ export function insertApiKeys(store: Store, organizationId: string, userId: stri
   });
 }
 
-/** Refuses a change that would leave no root user holding an API key or a passkey (the organization would be locked out). */
+/** Refuses a change that would leave no root user holding an API key, a passkey or an OAuth identity (the organization would be locked out). */
 export function assertRootStillReachable(store: Store, organizationId: string): void {
   const reachable = store.users.rootUserIds(organizationId)
-    .some((id) => store.apiKeys.listByUser(organizationId, id).length > 0 || store.authenticators.listByUser(organizationId, id).length > 0);
+    .some((id) => store.apiKeys.listByUser(organizationId, id).length > 0 || store.authenticators.listByUser(organizationId, id).length > 0
+      || store.oauthProviders.listByUser(organizationId, id).length > 0);
   if (!reachable) {
-    throw failedPrecondition('this change would leave no root user with an API key or a passkey; the organization would be locked out');
+    throw failedPrecondition('this change would leave no root user with an API key, a passkey or an OAuth identity; the organization would be locked out');
   }
 }
 

@@ -26,6 +26,7 @@ export function vaultOf(store: Store): Vault {
 
 export const SIGNER_SECRET = 'bundle_signer';
 export const WEBHOOK_SIGNER_SECRET = 'webhook_signer';
+export const SESSION_SIGNER_SECRET = 'session_signer';
 
 /**
  * Start-up: master key (KMAS_MASTER_KEY, else DATA_DIR/master.key created 0600), bundle signer
@@ -40,6 +41,7 @@ export function initKeys(store: Store, dataDir: string, masterKeyText: string | 
   const serverKeys: [ServerKeyKind, string, string][] = [
     ['bundleSigner', SIGNER_SECRET, 'bundle signer'],
     ['webhookSigner', WEBHOOK_SIGNER_SECRET, 'webhook signer'],
+    ['sessionSigner', SESSION_SIGNER_SECRET, 'session signer'],
   ];
   for (const [kind, secret, label] of serverKeys) {
     const stored = store.keys.secrets.get(secret);
@@ -66,8 +68,9 @@ export function initKeys(store: Store, dataDir: string, masterKeyText: string | 
   const file = path.join(dataDir, 'bootstrap.json');
   try {
     const info = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
-    if (info.signerPublicKey !== vault.signerPublicKey) {
+    if (info.signerPublicKey !== vault.signerPublicKey || info.sessionSignerPublicKey !== vault.sessionSignerPublicKey) {
       info.signerPublicKey = vault.signerPublicKey;
+      info.sessionSignerPublicKey = vault.sessionSignerPublicKey;
       const tmp = `${file}.${process.pid}.tmp`;
       fs.writeFileSync(tmp, JSON.stringify(info, null, 2) + '\n', { mode: 0o644 });
       fs.renameSync(tmp, file);

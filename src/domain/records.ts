@@ -1,5 +1,5 @@
 /** Stored rows → the record shapes of the public API (swagger v1User, v1ApiKey, datav1Tag, …). */
-import type { ApiKeyRow, AuthenticatorRow, OrganizationRow, Store, TagRow, UserRow } from '../storage/types.js';
+import type { ApiKeyRow, AuthenticatorRow, OauthProviderRow, OrganizationRow, Store, TagRow, UserRow } from '../storage/types.js';
 
 export interface WireTimestamp { seconds: string; nanos: string }
 
@@ -29,6 +29,14 @@ export function authenticatorRecord(a: AuthenticatorRow): Record<string, unknown
   };
 }
 
+/** v1OauthProvider */
+export function oauthProviderRecord(p: OauthProviderRow): Record<string, unknown> {
+  return {
+    providerId: p.id, providerName: p.name, issuer: p.issuer, audience: p.audience, subject: p.subject,
+    createdAt: timestamp(p.createdMs), updatedAt: timestamp(p.updatedMs),
+  };
+}
+
 export function userRecord(store: Store, u: UserRow): Record<string, unknown> {
   const out: Record<string, unknown> = { userId: u.id, userName: u.name };
   if (u.email !== null) out.userEmail = u.email;
@@ -36,7 +44,7 @@ export function userRecord(store: Store, u: UserRow): Record<string, unknown> {
   out.authenticators = store.authenticators.listByUser(u.organizationId, u.id).map(authenticatorRecord);
   out.apiKeys = store.apiKeys.listByUser(u.organizationId, u.id).map(apiKeyRecord);
   out.userTags = store.tags.tagsOf(u.id);
-  out.oauthProviders = [];
+  out.oauthProviders = store.oauthProviders.listByUser(u.organizationId, u.id).map(oauthProviderRecord);
   out.createdAt = timestamp(u.createdMs);
   out.updatedAt = timestamp(u.updatedMs);
   out.mfaPolicies = [];

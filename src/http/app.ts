@@ -235,19 +235,27 @@ export function createApp(deps: AppDeps): express.Express {
         const check: StampCheck = { stamp: cred.stamp, body: raw, verified: false };
         let who: ReturnType<typeof resolvePrincipal> | undefined;
         try {
-          who = resolvePrincipal(store, cred.keys, env.organizationId, { parentMayRead: false, resolvesFromParent: false }, nowMs);
+          who = resolvePrincipal(store, cred.keys, env.organizationId, { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false }, nowMs);
         } catch { /* the transaction gives the answer */ }
         if (who) pre = await prepareSubmit(store, op, env, who.principal, who.organization, nowMs, check);
         if (!check.verified) await verify(cred, raw);
       }
       const fingerprint = fingerprintOf(raw);
+      if (op.external && !store.activities.byFingerprint(fingerprint, Number(env.timestampMs))) {
+        // Work outside the store (an OIDC issuer's keys) before the transaction; a refusal stores nothing.
+        // Only for a caller the operation admits: no outside request on behalf of anyone else.
+        const intent = pre?.intent ?? op.validate(env.parameters, env.type);
+        const { principal } = resolvePrincipal(store, cred.keys, env.organizationId, { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false }, nowMs);
+        op.authorize(principal, intent, store);
+        pre = { ...pre, intent, external: await op.external(intent, store) };
+      }
       // Group commit (engine.ts): the submit runs inside the next shared transaction and this
       // promise settles only after its COMMIT. The credential is resolved again in there, since
       // an earlier submit of the same group may have deleted the key or its user.
       const out = await submits.run(() => {
         const keys = cred.kind === 'key' ? registeredKeys(cred.stamp.publicKey, cred.curve) : stillRegistered(cred);
         const { principal, organization } = resolvePrincipal(store, keys, env.organizationId,
-          { parentMayRead: false, resolvesFromParent: false }, nowMs);
+          { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false }, nowMs);
         // The queue runs this in a savepoint of its own, so a refusal leaves nothing behind.
         return submitInTransaction(store, op, env!, principal, organization, fingerprint, nowMs, pre);
       });

@@ -194,4 +194,39 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'wallet accounts: exported',
     sql: `ALTER TABLE wallet_accounts ADD COLUMN exported INTEGER NOT NULL DEFAULT 0;`,
   },
+  {
+    // OAuth providers (OIDC identities linked to users: oauth, oauth_login) and the one-time codes
+    // of init_otp_auth / otp_auth (sealed; attempts counted).
+    version: 16,
+    name: 'oauth providers and one-time codes',
+    sql: `
+      CREATE TABLE oauth_providers (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        user_id TEXT NOT NULL REFERENCES users(id),
+        name TEXT NOT NULL,
+        issuer TEXT NOT NULL,
+        audience TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        UNIQUE (organization_id, issuer, subject, audience)
+      );
+      CREATE INDEX oauth_providers_user ON oauth_providers(organization_id, user_id, seq);
+      CREATE TABLE otps (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        user_id TEXT NOT NULL REFERENCES users(id),
+        otp_type TEXT NOT NULL,
+        contact TEXT NOT NULL,
+        sealed_code BLOB NOT NULL,
+        attempts INTEGER NOT NULL,
+        expires_ms INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL
+      );
+      CREATE INDEX otps_user ON otps(organization_id, user_id);
+      CREATE INDEX otps_expiry ON otps(expires_ms);
+    `,
+  },
 ];

@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import type {
-  ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, FeatureRow, OrganizationRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
+  ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, FeatureRow, OauthProviderRow, OrganizationRow, OtpRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
@@ -36,6 +36,16 @@ const authenticatorFrom = (r: Row): AuthenticatorRow => ({
   credentialId: r.credential_id as string, publicKey: r.public_key as string, rpId: r.rp_id as string, aaguid: r.aaguid as string,
   attestationType: r.attestation_type as string, transports: JSON.parse(r.transports as string) as string[],
   signCount: r.sign_count as number, createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
+});
+const oauthProviderFrom = (r: Row): OauthProviderRow => ({
+  id: r.id as string, organizationId: r.organization_id as string, userId: r.user_id as string, name: r.name as string,
+  issuer: r.issuer as string, audience: r.audience as string, subject: r.subject as string,
+  createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
+});
+const otpFrom = (r: Row): OtpRow => ({
+  id: r.id as string, organizationId: r.organization_id as string, userId: r.user_id as string, otpType: r.otp_type as string,
+  contact: r.contact as string, sealedCode: new Uint8Array(r.sealed_code as Buffer), attempts: r.attempts as number,
+  expiresMs: r.expires_ms as number, createdMs: r.created_ms as number,
 });
 const endpointFrom = (r: Row): WebhookEndpointRow => ({
   id: r.id as string, organizationId: r.organization_id as string, url: r.url as string, name: r.name as string,
@@ -119,6 +129,19 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     authInsert: q('INSERT INTO authenticators (id, organization_id, user_id, name, credential_id, public_key, rp_id, aaguid, attestation_type, transports, sign_count, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     authDelete: q('DELETE FROM authenticators WHERE organization_id = ? AND id = ?'),
     authCount: q('UPDATE authenticators SET sign_count = ? WHERE id = ?'),
+
+    oapGet: q('SELECT * FROM oauth_providers WHERE organization_id = ? AND id = ?'),
+    oapByUser: q('SELECT * FROM oauth_providers WHERE organization_id = ? AND user_id = ? ORDER BY seq'),
+    oapByIdentity: q('SELECT * FROM oauth_providers WHERE organization_id = ? AND issuer = ? AND subject = ? AND audience = ?'),
+    oapInsert: q('INSERT INTO oauth_providers (id, organization_id, user_id, name, issuer, audience, subject, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+    oapDelete: q('DELETE FROM oauth_providers WHERE organization_id = ? AND id = ?'),
+
+    otpGet: q('SELECT * FROM otps WHERE organization_id = ? AND id = ?'),
+    otpInsert: q('INSERT INTO otps (id, organization_id, user_id, otp_type, contact, sealed_code, attempts, expires_ms, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+    otpAttempts: q('UPDATE otps SET attempts = ? WHERE id = ?'),
+    otpDelete: q('DELETE FROM otps WHERE id = ?'),
+    otpDeleteByUser: q('DELETE FROM otps WHERE organization_id = ? AND user_id = ?'),
+    otpDeleteExpired: q('DELETE FROM otps WHERE expires_ms < ?'),
 
     tagGet: q('SELECT * FROM tags WHERE organization_id = ? AND id = ?'),
     tagByName: q('SELECT * FROM tags WHERE organization_id = ? AND type = ? AND name = ?'),
@@ -310,6 +333,21 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       retryAt: (id, attempts, nextMs) => { s.whRetry.run(attempts, nextMs, id); },
       nextDueMs: () => s.whNext.get()?.ms ?? undefined,
     },
+    oauthProviders: {
+      get: (org, id) => { const r = s.oapGet.get(org, id); return r ? oauthProviderFrom(r) : undefined; },
+      listByUser: (org, user) => s.oapByUser.all(org, user).map(oauthProviderFrom),
+      byIdentity: (org, iss, aud, sub) => { const r = s.oapByIdentity.get(org, iss, sub, aud); return r ? oauthProviderFrom(r) : undefined; },
+      insert: (p) => { s.oapInsert.run(p.id, p.organizationId, p.userId, p.name, p.issuer, p.audience, p.subject, p.createdMs, p.updatedMs); },
+      delete: (org, id) => { s.oapDelete.run(org, id); },
+    },
+    otps: {
+      get: (org, id) => { const r = s.otpGet.get(org, id); return r ? otpFrom(r) : undefined; },
+      insert: (o) => { s.otpInsert.run(o.id, o.organizationId, o.userId, o.otpType, o.contact, o.sealedCode, o.attempts, o.expiresMs, o.createdMs); },
+      setAttempts: (id, n) => { s.otpAttempts.run(n, id); },
+      delete: (id) => { s.otpDelete.run(id); },
+      deleteByUser: (org, user) => { s.otpDeleteByUser.run(org, user); },
+      deleteExpired: (ms) => { s.otpDeleteExpired.run(ms); },
+    },
     activities: {
       get: (org, id) => { const r = s.actGet.get(org, id); return r ? activityFrom(r) : undefined; },
       byFingerprint: (fp, requestMs) => { const r = s.actByFp.get(requestMs, fp); return r ? activityFrom(r) : undefined; },
@@ -326,6 +364,8 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     'DELETE FROM tag_members WHERE tag_id IN (SELECT id FROM tags WHERE organization_id = ?)',
     'DELETE FROM api_keys WHERE organization_id = ?',
     'DELETE FROM authenticators WHERE organization_id = ?',
+    'DELETE FROM oauth_providers WHERE organization_id = ?',
+    'DELETE FROM otps WHERE organization_id = ?',
     'DELETE FROM users WHERE organization_id = ?',
     'DELETE FROM tags WHERE organization_id = ?',
     'DELETE FROM features WHERE organization_id = ?',

@@ -141,6 +141,35 @@ export interface WebhookDeliveryRow {
   createdMs: number;
 }
 
+/** An OIDC identity linked to a user (create_oauth_providers, oauthProviders of a new user). */
+export interface OauthProviderRow {
+  id: string;
+  organizationId: string;
+  userId: string;
+  name: string;
+  issuer: string;
+  audience: string;
+  subject: string;
+  createdMs: number;
+  updatedMs: number;
+}
+
+/** A one-time code sent by init_otp_auth, until otp_auth uses it, it expires or runs out of attempts. */
+export interface OtpRow {
+  id: string;
+  organizationId: string;
+  userId: string;
+  /** OTP_TYPE_EMAIL */
+  otpType: string;
+  contact: string;
+  /** the code, sealed under the master key (kind "otp_code", this row's id) */
+  sealedCode: Uint8Array;
+  /** wrong codes tried so far */
+  attempts: number;
+  expiresMs: number;
+  createdMs: number;
+}
+
 export interface Store {
   /** Runs fn inside one write transaction (all or nothing). */
   transaction<T>(fn: () => T): T;
@@ -175,7 +204,8 @@ export interface Store {
     subOrgIds(parentId: string, filter: SubOrgFilter | undefined, page: { limit: number; beforeId?: string; afterId?: string }): string[] | undefined;
     /**
      * Removes an organization and everything it holds (users, API keys, passkeys, tags, features,
-     * wallets, accounts, private keys, import targets, webhook endpoints). Its activities stay, as
+     * wallets, accounts, private keys, import targets, webhook endpoints, OAuth providers, one-time
+     * codes). Its activities stay, as
      * the audit trail, and so do its pending webhook deliveries. The caller makes sure it has no
      * sub-organizations.
      */
@@ -254,6 +284,23 @@ export interface Store {
     retryAt(id: string, attempts: number, nextAttemptMs: number): void;
     /** When the earliest delivery is due (undefined: none waits). */
     nextDueMs(): number | undefined;
+  };
+  oauthProviders: {
+    get(organizationId: string, id: string): OauthProviderRow | undefined;
+    listByUser(organizationId: string, userId: string): OauthProviderRow[];
+    /** The provider of an identity in an organization (one user per identity). */
+    byIdentity(organizationId: string, issuer: string, audience: string, subject: string): OauthProviderRow | undefined;
+    insert(row: OauthProviderRow): void;
+    delete(organizationId: string, id: string): void;
+  };
+  otps: {
+    get(organizationId: string, id: string): OtpRow | undefined;
+    insert(row: OtpRow): void;
+    setAttempts(id: string, attempts: number): void;
+    delete(id: string): void;
+    /** Removes the codes of a user (deleted user) or those expired before nowMs. */
+    deleteByUser(organizationId: string, userId: string): void;
+    deleteExpired(nowMs: number): void;
   };
   activities: {
     get(organizationId: string, id: string): ActivityRow | undefined;

@@ -19,9 +19,10 @@ beforeAll(async () => {
 afterAll(async () => { await ts?.stop(); });
 
 const QUERY_OPS = ['whoami', 'get_activity', 'list_activities', 'get_organization', 'get_organization_configs', 'list_users', 'get_user', 'get_api_key', 'get_api_keys', 'list_user_tags', 'list_private_key_tags',
-  'list_suborgs', 'list_webhook_endpoints', 'get_authenticator', 'get_authenticators'];
+  'list_suborgs', 'list_webhook_endpoints', 'get_authenticator', 'get_authenticators', 'get_oauth_providers'];
 const SUBMIT_OPS = ['create_users', 'delete_users', 'update_user', 'create_api_keys', 'delete_api_keys', 'create_user_tag', 'update_user_tag', 'delete_user_tags', 'create_private_key_tag', 'update_private_key_tag', 'delete_private_key_tags', 'set_organization_feature', 'remove_organization_feature',
-  'create_sub_organization', 'delete_sub_organization', 'create_webhook_endpoint', 'update_webhook_endpoint', 'delete_webhook_endpoint', 'create_read_write_session', 'update_root_quorum', 'create_authenticators', 'delete_authenticators', 'update_organization_name', 'delete_wallet_accounts'];
+  'create_sub_organization', 'delete_sub_organization', 'create_webhook_endpoint', 'update_webhook_endpoint', 'delete_webhook_endpoint', 'create_read_write_session', 'update_root_quorum', 'create_authenticators', 'delete_authenticators', 'update_organization_name', 'delete_wallet_accounts',
+  'create_oauth_providers', 'delete_oauth_providers', 'oauth', 'oauth_login', 'stamp_login', 'email_auth', 'init_otp_auth', 'otp_auth', 'init_user_email_recovery', 'recover_user'];
 const PATHS = [...QUERY_OPS.map(QUERY), ...SUBMIT_OPS.map(SUBMIT)];
 
 /** The invariants every reply must satisfy. */
@@ -147,6 +148,10 @@ describe('fuzzing the request path', () => {
     update_root_quorum: 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM',
     create_authenticators: 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2', delete_authenticators: 'ACTIVITY_TYPE_DELETE_AUTHENTICATORS',
     update_organization_name: 'ACTIVITY_TYPE_UPDATE_ORGANIZATION_NAME', delete_wallet_accounts: 'ACTIVITY_TYPE_DELETE_WALLET_ACCOUNTS',
+    create_oauth_providers: 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2', delete_oauth_providers: 'ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS',
+    oauth: 'ACTIVITY_TYPE_OAUTH', oauth_login: 'ACTIVITY_TYPE_OAUTH_LOGIN', stamp_login: 'ACTIVITY_TYPE_STAMP_LOGIN',
+    email_auth: 'ACTIVITY_TYPE_EMAIL_AUTH_V3', init_otp_auth: 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3', otp_auth: 'ACTIVITY_TYPE_OTP_AUTH',
+    init_user_email_recovery: 'ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2', recover_user: 'ACTIVITY_TYPE_RECOVER_USER',
   };
   const FIELD_NAMES = ['users', 'userIds', 'userId', 'userName', 'userEmail', 'userPhoneNumber', 'userTagIds', 'userTags', 'apiKeys', 'apiKeyIds', 'apiKeyName',
     'publicKey', 'curveType', 'expirationSeconds', 'authenticators', 'oauthProviders', 'userTagName', 'userTagId', 'newUserTagName', 'addUserIds', 'removeUserIds',
@@ -155,11 +160,14 @@ describe('fuzzing the request path', () => {
     'subOrganizationName', 'rootUsers', 'rootQuorumThreshold', 'wallet', 'walletName', 'accounts', 'mnemonicLength', 'disableEmailAuth',
     'verificationToken', 'deleteWithoutExport', 'url', 'subscriptions', 'eventType', 'filtersJson', 'isActive', 'endpointId',
     'targetPublicKey', 'invalidateExisting', 'filterType', 'filterValue', 'threshold',
-    'authenticatorIds', 'authenticatorId', 'authenticatorName', 'challenge', 'attestation', 'credentialId', 'clientDataJson', 'attestationObject', 'transports', 'organizationName', 'walletAccountIds'];
+    'authenticatorIds', 'authenticatorId', 'authenticatorName', 'challenge', 'attestation', 'credentialId', 'clientDataJson', 'attestationObject', 'transports', 'organizationName', 'walletAccountIds',
+    'providerName', 'oidcToken', 'oidcClaims', 'iss', 'sub', 'aud', 'providerIds', 'email', 'emailCustomization', 'appName', 'magicLinkTemplate',
+    'otpType', 'contact', 'otpLength', 'alphanumeric', 'otpId', 'otpCode', 'authenticator'];
   const plausible = fc.oneof(
     fc.jsonValue({ maxDepth: 3 }),
     fc.constantFrom('FEATURE_NAME_WEBHOOK', 'FEATURE_NAME_EMAIL_AUTH', 'API_KEY_CURVE_P256', 'API_KEY_CURVE_ED25519', 'ACTIVITY_STATUS_COMPLETED', 'ACTIVITY_TYPE_CREATE_USER_TAG',
-      '00000000-0000-4000-8000-000000000000', 'http://127.0.0.1:9/x', 'ACTIVITY_UPDATES', 'EMAIL', '+14155550100', 'a@b.co', '100', '0', '-1', ''),
+      '00000000-0000-4000-8000-000000000000', 'http://127.0.0.1:9/x', 'ACTIVITY_UPDATES', 'EMAIL', '+14155550100', 'a@b.co', '100', '0', '-1', '',
+      'OTP_TYPE_EMAIL', 'OTP_TYPE_SMS', 'https://issuer.invalid', 'eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiAiaHR0cHM6Ly9pc3N1ZXIuaW52YWxpZCIsICJzdWIiOiAieCJ9.c2ln'),
     fc.constant('ROOT').map(() => ts.rootUserId),
     fc.constant('KEY').map(() => newP256Key().publicKey),
   );

@@ -6,13 +6,11 @@
  */
 import { requireSelfOrRoot } from '../../domain/principal.js';
 import { requireUser } from '../../domain/apiKeys.js';
-import { cryptoCall, vaultOf } from '../../domain/keys.js';
-import type { ApiKeyRow } from '../../storage/types.js';
+import { CREDENTIAL, issueBundledKey } from '../../auth/services.js';
 import { keysFor, type SubmitOperation } from '../types.js';
 import { MAX_NAME, Validator, type Obj } from '../validate.js';
 import { readTargetPublicKey } from './keyParams.js';
 
-export const SESSION_CREDENTIAL = 'CREDENTIAL_TYPE_READ_WRITE_SESSION_KEY_P256';
 const DEFAULT_SESSION_SECONDS = 900;
 
 interface CreateSession { targetPublicKey: string; userId?: string; apiKeyName?: string; expirationSeconds?: string; invalidateExisting?: boolean }
@@ -45,23 +43,15 @@ export const createReadWriteSession: SubmitOperation<CreateSession, SessionResul
   execute(ctx, intent) {
     const { store, organization, nowMs } = ctx;
     const user = requireUser(store, organization.id, intent.userId ?? ctx.principal.user.id);
-    if (intent.invalidateExisting === true) {
-      for (const k of store.apiKeys.listByUser(organization.id, user.id)) {
-        if (k.credentialType === SESSION_CREDENTIAL) store.apiKeys.delete(organization.id, k.id);
-      }
-    }
-    const key = cryptoCall(() => vaultOf(store).newSessionKey(intent.targetPublicKey));
-    const seconds = intent.expirationSeconds ?? String(DEFAULT_SESSION_SECONDS);
-    const row: ApiKeyRow = {
-      id: ctx.newId(), organizationId: organization.id, userId: user.id,
+    const { key, credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
+      credentialType: CREDENTIAL.readWriteSession,
       name: intent.apiKeyName ?? `Read Write Session - ${nowMs}`,
-      publicKey: key.publicKey, curve: 'API_KEY_CURVE_P256', credentialType: SESSION_CREDENTIAL,
-      expirationSeconds: seconds, expiresAtMs: nowMs + Number(seconds) * 1000, createdMs: nowMs, updatedMs: nowMs,
-    };
-    store.apiKeys.insert(row);
+      expirationSeconds: intent.expirationSeconds ?? String(DEFAULT_SESSION_SECONDS),
+      invalidateExisting: intent.invalidateExisting === true,
+    });
     return {
       organizationId: organization.id, organizationName: organization.name, userId: user.id, username: user.name,
-      apiKeyId: row.id, credentialBundle: key.credentialBundle,
+      apiKeyId: key.id, credentialBundle,
     };
   },
 };

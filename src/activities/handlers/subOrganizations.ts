@@ -20,7 +20,7 @@ import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js'
 import { MAX_NAME, Validator, type Obj } from '../validate.js';
 import { readPagination, type Pagination } from './activities.js';
 import { readAccounts } from './keyParams.js';
-import { insertUser, readUserParams, refuseSharedKeys, type UserParams } from './users.js';
+import { insertUser, readUserParams, refuseSharedKeys, verifyUsersProviders, type UserParams } from './users.js';
 import { createWalletIn, readMnemonicLength, refuseDuplicates, type CreateWallet } from './wallets.js';
 
 const DISABLE_FLAGS = ['disableEmailRecovery', 'disableEmailAuth', 'disableSmsAuth', 'disableOtpEmailAuth'] as const;
@@ -97,6 +97,7 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
       ...(wallet ? { wallet } : {}), ...flags,
     };
   },
+  external(intent, store) { return verifyUsersProviders(store, intent.rootUsers, 'rootUsers'); },
   authorize(p, intent, store) {
     requireRoot(p, 'create sub-organizations');
     if (p.organization.parentId !== null) {

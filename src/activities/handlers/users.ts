@@ -6,6 +6,8 @@ import type { ApiKeyCurve } from '../../storage/types.js';
 import { readAuthenticatorParams, registerAuthenticators, type AuthenticatorParams } from '../../domain/authenticators.js';
 import { userRecord } from '../../domain/records.js';
 import type { Store } from '../../storage/types.js';
+import type { OidcIdentity } from '../../auth/oidc.js';
+import { insertProviders, readProviderParams, verifyProviderTokens, type ProviderParams } from './oauth.js';
 import { keysFor, type ExecContext, type QueryOperation, type SubmitOperation } from '../types.js';
 import { E164, EMAIL, MAX_NAME, Validator, type Obj } from '../validate.js';
 
@@ -16,7 +18,7 @@ export interface UserParams {
   userPhoneNumber?: string;
   apiKeys: ApiKeyParams[];
   authenticators: AuthenticatorParams[];
-  oauthProviders: unknown[];
+  oauthProviders: ProviderParams[];
 }
 
 interface NewUser extends UserParams { userTags: string[] }
@@ -24,7 +26,7 @@ interface NewUser extends UserParams { userTags: string[] }
 /**
  * Reads one user object at field `f`. `phone` / `oauth`: whether the shape has userPhoneNumber /
  * oauthProviders; `defaultCurve` for API keys of the older shapes without curveType. Passkeys are
- * read here and checked at registration; OAuth providers must be empty until that flow exists.
+ * read here and checked at registration; OAuth providers' ID tokens are verified by external().
  */
 export function readUserParams(v: Validator, o: Obj, f: string, opts: { phone?: boolean; oauth?: boolean; defaultCurve?: ApiKeyCurve } = {}): UserParams | undefined {
   const userName = v.string(o, 'userName', `${f}.userName`, { required: true, nonEmpty: true, max: MAX_NAME });
@@ -33,15 +35,14 @@ export function readUserParams(v: Validator, o: Obj, f: string, opts: { phone?: 
     : v.string(o, 'userPhoneNumber', `${f}.userPhoneNumber`, { max: 16, pattern: E164, patternDesc: 'must be an E.164 phone number such as +13214567890' }) || undefined;
   const apiKeys = readApiKeyParams(v, v.array(o, 'apiKeys', `${f}.apiKeys`), `${f}.apiKeys`, opts.defaultCurve);
   const authenticators = readAuthenticatorParams(v, v.array(o, 'authenticators', `${f}.authenticators`), `${f}.authenticators`);
-  if (opts.oauth !== false && (v.array(o, 'oauthProviders', `${f}.oauthProviders`) ?? []).length > 0) {
-    v.fail(`${f}.oauthProviders`, 'OAuth providers are not supported yet; send an empty array');
-  }
+  const oauthProviders = opts.oauth === false ? []
+    : readProviderParams(v, v.array(o, 'oauthProviders', `${f}.oauthProviders`, { max: 10 }), `${f}.oauthProviders`, true);
   if (userName === undefined) return undefined;
   return {
     userName,
     ...(userEmail !== undefined ? { userEmail } : {}),
     ...(userPhoneNumber !== undefined ? { userPhoneNumber } : {}),
-    apiKeys, authenticators, oauthProviders: [],
+    apiKeys, authenticators, oauthProviders,
   };
 }
 
@@ -55,7 +56,13 @@ export function insertUser(ctx: ExecContext, organizationId: string, u: UserPara
   });
   insertApiKeys(store, organizationId, id, u.apiKeys, nowMs, ctx.newId);
   registerAuthenticators(store, organizationId, id, u.authenticators, `${field}.authenticators`, nowMs, ctx.newId);
+  insertProviders(ctx, organizationId, id, u.oauthProviders, ctx.external as Map<string, OidcIdentity> | undefined);
   return id;
+}
+
+/** external() of the operations that create users: verifies their OAuth providers' ID tokens. */
+export function verifyUsersProviders(store: Store, users: UserParams[], field: string): Promise<Map<string, OidcIdentity>> {
+  return verifyProviderTokens(store, users.flatMap((u, i) => u.oauthProviders.map((p, j) => ({ p, field: `${field}[${i}].oauthProviders[${j}]` }))));
 }
 
 /** Fails `field` when one public key appears for two of the users. */
@@ -100,6 +107,7 @@ export const createUsers: SubmitOperation<{ users: NewUser[] }, { userIds: strin
     return { users };
   },
   authorize(p) { requireRoot(p, 'create users'); },
+  external(intent, store) { return verifyUsersProviders(store, intent.users, 'users'); },
   execute(ctx, intent) {
     const { store, organization, nowMs } = ctx;
     return {
@@ -133,6 +141,8 @@ export const deleteUsers: SubmitOperation<{ userIds: string[] }, { userIds: stri
     for (const id of intent.userIds) {
       for (const k of store.apiKeys.listByUser(organization.id, id)) store.apiKeys.delete(organization.id, k.id);
       for (const a of store.authenticators.listByUser(organization.id, id)) store.authenticators.delete(organization.id, a.id);
+      for (const o of store.oauthProviders.listByUser(organization.id, id)) store.oauthProviders.delete(organization.id, o.id);
+      store.otps.deleteByUser(organization.id, id);
       store.tags.detachAll(id);
       store.users.delete(organization.id, id);
     }

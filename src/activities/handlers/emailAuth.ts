@@ -1,0 +1,329 @@
+/**
+ * The e-mail flows (wire-compat §5; SMTP_URL must be set, src/mail.ts):
+ * - email_auth (V3, V2, V1): a new EMAIL_AUTH API key for the user with that e-mail address; its
+ *   credential bundle (for targetPublicKey) is e-mailed, inside the magic link when
+ *   emailCustomization.magicLinkTemplate is given (%s → bundle). The reply carries no secret.
+ * - init_otp_auth (V3, V2, V1) → otp_auth: a one-time code is e-mailed (9 Crockford base32
+ *   characters by default, 5 minutes, at most 10), kept sealed; otp_auth with the right code gives
+ *   a new OTP_AUTH API key in a credential bundle. Three wrong codes use the code up.
+ * - init_user_email_recovery (V2, V1) → recover_user: a RECOVER_USER key is e-mailed the same
+ *   way; stamped with it, recover_user registers a new passkey for the user, and the recovery key
+ *   is removed. A recovery key may do nothing else.
+ * The user is found by e-mail address (without regard to case) in the addressed organization; an
+ * application's backend runs these for its sub-organizations' users with its own key.
+ */
+import { randomInt, timingSafeEqual } from 'node:crypto';
+import { failedPrecondition, notFound, permissionDenied } from '../../errors.js';
+import { isRoot } from '../../domain/principal.js';
+import { requireUser } from '../../domain/apiKeys.js';
+import { readAuthenticatorParams, registerAuthenticators, type AuthenticatorParams } from '../../domain/authenticators.js';
+import { vaultOf } from '../../domain/keys.js';
+import { utf8, wipe } from '../../crypto/bytes.js';
+import { CREDENTIAL, issueBundledKey, requireMail } from '../../auth/services.js';
+import { composeMail, enqueueMail } from '../../mail.js';
+import type { AtRestContext } from '../../crypto/atrest.js';
+import type { UserRow } from '../../storage/types.js';
+import { keysFor, type ExecContext, type SubmitOperation } from '../types.js';
+import { EMAIL, MAX_NAME, Validator, type Obj } from '../validate.js';
+import { readTargetPublicKey } from './keyParams.js';
+import { requireAuthFlowCaller } from './oauth.js';
+
+const DEFAULT_KEY_SECONDS = '900';
+const MAX_KEY_SECONDS = 7 * 86400;
+const DEFAULT_OTP_SECONDS = 300;
+const MAX_OTP_SECONDS = 600;
+const MAX_OTP_ATTEMPTS = 3;
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+interface Customization { appName?: string; logoUrl?: string; magicLinkTemplate?: string }
+interface Sender { sendFromEmailSenderName?: string; replyToEmailAddress?: string }
+
+function readCustomization(v: Validator, params: Obj, appNameRequired: boolean): Customization {
+  const c = params.emailCustomization === undefined || params.emailCustomization === null ? {} : v.object(params.emailCustomization, 'emailCustomization');
+  if (!c) return {};
+  const appName = v.string(c, 'appName', 'emailCustomization.appName', { required: appNameRequired, nonEmpty: appNameRequired, max: MAX_NAME }) || undefined;
+  const logoUrl = v.string(c, 'logoUrl', 'emailCustomization.logoUrl', { max: 2048, pattern: /^https:\/\//, patternDesc: 'must be an https URL' }) || undefined;
+  const magicLinkTemplate = v.string(c, 'magicLinkTemplate', 'emailCustomization.magicLinkTemplate', { max: 2048 }) || undefined;
+  if (magicLinkTemplate !== undefined && !magicLinkTemplate.includes('%s')) v.fail('emailCustomization.magicLinkTemplate', 'must contain %s, where the bundle goes');
+  // templateVariables / templateId name templates of Turnkey's mail service: accepted, not used.
+  v.string(c, 'templateVariables', 'emailCustomization.templateVariables', { max: 8192 });
+  v.string(c, 'templateId', 'emailCustomization.templateId', { max: 200 });
+  return { ...(appName ? { appName } : {}), ...(logoUrl ? { logoUrl } : {}), ...(magicLinkTemplate ? { magicLinkTemplate } : {}) };
+}
+
+function readSender(v: Validator, params: Obj): Sender {
+  // sendFromEmailAddress is accepted and not used: mail always leaves from MAIL_FROM.
+  v.string(params, 'sendFromEmailAddress', 'sendFromEmailAddress', { max: 320, pattern: EMAIL, patternDesc: 'must be an e-mail address' });
+  const sendFromEmailSenderName = v.string(params, 'sendFromEmailSenderName', 'sendFromEmailSenderName', { max: MAX_NAME, pattern: /^[^\r\n<>"]*$/, patternDesc: 'must be a plain name' }) || undefined;
+  const replyToEmailAddress = v.string(params, 'replyToEmailAddress', 'replyToEmailAddress', { max: 320, pattern: EMAIL, patternDesc: 'must be an e-mail address' }) || undefined;
+  return { ...(sendFromEmailSenderName ? { sendFromEmailSenderName } : {}), ...(replyToEmailAddress ? { replyToEmailAddress } : {}) };
+}
+
+function readEmail(v: Validator, params: Obj, key = 'email'): string | undefined {
+  return v.string(params, key, key, { required: true, nonEmpty: true, max: 320, pattern: EMAIL, patternDesc: 'must be an e-mail address' });
+}
+
+/** The organization's user with this e-mail address (FAILED activity when none). */
+function userByEmail(ctx: ExecContext, email: string): UserRow {
+  const want = email.toLowerCase();
+  const u = ctx.store.users.list(ctx.organization.id).find((x) => x.email !== null && x.email.toLowerCase() === want);
+  if (!u) throw notFound('no user of this organization has this e-mail address', 'USER_NOT_FOUND');
+  return u;
+}
+
+function sendBundle(ctx: ExecContext, to: string, bundle: string, c: Customization, s: Sender, purpose: 'log in' | 'recover your account', seconds: string): void {
+  const app = c.appName ?? ctx.organization.name;
+  const link = c.magicLinkTemplate?.replace('%s', bundle);
+  enqueueMail(ctx.store, ctx.organization.id, composeMail({
+    to,
+    subject: purpose === 'log in' ? `Log in to ${app}` : `Recover your ${app} account`,
+    paragraphs: [
+      link ? `Open the link below to ${purpose} to ${app}.` : `Use this code to ${purpose} to ${app}:`,
+      ...(link ? [] : [bundle]),
+      `It expires in ${Math.round(Number(seconds) / 60)} minutes. If you did not ask for it, ignore this e-mail.`,
+    ],
+    ...(link ? { link } : {}),
+    ...(c.logoUrl ? { logoUrl: c.logoUrl } : {}),
+    ...(s.sendFromEmailSenderName ? { fromName: s.sendFromEmailSenderName } : {}),
+    ...(s.replyToEmailAddress ? { replyTo: s.replyToEmailAddress } : {}),
+  }), ctx.nowMs);
+}
+
+// ---- email_auth ----------------------------------------------------------------------------
+
+interface EmailAuth {
+  email: string; targetPublicKey: string; apiKeyName?: string; expirationSeconds?: string; invalidateExisting?: boolean;
+  emailCustomization: Customization; sender: Sender;
+}
+
+export const emailAuth: SubmitOperation<EmailAuth, { userId: string; apiKeyId: string }> = {
+  kind: 'submit',
+  path: 'email_auth',
+  types: {
+    ACTIVITY_TYPE_EMAIL_AUTH_V3: keysFor('ACTIVITY_TYPE_EMAIL_AUTH_V3', { resultKey: 'emailAuthResult', specResultKey: 'emailAuthResult' }),
+    ACTIVITY_TYPE_EMAIL_AUTH_V2: keysFor('ACTIVITY_TYPE_EMAIL_AUTH_V2', { resultKey: 'emailAuthResult', specResultKey: 'emailAuthResult', specIntentKey: 'emailAuthIntent' }),
+    ACTIVITY_TYPE_EMAIL_AUTH: keysFor('ACTIVITY_TYPE_EMAIL_AUTH'),
+  },
+  parentMaySubmit: true,
+  validate(params: Obj, type: string) {
+    const v = new Validator();
+    const email = readEmail(v, params);
+    const targetPublicKey = readTargetPublicKey(v, params);
+    const apiKeyName = v.string(params, 'apiKeyName', 'apiKeyName', { max: MAX_NAME }) || undefined;
+    const expirationSeconds = v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 1, max: MAX_KEY_SECONDS });
+    const invalidateExisting = v.boolean(params, 'invalidateExisting', 'invalidateExisting');
+    const emailCustomization = readCustomization(v, params, type === 'ACTIVITY_TYPE_EMAIL_AUTH_V3');
+    const sender = readSender(v, params);
+    v.done();
+    return {
+      email: email!, targetPublicKey: targetPublicKey!, emailCustomization, sender,
+      ...(apiKeyName !== undefined ? { apiKeyName } : {}),
+      ...(expirationSeconds !== undefined ? { expirationSeconds } : {}),
+      ...(invalidateExisting !== undefined ? { invalidateExisting } : {}),
+    };
+  },
+  authorize(p, _intent, store) { requireAuthFlowCaller(p, 'send e-mail authentication'); requireMail(store); },
+  execute(ctx, intent) {
+    const user = userByEmail(ctx, intent.email);
+    const seconds = intent.expirationSeconds ?? DEFAULT_KEY_SECONDS;
+    const { key, credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
+      credentialType: CREDENTIAL.emailAuth, name: intent.apiKeyName ?? `Email Auth - ${ctx.nowMs}`,
+      expirationSeconds: seconds, invalidateExisting: intent.invalidateExisting === true,
+    });
+    sendBundle(ctx, user.email!, credentialBundle, intent.emailCustomization, intent.sender, 'log in', seconds);
+    return { userId: user.id, apiKeyId: key.id };
+  },
+};
+
+// ---- one-time codes ------------------------------------------------------------------------
+
+interface InitOtp {
+  otpType: string; contact: string; appName?: string; otpLength: number; alphanumeric: boolean; expirationSeconds: string;
+  emailCustomization: Customization; sender: Sender;
+}
+
+const otpContext = (organizationId: string, id: string): AtRestContext => ({ kind: 'otp_code', organizationId, recordId: id });
+
+function newCode(length: number, alphanumeric: boolean): string {
+  const alphabet = alphanumeric ? CROCKFORD : '0123456789';
+  let out = '';
+  for (let i = 0; i < length; i++) out += alphabet[randomInt(alphabet.length)];
+  return out;
+}
+
+export const initOtpAuth: SubmitOperation<InitOtp, { otpId: string }> = {
+  kind: 'submit',
+  path: 'init_otp_auth',
+  types: {
+    ACTIVITY_TYPE_INIT_OTP_AUTH_V3: keysFor('ACTIVITY_TYPE_INIT_OTP_AUTH_V3', { resultKey: 'initOtpAuthResultV2', specResultKey: 'initOtpAuthResultV2' }),
+    ACTIVITY_TYPE_INIT_OTP_AUTH_V2: keysFor('ACTIVITY_TYPE_INIT_OTP_AUTH_V2'),
+    ACTIVITY_TYPE_INIT_OTP_AUTH: keysFor('ACTIVITY_TYPE_INIT_OTP_AUTH'),
+  },
+  parentMaySubmit: true,
+  validate(params: Obj, type: string) {
+    const v = new Validator();
+    const otpType = v.string(params, 'otpType', 'otpType', { required: true, nonEmpty: true, max: 40 });
+    if (otpType !== undefined && otpType !== 'OTP_TYPE_EMAIL' && otpType !== 'OTP_TYPE_SMS') v.fail('otpType', 'must be OTP_TYPE_EMAIL or OTP_TYPE_SMS');
+    const contact = v.string(params, 'contact', 'contact', { required: true, nonEmpty: true, max: 320 });
+    if (otpType === 'OTP_TYPE_EMAIL' && contact !== undefined && !EMAIL.test(contact)) v.fail('contact', 'must be an e-mail address');
+    const v3 = type === 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3';
+    const appName = v3 ? v.string(params, 'appName', 'appName', { required: true, nonEmpty: true, max: MAX_NAME }) : undefined;
+    const otpLength = type === 'ACTIVITY_TYPE_INIT_OTP_AUTH' || params.otpLength === undefined || params.otpLength === null
+      ? undefined : v.int(params, 'otpLength', 'otpLength', 6, 9);
+    const alphanumeric = type === 'ACTIVITY_TYPE_INIT_OTP_AUTH' ? undefined : v.boolean(params, 'alphanumeric', 'alphanumeric');
+    const expiration = v3 ? v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 30, max: MAX_OTP_SECONDS }) : undefined;
+    const emailCustomization = readCustomization(v, params, false);
+    const sender = readSender(v, params);
+    v.string(params, 'userIdentifier', 'userIdentifier', { max: 512 });
+    v.done();
+    return {
+      otpType: otpType!, contact: contact!, ...(appName ? { appName } : {}),
+      otpLength: otpLength ?? 9, alphanumeric: alphanumeric ?? true,
+      expirationSeconds: expiration ?? String(DEFAULT_OTP_SECONDS),
+      emailCustomization, sender,
+    };
+  },
+  authorize(p, intent, store) {
+    requireAuthFlowCaller(p, 'send one-time codes');
+    if (intent.otpType === 'OTP_TYPE_SMS') throw failedPrecondition('this server sends no text messages: use OTP_TYPE_EMAIL');
+    requireMail(store);
+  },
+  execute(ctx, intent) {
+    const user = userByEmail(ctx, intent.contact);
+    const { store, organization, nowMs } = ctx;
+    store.otps.deleteExpired(nowMs);
+    const id = ctx.newId();
+    const code = newCode(intent.otpLength, intent.alphanumeric);
+    store.otps.insert({
+      id, organizationId: organization.id, userId: user.id, otpType: intent.otpType, contact: user.email!,
+      sealedCode: vaultOf(store).seal(utf8(code), otpContext(organization.id, id)), attempts: 0,
+      expiresMs: nowMs + Number(intent.expirationSeconds) * 1000, createdMs: nowMs,
+    });
+    const app = intent.appName ?? intent.emailCustomization.appName ?? organization.name;
+    enqueueMail(store, organization.id, composeMail({
+      to: user.email!,
+      subject: `Your ${app} code`,
+      paragraphs: [`Your ${app} code is ${code}`, `It expires in ${Math.round(Number(intent.expirationSeconds) / 60)} minutes. If you did not ask for it, ignore this e-mail.`],
+      ...(intent.emailCustomization.logoUrl ? { logoUrl: intent.emailCustomization.logoUrl } : {}),
+      ...(intent.sender.sendFromEmailSenderName ? { fromName: intent.sender.sendFromEmailSenderName } : {}),
+      ...(intent.sender.replyToEmailAddress ? { replyTo: intent.sender.replyToEmailAddress } : {}),
+    }), nowMs);
+    return { otpId: id };
+  },
+};
+
+interface OtpAuth { otpId: string; otpCode: string; targetPublicKey: string; apiKeyName?: string; expirationSeconds?: string; invalidateExisting?: boolean }
+
+export const otpAuth: SubmitOperation<OtpAuth, { userId: string; apiKeyId: string; credentialBundle: string }> = {
+  kind: 'submit',
+  path: 'otp_auth',
+  types: { ACTIVITY_TYPE_OTP_AUTH: keysFor('ACTIVITY_TYPE_OTP_AUTH') },
+  parentMaySubmit: true,
+  validate(params: Obj) {
+    const v = new Validator();
+    const otpId = v.string(params, 'otpId', 'otpId', { required: true, nonEmpty: true, max: 100 });
+    const otpCode = v.string(params, 'otpCode', 'otpCode', { required: true, nonEmpty: true, max: 32 });
+    const targetPublicKey = readTargetPublicKey(v, params);
+    const apiKeyName = v.string(params, 'apiKeyName', 'apiKeyName', { max: MAX_NAME }) || undefined;
+    const expirationSeconds = v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 1, max: MAX_KEY_SECONDS });
+    const invalidateExisting = v.boolean(params, 'invalidateExisting', 'invalidateExisting');
+    v.done();
+    return {
+      otpId: otpId!, otpCode: otpCode!, targetPublicKey: targetPublicKey!,
+      ...(apiKeyName !== undefined ? { apiKeyName } : {}),
+      ...(expirationSeconds !== undefined ? { expirationSeconds } : {}),
+      ...(invalidateExisting !== undefined ? { invalidateExisting } : {}),
+    };
+  },
+  authorize(p) { requireAuthFlowCaller(p, 'check one-time codes'); },
+  execute(ctx, intent) {
+    const { store, organization, nowMs } = ctx;
+    const row = store.otps.get(organization.id, intent.otpId);
+    if (!row) throw notFound('no such one-time code (used, expired or never sent)', 'OTP_NOT_FOUND');
+    if (row.expiresMs <= nowMs) {
+      ctx.keepOnFailure?.(() => store.otps.delete(row.id));
+      throw failedPrecondition('the one-time code has expired; request a new one');
+    }
+    const want = utf8(vaultOf(store).openText(row.sealedCode, otpContext(organization.id, row.id)).toUpperCase());
+    const got = utf8(intent.otpCode.trim().toUpperCase());
+    const match = want.length === got.length && timingSafeEqual(want, got);
+    wipe(want, got);
+    if (!match) {
+      const attempts = row.attempts + 1;
+      ctx.keepOnFailure?.(() => { if (attempts >= MAX_OTP_ATTEMPTS) store.otps.delete(row.id); else store.otps.setAttempts(row.id, attempts); });
+      throw permissionDenied(attempts >= MAX_OTP_ATTEMPTS ? 'wrong one-time code; it is used up, request a new one' : 'wrong one-time code', 'OTP_INVALID');
+    }
+    store.otps.delete(row.id);
+    const user = requireUser(store, organization.id, row.userId);
+    const { key, credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
+      credentialType: CREDENTIAL.otpAuth, name: intent.apiKeyName ?? `OTP Auth - ${nowMs}`,
+      expirationSeconds: intent.expirationSeconds ?? DEFAULT_KEY_SECONDS, invalidateExisting: intent.invalidateExisting === true,
+    });
+    return { userId: user.id, apiKeyId: key.id, credentialBundle };
+  },
+};
+
+// ---- recovery ------------------------------------------------------------------------------
+
+interface InitRecovery { email: string; targetPublicKey: string; expirationSeconds?: string; emailCustomization: Customization; sender: Sender }
+
+export const initUserEmailRecovery: SubmitOperation<InitRecovery, { userId: string }> = {
+  kind: 'submit',
+  path: 'init_user_email_recovery',
+  types: {
+    ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2: keysFor('ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2', { resultKey: 'initUserEmailRecoveryResult', specResultKey: 'initUserEmailRecoveryResult' }),
+    ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY: keysFor('ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY'),
+  },
+  parentMaySubmit: true,
+  validate(params: Obj, type: string) {
+    const v = new Validator();
+    const email = readEmail(v, params);
+    const targetPublicKey = readTargetPublicKey(v, params);
+    const expirationSeconds = v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 1, max: MAX_KEY_SECONDS });
+    const emailCustomization = readCustomization(v, params, type === 'ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2');
+    const sender = readSender(v, params);
+    v.done();
+    return { email: email!, targetPublicKey: targetPublicKey!, emailCustomization, sender, ...(expirationSeconds !== undefined ? { expirationSeconds } : {}) };
+  },
+  authorize(p, _intent, store) { requireAuthFlowCaller(p, 'start e-mail recovery'); requireMail(store); },
+  execute(ctx, intent) {
+    const user = userByEmail(ctx, intent.email);
+    const seconds = intent.expirationSeconds ?? DEFAULT_KEY_SECONDS;
+    const { credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
+      credentialType: CREDENTIAL.recoverUser, name: `Recovery - ${ctx.nowMs}`, expirationSeconds: seconds, invalidateExisting: true,
+    });
+    sendBundle(ctx, user.email!, credentialBundle, intent.emailCustomization, intent.sender, 'recover your account', seconds);
+    return { userId: user.id };
+  },
+};
+
+interface RecoverUser { userId: string; authenticator: AuthenticatorParams }
+
+export const recoverUser: SubmitOperation<RecoverUser, { authenticatorId: string[] }> = {
+  kind: 'submit',
+  path: 'recover_user',
+  types: { ACTIVITY_TYPE_RECOVER_USER: keysFor('ACTIVITY_TYPE_RECOVER_USER') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const userId = v.string(params, 'userId', 'userId', { required: true, nonEmpty: true, max: 100 });
+    if (params.authenticator === undefined || params.authenticator === null) v.fail('authenticator', 'is required');
+    const [authenticator] = params.authenticator === undefined || params.authenticator === null ? []
+      : readAuthenticatorParams(v, [params.authenticator], 'authenticator');
+    v.done();
+    return { userId: userId!, authenticator: authenticator! };
+  },
+  authorize(p, intent) {
+    const recovering = 'credentialType' in p.credential && p.credential.credentialType === CREDENTIAL.recoverUser && p.user.id === intent.userId;
+    if (!recovering && !isRoot(p)) throw permissionDenied('recover_user must be stamped with the recovery key e-mailed to that user');
+  },
+  execute(ctx, intent) {
+    const { store, organization, nowMs, principal } = ctx;
+    requireUser(store, organization.id, intent.userId);
+    const ids = registerAuthenticators(store, organization.id, intent.userId, [intent.authenticator], 'authenticator', nowMs, ctx.newId);
+    // The recovery key has served its purpose.
+    if ('credentialType' in principal.credential && principal.credential.credentialType === CREDENTIAL.recoverUser) {
+      store.apiKeys.delete(organization.id, principal.credential.id);
+    }
+    return { authenticatorId: ids };
+  },
+};

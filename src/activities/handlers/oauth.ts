@@ -1,0 +1,294 @@
+/**
+ * OAuth (wire-compat §5): OIDC identities linked to users, and the flows that log a user in with
+ * an ID token from a trusted issuer (src/auth/oidc.ts).
+ * - create_oauth_providers (V2, V1), delete_oauth_providers, query get_oauth_providers; users
+ *   created with oauthProviders (create_users, create_sub_organization) get them too. A provider
+ *   is the token's (iss, aud, sub); V2 may give those claims directly instead of a token.
+ * - oauth: a token bound to targetPublicKey (nonce) → a new OAUTH API key for the identity's user,
+ *   its private key in a credential bundle.
+ * - oauth_login: a token bound to the client's own publicKey → that key registered as a LOGIN
+ *   credential, and a session JWT. stamp_login: the same for a user already stamping.
+ * An application's backend usually runs oauth / oauth_login with its own (parent organization's)
+ * key for a sub-organization's user: a root user of the organization or of its parent may.
+ */
+import { alreadyExists, invalidArgument, notFound, permissionDenied } from '../../errors.js';
+import { isRoot, requireSelfOrRoot, type Principal } from '../../domain/principal.js';
+import { normalizePublicKey, requireUser } from '../../domain/apiKeys.js';
+import { oauthProviderRecord } from '../../domain/records.js';
+import { CREDENTIAL, authServices, issueBundledKey, issueSession } from '../../auth/services.js';
+import type { OidcIdentity } from '../../auth/oidc.js';
+import type { Store } from '../../storage/types.js';
+import { keysFor, type ExecContext, type QueryOperation, type SubmitOperation } from '../types.js';
+import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { readTargetPublicKey } from './keyParams.js';
+
+const MAX_TOKEN = 16_384;
+const DEFAULT_LOGIN_SECONDS = '900';
+const MAX_SECONDS = 365 * 86400;
+
+/** One provider of a user: a name and an ID token, or (V2) the token's claims. */
+export interface ProviderParams { providerName: string; oidcToken?: string; oidcClaims?: { iss: string; sub: string; aud: string } }
+
+export function readProviderParams(v: Validator, list: unknown[] | undefined, field: string, claimsAllowed: boolean): ProviderParams[] {
+  const out: ProviderParams[] = [];
+  (list ?? []).forEach((x, i) => {
+    const f = `${field}[${i}]`;
+    const o = v.object(x, f);
+    if (!o) return;
+    const providerName = v.string(o, 'providerName', `${f}.providerName`, { required: true, nonEmpty: true, max: MAX_NAME });
+    const oidcToken = v.string(o, 'oidcToken', `${f}.oidcToken`, { max: MAX_TOKEN }) || undefined;
+    let oidcClaims: ProviderParams['oidcClaims'];
+    if (claimsAllowed && o.oidcClaims !== undefined && o.oidcClaims !== null) {
+      const c = v.object(o.oidcClaims, `${f}.oidcClaims`);
+      if (c) {
+        const issuer = v.string(c, 'iss', `${f}.oidcClaims.iss`, { required: true, nonEmpty: true, max: 512 });
+        const subject = v.string(c, 'sub', `${f}.oidcClaims.sub`, { required: true, nonEmpty: true, max: 512 });
+        const audience = v.string(c, 'aud', `${f}.oidcClaims.aud`, { required: true, nonEmpty: true, max: 512 });
+        if (issuer && subject && audience) oidcClaims = { iss: issuer, sub: subject, aud: audience };
+      }
+    }
+    if (oidcToken === undefined && oidcClaims === undefined) {
+      v.fail(`${f}.oidcToken`, claimsAllowed ? 'an oidcToken or oidcClaims is required' : 'is required');
+    } else if (oidcToken !== undefined && oidcClaims !== undefined) {
+      v.fail(`${f}.oidcClaims`, 'give either oidcToken or oidcClaims, not both');
+    }
+    if (providerName !== undefined) {
+      out.push({ providerName, ...(oidcToken !== undefined ? { oidcToken } : {}), ...(oidcClaims !== undefined ? { oidcClaims } : {}) });
+    }
+  });
+  return out;
+}
+
+/** Verifies the ID tokens of providers (signature, issuer, expiry; no nonce): token → identity. */
+export async function verifyProviderTokens(store: Store, providers: { p: ProviderParams; field: string }[]): Promise<Map<string, OidcIdentity>> {
+  const out = new Map<string, OidcIdentity>();
+  for (const { p, field } of providers) {
+    if (p.oidcToken !== undefined && !out.has(p.oidcToken)) {
+      out.set(p.oidcToken, await authServices(store).oidc.verify(p.oidcToken, `${field}.oidcToken`));
+    }
+  }
+  return out;
+}
+
+/** Links providers to a user; an identity already linked in the organization is refused. */
+export function insertProviders(ctx: ExecContext, organizationId: string, userId: string, providers: ProviderParams[], verified: Map<string, OidcIdentity> | undefined): string[] {
+  const ids: string[] = [];
+  for (const p of providers) {
+    const c = p.oidcClaims;
+    const id = c ? { issuer: c.iss, audience: c.aud, subject: c.sub } : verified?.get(p.oidcToken!);
+    if (!id) throw invalidArgument('an OAuth provider\'s token was not verified');
+    const taken = ctx.store.oauthProviders.byIdentity(organizationId, id.issuer, id.audience, id.subject);
+    if (taken) throw alreadyExists(`this OAuth identity is already linked to user ${taken.userId}`);
+    const providerId = ctx.newId();
+    ctx.store.oauthProviders.insert({
+      id: providerId, organizationId, userId, name: p.providerName, issuer: id.issuer, audience: id.audience, subject: id.subject,
+      createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
+    });
+    ids.push(providerId);
+  }
+  return ids;
+}
+
+/** Who may run a login flow for a user of the organization: its root users, or its parent's. */
+export function requireAuthFlowCaller(p: Principal, what: string): void {
+  if (isRoot(p) || (p.access === 'parent' && p.user.isRoot)) return;
+  throw permissionDenied(`only a root user of the organization or of its parent organization may ${what}`);
+}
+
+/** The user itself, a root user of the organization, or a root user of its parent. */
+function requireUserOrAuthFlowCaller(p: Principal, userId: string, what: string): void {
+  if (p.access === 'parent') requireAuthFlowCaller(p, what);
+  else requireSelfOrRoot(p, userId, what);
+}
+
+/** The user an identity is linked to in the organization (FAILED activity when none). */
+function userOfIdentity(ctx: ExecContext, id: OidcIdentity) {
+  const p = ctx.store.oauthProviders.byIdentity(ctx.organization.id, id.issuer, id.audience, id.subject);
+  if (!p) throw notFound('no user of this organization has this OAuth identity (create_oauth_providers links one)', 'OAUTH_PROVIDER_NOT_FOUND');
+  return requireUser(ctx.store, ctx.organization.id, p.userId);
+}
+
+interface LoginCommon { apiKeyName?: string; expirationSeconds?: string; invalidateExisting?: boolean }
+
+function readLoginCommon(v: Validator, params: Obj, withName: boolean): LoginCommon {
+  const apiKeyName = withName ? v.string(params, 'apiKeyName', 'apiKeyName', { max: MAX_NAME }) || undefined : undefined;
+  const expirationSeconds = v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 1, max: MAX_SECONDS });
+  const invalidateExisting = v.boolean(params, 'invalidateExisting', 'invalidateExisting');
+  return {
+    ...(apiKeyName !== undefined ? { apiKeyName } : {}),
+    ...(expirationSeconds !== undefined ? { expirationSeconds } : {}),
+    ...(invalidateExisting !== undefined ? { invalidateExisting } : {}),
+  };
+}
+
+/** A session key: a P-256 public key in hex (compressed or not), kept compressed as stamps carry it. */
+function readSessionPublicKey(v: Validator, params: Obj): string | undefined {
+  const raw = v.string(params, 'publicKey', 'publicKey', { required: true, max: 200 });
+  if (raw === undefined) return undefined;
+  const pk = normalizePublicKey('API_KEY_CURVE_P256', raw);
+  if (!pk) v.fail('publicKey', 'must be a P-256 public key in hex (66 or 130 characters)');
+  return pk;
+}
+
+// ---- providers -----------------------------------------------------------------------------
+
+interface CreateProviders { userId: string; oauthProviders: ProviderParams[] }
+
+export const createOauthProviders: SubmitOperation<CreateProviders, { providerIds: string[] }> = {
+  kind: 'submit',
+  path: 'create_oauth_providers',
+  types: {
+    ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2: keysFor('ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2'),
+    ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS: keysFor('ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS'),
+  },
+  validate(params: Obj, type: string) {
+    const v = new Validator();
+    const userId = v.string(params, 'userId', 'userId', { required: true, nonEmpty: true, max: 100 });
+    const list = v.array(params, 'oauthProviders', 'oauthProviders', { required: true, nonEmpty: true, max: 10 });
+    const oauthProviders = readProviderParams(v, list, 'oauthProviders', type === 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2');
+    v.done();
+    return { userId: userId!, oauthProviders };
+  },
+  parentMaySubmit: true,
+  authorize(p, intent) { requireUserOrAuthFlowCaller(p, intent.userId, 'link OAuth providers'); },
+  external(intent, store) {
+    return verifyProviderTokens(store, intent.oauthProviders.map((p, i) => ({ p, field: `oauthProviders[${i}]` })));
+  },
+  execute(ctx, intent) {
+    requireUser(ctx.store, ctx.organization.id, intent.userId);
+    return { providerIds: insertProviders(ctx, ctx.organization.id, intent.userId, intent.oauthProviders, ctx.external as Map<string, OidcIdentity>) };
+  },
+};
+
+interface DeleteProviders { userId: string; providerIds: string[] }
+
+export const deleteOauthProviders: SubmitOperation<DeleteProviders, { providerIds: string[] }> = {
+  kind: 'submit',
+  path: 'delete_oauth_providers',
+  types: { ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS: keysFor('ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const userId = v.string(params, 'userId', 'userId', { required: true, nonEmpty: true, max: 100 });
+    const providerIds = v.stringArray(params, 'providerIds', 'providerIds', { required: true, nonEmpty: true, max: 100 });
+    v.done();
+    return { userId: userId!, providerIds: [...new Set(providerIds)] };
+  },
+  parentMaySubmit: true,
+  authorize(p, intent) { requireUserOrAuthFlowCaller(p, intent.userId, 'remove OAuth providers'); },
+  execute(ctx, intent) {
+    requireUser(ctx.store, ctx.organization.id, intent.userId);
+    for (const id of intent.providerIds) {
+      const row = ctx.store.oauthProviders.get(ctx.organization.id, id);
+      if (!row || row.userId !== intent.userId) throw notFound(`OAuth provider ${id} of user ${intent.userId} not found`);
+      ctx.store.oauthProviders.delete(ctx.organization.id, id);
+    }
+    return { providerIds: intent.providerIds };
+  },
+};
+
+export const getOauthProviders: QueryOperation<{ userId?: string }> = {
+  kind: 'query',
+  path: 'get_oauth_providers',
+  parentMayRead: true,
+  specWrapper: 'wrap',
+  validate(body: Obj) {
+    const v = new Validator();
+    const userId = v.string(body, 'userId', 'userId', { max: 100 }) || undefined;
+    v.done();
+    return userId !== undefined ? { userId } : {};
+  },
+  execute(ctx, q) {
+    // Without userId: the caller's own providers (a parent organization's caller has none here).
+    const userId = q.userId ?? (ctx.principal.access === 'member' ? ctx.principal.user.id : undefined);
+    if (userId === undefined) return { oauthProviders: [] };
+    requireUser(ctx.store, ctx.organization.id, userId);
+    return { oauthProviders: ctx.store.oauthProviders.listByUser(ctx.organization.id, userId).map(oauthProviderRecord) };
+  },
+};
+
+// ---- logins --------------------------------------------------------------------------------
+
+interface OauthIntent extends LoginCommon { oidcToken: string; targetPublicKey: string }
+
+export const oauth: SubmitOperation<OauthIntent, { userId: string; apiKeyId: string; credentialBundle: string }> = {
+  kind: 'submit',
+  path: 'oauth',
+  types: { ACTIVITY_TYPE_OAUTH: keysFor('ACTIVITY_TYPE_OAUTH') },
+  parentMaySubmit: true,
+  validate(params: Obj) {
+    const v = new Validator();
+    const oidcToken = v.string(params, 'oidcToken', 'oidcToken', { required: true, nonEmpty: true, max: MAX_TOKEN });
+    const targetPublicKey = readTargetPublicKey(v, params);
+    const common = readLoginCommon(v, params, true);
+    v.done();
+    return { oidcToken: oidcToken!, targetPublicKey: targetPublicKey!, ...common };
+  },
+  authorize(p) { requireAuthFlowCaller(p, 'log a user in with OAuth'); },
+  external(intent, store) { return authServices(store).oidc.verify(intent.oidcToken, 'oidcToken', intent.targetPublicKey); },
+  execute(ctx, intent) {
+    const user = userOfIdentity(ctx, ctx.external as OidcIdentity);
+    const { key, credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
+      credentialType: CREDENTIAL.oauth,
+      name: intent.apiKeyName ?? `OAuth - ${ctx.nowMs}`,
+      expirationSeconds: intent.expirationSeconds ?? DEFAULT_LOGIN_SECONDS,
+      invalidateExisting: intent.invalidateExisting === true,
+    });
+    return { userId: user.id, apiKeyId: key.id, credentialBundle };
+  },
+};
+
+interface OauthLoginIntent extends LoginCommon { oidcToken: string; publicKey: string }
+
+export const oauthLogin: SubmitOperation<OauthLoginIntent, { session: string }> = {
+  kind: 'submit',
+  path: 'oauth_login',
+  types: { ACTIVITY_TYPE_OAUTH_LOGIN: keysFor('ACTIVITY_TYPE_OAUTH_LOGIN') },
+  parentMaySubmit: true,
+  validate(params: Obj) {
+    const v = new Validator();
+    const oidcToken = v.string(params, 'oidcToken', 'oidcToken', { required: true, nonEmpty: true, max: MAX_TOKEN });
+    // The nonce is computed over the key exactly as sent; the key is registered compressed.
+    const sent = v.string(params, 'publicKey', 'publicKey', { required: true, max: 200 });
+    readSessionPublicKey(v, params);
+    const common = readLoginCommon(v, params, false);
+    v.done();
+    return { oidcToken: oidcToken!, publicKey: sent!, ...common };
+  },
+  authorize(p) { requireAuthFlowCaller(p, 'log a user in with OAuth'); },
+  external(intent, store) { return authServices(store).oidc.verify(intent.oidcToken, 'oidcToken', intent.publicKey); },
+  execute(ctx, intent) {
+    const user = userOfIdentity(ctx, ctx.external as OidcIdentity);
+    return { session: issueSession(ctx, user, normalizePublicKey('API_KEY_CURVE_P256', intent.publicKey)!, loginOptions(ctx, intent)).session };
+  },
+};
+
+function loginOptions(ctx: ExecContext, intent: LoginCommon) {
+  return {
+    credentialType: CREDENTIAL.login,
+    name: `Login - ${ctx.nowMs}`,
+    expirationSeconds: intent.expirationSeconds ?? DEFAULT_LOGIN_SECONDS,
+    invalidateExisting: intent.invalidateExisting === true,
+  };
+}
+
+interface StampLoginIntent extends LoginCommon { publicKey: string }
+
+export const stampLogin: SubmitOperation<StampLoginIntent, { session: string }> = {
+  kind: 'submit',
+  path: 'stamp_login',
+  types: { ACTIVITY_TYPE_STAMP_LOGIN: keysFor('ACTIVITY_TYPE_STAMP_LOGIN') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const sent = v.string(params, 'publicKey', 'publicKey', { required: true, max: 200 });
+    readSessionPublicKey(v, params);
+    const common = readLoginCommon(v, params, false);
+    v.done();
+    return { publicKey: sent!, ...common };
+  },
+  // The stamping user logs itself in (its passkey or key stands for it).
+  authorize() { /* any member user, for itself */ },
+  execute(ctx, intent) {
+    const user = requireUser(ctx.store, ctx.organization.id, ctx.principal.user.id);
+    return { session: issueSession(ctx, user, normalizePublicKey('API_KEY_CURVE_P256', intent.publicKey)!, loginOptions(ctx, intent)).session };
+  },
+};

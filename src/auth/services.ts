@@ -1,0 +1,113 @@
+/**
+ * What the authentication flows need beyond the store: the OIDC verifier, whether e-mail can be
+ * sent, and the short-lived credentials they issue (wire-compat §4.2, §4.6, §5):
+ * - a new P-256 API key whose private key leaves only inside a credential bundle for the
+ *   caller's targetPublicKey (email_auth, otp_auth, oauth, recovery, read-write sessions);
+ * - a session JWT for a key the client holds (oauth_login, stamp_login), signed by the server's
+ *   session signer.
+ * Attached to the store at start-up, as the Vault and the webhook dispatcher are.
+ */
+import { ApiError, Grpc, failedPrecondition } from '../errors.js';
+import { cryptoCall, vaultOf } from '../domain/keys.js';
+import type { ApiKeyRow, Store, UserRow } from '../storage/types.js';
+import { OidcVerifier } from './oidc.js';
+
+export interface AuthServices {
+  oidc: OidcVerifier;
+  /** An SMTP server is configured (SMTP_URL): the e-mail flows may run. */
+  mail: boolean;
+}
+
+const SERVICES = new WeakMap<Store, AuthServices>();
+
+export function attachAuthServices(store: Store, services: AuthServices): void {
+  SERVICES.set(store, services);
+}
+
+export function authServices(store: Store): AuthServices {
+  const s = SERVICES.get(store);
+  if (!s) throw new ApiError(Grpc.UNAVAILABLE, 'authentication flows are not initialised on this server', { turnkeyErrorCode: 'INTERNAL' });
+  return s;
+}
+
+/** Refuses an e-mail flow on a server without SMTP_URL (nothing is stored). */
+export function requireMail(store: Store): void {
+  if (!authServices(store).mail) {
+    throw failedPrecondition('this server sends no e-mail: set SMTP_URL to use e-mail authentication, one-time codes and recovery');
+  }
+}
+
+/** Credential types of the keys the flows create (wire-compat §3: v1CredentialType). */
+export const CREDENTIAL = {
+  emailAuth: 'CREDENTIAL_TYPE_EMAIL_AUTH_KEY_P256',
+  otpAuth: 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256',
+  oauth: 'CREDENTIAL_TYPE_OAUTH_KEY_P256',
+  readWriteSession: 'CREDENTIAL_TYPE_READ_WRITE_SESSION_KEY_P256',
+  recoverUser: 'CREDENTIAL_TYPE_RECOVER_USER_KEY_P256',
+  login: 'CREDENTIAL_TYPE_LOGIN',
+} as const;
+
+export interface IssueOptions {
+  credentialType: string;
+  /** apiKeyName, or a default such as "Email Auth - <ms>" */
+  name: string;
+  expirationSeconds: string;
+  /** Removes the user's earlier keys of the same credential type first. */
+  invalidateExisting: boolean;
+}
+
+interface Issuing { store: Store; nowMs: number; newId(): string }
+
+function removeEarlier(ctx: Issuing, user: UserRow, credentialType: string): void {
+  for (const k of ctx.store.apiKeys.listByUser(user.organizationId, user.id)) {
+    if (k.credentialType === credentialType) ctx.store.apiKeys.delete(user.organizationId, k.id);
+  }
+}
+
+function registerKey(ctx: Issuing, user: UserRow, publicKey: string, o: IssueOptions): ApiKeyRow {
+  if (o.invalidateExisting) removeEarlier(ctx, user, o.credentialType);
+  const row: ApiKeyRow = {
+    id: ctx.newId(), organizationId: user.organizationId, userId: user.id, name: o.name,
+    publicKey, curve: 'API_KEY_CURVE_P256', credentialType: o.credentialType,
+    expirationSeconds: o.expirationSeconds, expiresAtMs: ctx.nowMs + Number(o.expirationSeconds) * 1000,
+    createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
+  };
+  ctx.store.apiKeys.insert(row);
+  return row;
+}
+
+/** A new P-256 API key for `user`; its private key only inside the returned credential bundle. */
+export function issueBundledKey(ctx: Issuing, user: UserRow, targetPublicKey: string, o: IssueOptions): { key: ApiKeyRow; credentialBundle: string } {
+  const k = cryptoCall(() => vaultOf(ctx.store).newSessionKey(targetPublicKey));
+  return { key: registerKey(ctx, user, k.publicKey, o), credentialBundle: k.credentialBundle };
+}
+
+/**
+ * Registers the client's own P-256 key (compressed hex) for `user` and returns a session JWT for
+ * it: header {"alg":"ES256","typ":"JWT"}, claims exp (s), public_key, session_type, user_id,
+ * organization_id; signature r‖s over SHA-256(SHA-256(header.payload)) by the session signer.
+ */
+export function issueSession(ctx: Issuing, user: UserRow, publicKey: string, o: IssueOptions): { key: ApiKeyRow; session: string } {
+  const key = registerKey(ctx, user, publicKey, o);
+  const claims = {
+    exp: Math.floor(key.expiresAtMs! / 1000),
+    public_key: publicKey,
+    session_type: 'SESSION_TYPE_READ_WRITE',
+    user_id: user.id,
+    organization_id: user.organizationId,
+  };
+  const signingInput = `${b64url(JSON.stringify({ alg: 'ES256', typ: 'JWT' }))}.${b64url(JSON.stringify(claims))}`;
+  const signature = cryptoCall(() => vaultOf(ctx.store).signSessionJwt(signingInput));
+  return { key, session: `${signingInput}.${Buffer.from(signature).toString('base64url')}` };
+}
+
+/**
+ * Clients decode the payload with atob, which refuses '-' and '_' (wire-compat §4.6). An ASCII
+ * JSON text only produces them for '>', '?' or '~' (6-bit groups 62, 63 need such a byte), and the
+ * claims hold none: ids, hex and enum names. Checked anyway.
+ */
+function b64url(json: string): string {
+  const s = Buffer.from(json, 'utf8').toString('base64url');
+  if (/[-_]/.test(s)) throw new ApiError(Grpc.INTERNAL, 'session claims cannot be encoded for the clients');
+  return s;
+}

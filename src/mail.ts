@@ -1,0 +1,83 @@
+/**
+ * E-mail for the authentication flows (email_auth, init_otp_auth, init_user_email_recovery).
+ * A handler queues the message in the same outbox as webhook events (src/webhooks.ts), inside
+ * its activity's transaction, with a `mailto:` address; the dispatcher sends it over SMTP
+ * (nodemailer, SMTP_URL) once the commit is on disk, and retries what the server refuses only for
+ * now. The message is sealed under the master key while it waits: it can hold a one-time code.
+ */
+import { randomUUID } from 'node:crypto';
+import nodemailer, { type Transporter } from 'nodemailer';
+import type { AtRestContext } from './crypto/atrest.js';
+import type { Vault } from './crypto/vault.js';
+import { utf8 } from './crypto/bytes.js';
+import { vaultOf } from './domain/keys.js';
+import type { Store, WebhookDeliveryRow } from './storage/types.js';
+import { kickDeliveries, type Outcome } from './webhooks.js';
+
+export interface MailMessage {
+  to: string;
+  subject: string;
+  text: string;
+  html: string;
+  /** Display name of the sender (sendFromEmailSenderName); the address is always MAIL_FROM. */
+  fromName?: string;
+  replyTo?: string;
+}
+
+const mailContext = (row: { id: string; organizationId: string }): AtRestContext =>
+  ({ kind: 'mail', organizationId: row.organizationId, recordId: row.id });
+
+/** Queues `message` for delivery after the current transaction commits. */
+export function enqueueMail(store: Store, organizationId: string, message: MailMessage, nowMs: number): void {
+  const id = randomUUID();
+  const sealed = vaultOf(store).seal(utf8(JSON.stringify(message)), mailContext({ id, organizationId }));
+  store.webhooks.enqueue({
+    id, organizationId, activityId: '', url: `mailto:${message.to}`, body: Buffer.from(sealed).toString('base64'),
+    attempts: 0, nextAttemptMs: nowMs, createdMs: nowMs,
+  });
+  kickDeliveries(store);
+}
+
+export class Mailer {
+  readonly #transport: Transporter;
+
+  constructor(private readonly vault: Vault, smtpUrl: string, private readonly from: string) {
+    this.#transport = nodemailer.createTransport(smtpUrl);
+  }
+
+  /** Sends a queued message: delivered, retry (connection trouble, 4xx replies) or refused (5xx). */
+  async send(row: WebhookDeliveryRow): Promise<Outcome> {
+    const m = JSON.parse(this.vault.openText(new Uint8Array(Buffer.from(row.body, 'base64')), mailContext(row))) as MailMessage;
+    const address = /<([^>]+)>/.exec(this.from)?.[1] ?? this.from;
+    try {
+      const info = await this.#transport.sendMail({
+        from: m.fromName ? { name: m.fromName, address } : this.from,
+        to: m.to, subject: m.subject, text: m.text, html: m.html,
+        ...(m.replyTo ? { replyTo: m.replyTo } : {}),
+      }) as { response?: string };
+      return { kind: 'delivered', reason: info.response ?? 'sent' };
+    } catch (e) {
+      const err = e as Error & { responseCode?: number; code?: string };
+      const reason = err.responseCode !== undefined ? `SMTP ${err.responseCode}` : (err.code ?? err.message);
+      return { kind: err.responseCode !== undefined && err.responseCode >= 500 ? 'refused' : 'retry', reason };
+    }
+  }
+
+  close(): void { this.#transport.close(); }
+}
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** Text and HTML of a message: paragraphs; an optional link; an optional logo (https only). */
+export function composeMail(p: { to: string; subject: string; paragraphs: string[]; link?: string; logoUrl?: string; fromName?: string; replyTo?: string }): MailMessage {
+  const text = [...p.paragraphs, ...(p.link ? [p.link] : [])].join('\n\n') + '\n';
+  const logo = p.logoUrl && p.logoUrl.startsWith('https://')
+    ? `<p><img src="${escapeHtml(p.logoUrl)}" alt="" style="max-width:340px;max-height:124px"></p>` : '';
+  const html = `<!doctype html><html><body>${logo}${p.paragraphs.map((x) => `<p style="word-break:break-all">${escapeHtml(x)}</p>`).join('')}`
+    + (p.link ? `<p><a href="${escapeHtml(p.link)}">${escapeHtml(p.link)}</a></p>` : '') + '</body></html>';
+  return {
+    to: p.to, subject: p.subject, text, html,
+    ...(p.fromName ? { fromName: p.fromName } : {}),
+    ...(p.replyTo ? { replyTo: p.replyTo } : {}),
+  };
+}

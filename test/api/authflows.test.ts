@@ -1,0 +1,326 @@
+// The authentication flows against real parts on loopback: an OIDC issuer (discovery document and
+// JWKS over HTTP, RS256 ID tokens made with jose) and an SMTP server (smtp-server; messages parsed
+// with mailparser). An application's backend (the parent organization's root key, through
+// @turnkey/sdk-server) runs the flows for a sub-organization's user; what they hand out is opened
+// with @turnkey/crypto (decryptCredentialBundle, verifySessionJwtSignature) and used to stamp.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+import { simpleParser, type ParsedMail } from 'mailparser';
+import { SignJWT, exportJWK, generateKeyPair, type CryptoKey } from 'jose';
+import { p256 } from '@noble/curves/nist.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { decryptCredentialBundle, generateP256KeyPair, verifySessionJwtSignature } from '@turnkey/crypto';
+import { sdkClient, sleep, startTestServer, uniqueName, type ApiKeyPair, type TestServer } from '../server/harness.js';
+import { SoftPasskey } from '../server/softPasskey.js';
+
+// ---- a loopback OIDC issuer ------------------------------------------------------------------
+
+interface Issuer { url: string; token(claims: Record<string, unknown>, opts?: { exp?: string; key?: CryptoKey }): Promise<string>; close(): Promise<void> }
+
+async function startIssuer(): Promise<Issuer> {
+  const { publicKey, privateKey } = await generateKeyPair('RS256');
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
+  const server = http.createServer((req, res) => {
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const body = req.url === '/.well-known/openid-configuration' ? { issuer: base, jwks_uri: `${base}/jwks` }
+      : req.url === '/jwks' ? { keys: [jwk] } : undefined;
+    res.writeHead(body ? 200 : 404, { 'Content-Type': 'application/json' }).end(JSON.stringify(body ?? {}));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    token: (claims, opts = {}) => new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setIssuer(String(claims.iss ?? url))
+      .setAudience('app-client-id').setIssuedAt().setExpirationTime(opts.exp ?? '5m').sign(opts.key ?? privateKey),
+    close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }),
+  };
+}
+
+// ---- a loopback SMTP server ------------------------------------------------------------------
+
+const mails: ParsedMail[] = [];
+let smtp: SMTPServer;
+let smtpPort = 0;
+
+async function nextMail(to: string, timeoutMs = 5000): Promise<ParsedMail> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const i = mails.findIndex((m) => (m.to as { text: string } | undefined)?.text === to);
+    if (i >= 0) return mails.splice(i, 1)[0]!;
+    if (Date.now() > until) throw new Error(`no mail to ${to}`);
+    await sleep(20);
+  }
+}
+
+// ---- the server ------------------------------------------------------------------------------
+
+let ts: TestServer;
+let issuer: Issuer;
+
+beforeAll(async () => {
+  issuer = await startIssuer();
+  smtp = new SMTPServer({
+    authOptional: true, disabledCommands: ['STARTTLS', 'AUTH'], logger: false,
+    onData(stream, _session, cb) { simpleParser(stream).then((m) => { mails.push(m); cb(); }, cb); },
+  });
+  await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', () => r()));
+  smtpPort = (smtp.server.address() as AddressInfo).port;
+  ts = await startTestServer({ oidcIssuers: [issuer.url], smtpUrl: `smtp://127.0.0.1:${smtpPort}`, mailFrom: 'Example Wallet <login@wallet.example>' } as never);
+});
+afterAll(async () => {
+  await ts?.stop();
+  await issuer?.close();
+  await new Promise<void>((r) => (smtp ? smtp.close(() => r()) : r()));
+});
+
+const nonce = (publicKey: string) => bytesToHex(sha256(new TextEncoder().encode(publicKey)));
+
+/** The API key pair inside a credential bundle, as a browser would recover it. */
+function openBundle(bundle: string, embedded: string): ApiKeyPair {
+  const privateKey = decryptCredentialBundle(bundle, embedded);
+  return { privateKey, publicKey: bytesToHex(p256.getPublicKey(hexToBytes(privateKey), true)) };
+}
+
+/** A sub-organization with one root user (e-mail address, optional OAuth identity), made by the parent. */
+async function subOrg(opts: { email?: string; subject?: string; apiKey?: boolean } = {}): Promise<{ id: string; userId: string; email: string }> {
+  const email = opts.email ?? `${uniqueName('u')}@example.com`.toLowerCase();
+  const key = p256.utils.randomSecretKey();
+  const r: any = await ts.sdk.createSubOrganization({
+    subOrganizationName: uniqueName('app-user'), rootQuorumThreshold: 1,
+    rootUsers: [{
+      userName: 'alice', userEmail: email, authenticators: [],
+      apiKeys: opts.apiKey ? [{ apiKeyName: 'k', publicKey: bytesToHex(p256.getPublicKey(key, true)), curveType: 'API_KEY_CURVE_P256' }] : [],
+      oauthProviders: opts.subject ? [{ providerName: 'loopback', oidcToken: await issuer.token({ sub: opts.subject }) }] : [],
+    }],
+  } as any);
+  expect(r.activity.status, JSON.stringify(r.activity.failure)).toBe('ACTIVITY_STATUS_COMPLETED');
+  return { id: r.subOrganizationId, userId: r.rootUserIds[0], email };
+}
+
+const whoamiAs = (key: ApiKeyPair, orgId: string) => sdkClient(ts.url, key, orgId).getWhoami() as Promise<any>;
+
+describe('OAuth', () => {
+  it('links an identity at sub-organization creation; oauth gives its user a key in a credential bundle', async () => {
+    const sub = await subOrg({ subject: uniqueName('google-sub') });
+    const providers: any = await ts.sdk.getOauthProviders({ organizationId: sub.id, userId: sub.userId } as any);
+    expect(providers.oauthProviders).toHaveLength(1);
+    expect(providers.oauthProviders[0]).toMatchObject({ providerName: 'loopback', issuer: issuer.url, audience: 'app-client-id' });
+    const subject = providers.oauthProviders[0].subject;
+
+    const target = generateP256KeyPair();
+    const oidcToken = await issuer.token({ sub: subject, nonce: nonce(target.publicKeyUncompressed) });
+    const r: any = await ts.sdk.oauth({ organizationId: sub.id, oidcToken, targetPublicKey: target.publicKeyUncompressed } as any);
+    expect(r.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(r.userId).toBe(sub.userId);
+    const key = openBundle(r.credentialBundle, target.privateKey);
+    const who = await whoamiAs(key, sub.id);
+    expect(who).toMatchObject({ organizationId: sub.id, userId: sub.userId });
+    const keys: any = await ts.sdk.getApiKeys({ organizationId: sub.id, userId: sub.userId } as any);
+    expect(keys.apiKeys.find((k: any) => k.apiKeyId === r.apiKeyId).credential).toEqual({ publicKey: key.publicKey, type: 'CREDENTIAL_TYPE_OAUTH_KEY_P256' });
+  });
+
+  it('refuses tokens that are not bound, expired, foreign or forged, and identities nobody has; nothing is stored', async () => {
+    const subject = uniqueName('s');
+    const sub = await subOrg({ subject });
+    const target = generateP256KeyPair();
+    const pk = target.publicKeyUncompressed;
+    const before = (await ts.sdk.getActivities({ organizationId: sub.id } as any) as any).activities.length;
+    const { privateKey: otherKey } = await generateKeyPair('RS256');
+    const cases: [string, string, RegExp][] = [
+      ['wrong nonce', await issuer.token({ sub: subject, nonce: nonce('04' + 'ab'.repeat(64)) }), /nonce/],
+      ['no nonce', await issuer.token({ sub: subject }), /nonce/],
+      ['expired', await issuer.token({ sub: subject, nonce: nonce(pk) }, { exp: '-2m' }), /expired/],
+      ['untrusted issuer', await issuer.token({ sub: subject, nonce: nonce(pk), iss: 'https://evil.example' }), /not trusted/],
+      ['forged signature', await issuer.token({ sub: subject, nonce: nonce(pk) }, { key: otherKey }), /signature/],
+      ['not a JWT', 'abc.def', /compact JWT/],
+    ];
+    for (const [what, oidcToken, msg] of cases) {
+      const res = await ts.raw('/public/v1/submit/oauth', JSON.stringify({
+        type: 'ACTIVITY_TYPE_OAUTH', timestampMs: String(Date.now()), organizationId: sub.id, parameters: { oidcToken, targetPublicKey: pk },
+      }));
+      expect(res.status, what).toBe(400);
+      expect(res.json.message, what).toMatch(msg);
+      expect(res.json.details.flatMap((d: any) => d.fieldViolations ?? []).map((f: any) => f.field), what).toContain('oidcToken');
+    }
+    expect((await ts.sdk.getActivities({ organizationId: sub.id } as any) as any).activities.length).toBe(before);
+    // A valid token of an identity no user has: the activity fails.
+    const stranger: any = await ts.sdk.oauth({ organizationId: sub.id, oidcToken: await issuer.token({ sub: 'nobody', nonce: nonce(pk) }), targetPublicKey: pk } as any);
+    expect(stranger.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+    expect(stranger.activity.failure.message).toMatch(/no user of this organization has this OAuth identity/);
+  });
+
+  it('create/get/delete_oauth_providers (here by the parent organization); an identity links to one user', async () => {
+    const sub = await subOrg({ apiKey: true });
+    const subject = uniqueName('gh');
+    const created: any = await ts.sdk.createOauthProviders({ organizationId: sub.id, userId: sub.userId, oauthProviders: [{ providerName: 'github', oidcToken: await issuer.token({ sub: subject }) }] } as any);
+    expect(created.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(created.providerIds).toHaveLength(1);
+    const user: any = await ts.sdk.getUser({ organizationId: sub.id, userId: sub.userId } as any);
+    expect(user.user.oauthProviders.map((p: any) => p.providerId)).toEqual(created.providerIds);
+    const again: any = await ts.sdk.createOauthProviders({ organizationId: sub.id, userId: sub.userId, oauthProviders: [{ providerName: 'dup', oidcToken: await issuer.token({ sub: subject }) }] } as any);
+    expect(again.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+    expect(again.activity.failure.message).toMatch(/already linked/);
+    // V2 may give the claims instead of a token.
+    const byClaims: any = await ts.sdk.createOauthProviders({ organizationId: sub.id, userId: sub.userId, oauthProviders: [{ providerName: 'apple', oidcClaims: { iss: 'https://appleid.apple.com', sub: 'x1', aud: 'com.example' } }] } as any);
+    expect(byClaims.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const deleted: any = await ts.sdk.deleteOauthProviders({ organizationId: sub.id, userId: sub.userId, providerIds: created.providerIds } as any);
+    expect(deleted.providerIds).toEqual(created.providerIds);
+    const after: any = await ts.sdk.getOauthProviders({ organizationId: sub.id, userId: sub.userId } as any);
+    expect(after.oauthProviders.map((p: any) => p.providerName)).toEqual(['apple']);
+  });
+
+  it('oauth_login registers the client\'s key and returns a session JWT that @turnkey/crypto verifies with the published key', async () => {
+    const subject = uniqueName('s');
+    const sub = await subOrg({ subject });
+    const sk = p256.utils.randomSecretKey();
+    const publicKey = bytesToHex(p256.getPublicKey(sk, true));
+    const r: any = await ts.sdk.oauthLogin({ organizationId: sub.id, oidcToken: await issuer.token({ sub: subject, nonce: nonce(publicKey) }), publicKey, expirationSeconds: '600' } as any);
+    expect(r.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const signer = ts.server.bootstrap.sessionSignerPublicKey!;
+    expect(signer).toMatch(/^04[0-9a-f]{128}$/);
+    expect(await verifySessionJwtSignature(r.session, signer)).toBe(true);
+    expect(await verifySessionJwtSignature(r.session.replace(/\.[^.]+\./, (m: string) => m.slice(0, -2) + 'A.'), signer)).toBe(false);
+    const [, payload] = r.session.split('.');
+    const claims = JSON.parse(atob(payload)); // as @turnkey/core parseSession reads it
+    expect(claims).toMatchObject({ public_key: publicKey, session_type: 'SESSION_TYPE_READ_WRITE', user_id: sub.userId, organization_id: sub.id });
+    expect(claims.exp).toBeGreaterThan(Date.now() / 1000 + 590);
+    const who = await whoamiAs({ publicKey, privateKey: bytesToHex(sk) }, sub.id);
+    expect(who.userId).toBe(sub.userId);
+  });
+
+  it('stamp_login gives the stamping user a session for a new key', async () => {
+    const sk = p256.utils.randomSecretKey();
+    const publicKey = bytesToHex(p256.getPublicKey(sk, false));
+    const r: any = await ts.sdk.stampLogin({ publicKey } as any);
+    expect(r.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(await verifySessionJwtSignature(r.session, ts.server.bootstrap.sessionSignerPublicKey!)).toBe(true);
+    const claims = JSON.parse(atob(r.session.split('.')[1]));
+    expect(claims).toMatchObject({ user_id: ts.rootUserId, organization_id: ts.orgId, public_key: bytesToHex(p256.getPublicKey(sk, true)) });
+    expect((await whoamiAs({ publicKey: claims.public_key, privateKey: bytesToHex(sk) }, ts.orgId)).userId).toBe(ts.rootUserId);
+  });
+});
+
+describe('e-mail', () => {
+  it('email_auth mails the credential bundle inside the magic link; the reply holds no secret', async () => {
+    const sub = await subOrg();
+    const target = generateP256KeyPair();
+    const r: any = await ts.sdk.emailAuth({
+      organizationId: sub.id, email: sub.email.toUpperCase(), targetPublicKey: target.publicKeyUncompressed,
+      emailCustomization: { appName: 'Example Wallet', magicLinkTemplate: 'https://wallet.example/auth?bundle=%s' },
+    } as any);
+    expect(r.activity.status, JSON.stringify(r.activity.failure)).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(r.userId).toBe(sub.userId);
+    expect(Object.keys(r).sort()).toEqual(['activity', 'apiKeyId', 'userId']);
+    const mail = await nextMail(sub.email);
+    expect(mail.subject).toBe('Log in to Example Wallet');
+    expect(mail.from?.value[0]).toMatchObject({ name: 'Example Wallet', address: 'login@wallet.example' });
+    const link = /https:\/\/wallet\.example\/auth\?bundle=([1-9A-HJ-NP-Za-km-z]+)/.exec(mail.text ?? '');
+    expect(link, mail.text).not.toBeNull();
+    const key = openBundle(link![1]!, target.privateKey);
+    expect((await whoamiAs(key, sub.id)).userId).toBe(sub.userId);
+    // The bundle is nowhere in the activity.
+    const act: any = await ts.sdk.getActivity({ organizationId: sub.id, activityId: r.activity.id } as any);
+    expect(JSON.stringify(act)).not.toContain(link![1]);
+  });
+
+  it('init_otp_auth mails a code; otp_auth with it gives a key; wrong codes are counted and use the code up', async () => {
+    const sub = await subOrg();
+    const init: any = await ts.sdk.initOtpAuth({ organizationId: sub.id, otpType: 'OTP_TYPE_EMAIL', contact: sub.email, appName: 'Example Wallet' } as any);
+    expect(init.activity.status, JSON.stringify(init.activity.failure)).toBe('ACTIVITY_STATUS_COMPLETED');
+    const mail = await nextMail(sub.email);
+    const code = /code is ([0-9A-Z]{9})\b/.exec(mail.text ?? '')![1]!;
+    expect(code).toMatch(/^[0-9ABCDEFGHJKMNPQRSTVWXYZ]{9}$/);
+    const target = generateP256KeyPair();
+    const wrong: any = await ts.sdk.otpAuth({ organizationId: sub.id, otpId: init.otpId, otpCode: code === '000000000' ? '111111111' : '000000000', targetPublicKey: target.publicKeyUncompressed } as any);
+    expect(wrong.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+    expect(wrong.activity.failure.message).toBe('wrong one-time code');
+    const ok: any = await ts.sdk.otpAuth({ organizationId: sub.id, otpId: init.otpId, otpCode: code.toLowerCase(), targetPublicKey: target.publicKeyUncompressed } as any);
+    expect(ok.activity.status, JSON.stringify(ok.activity.failure)).toBe('ACTIVITY_STATUS_COMPLETED');
+    const key = openBundle(ok.credentialBundle, target.privateKey);
+    expect((await whoamiAs(key, sub.id)).userId).toBe(sub.userId);
+    // Used once: the same code again finds nothing.
+    const reuse: any = await ts.sdk.otpAuth({ organizationId: sub.id, otpId: init.otpId, otpCode: code, targetPublicKey: target.publicKeyUncompressed } as any);
+    expect(reuse.activity.failure.message).toMatch(/no such one-time code/);
+
+    // Three wrong codes: used up, even the right one then fails.
+    const second: any = await ts.sdk.initOtpAuth({ organizationId: sub.id, otpType: 'OTP_TYPE_EMAIL', contact: sub.email, appName: 'W', otpLength: 6, alphanumeric: false } as any);
+    const code2 = /code is (\d{6})\b/.exec((await nextMail(sub.email)).text ?? '')![1]!;
+    const bad = code2 === '999999' ? '888888' : '999999';
+    for (let i = 0; i < 3; i++) {
+      const r: any = await ts.sdk.otpAuth({ organizationId: sub.id, otpId: second.otpId, otpCode: bad, targetPublicKey: target.publicKeyUncompressed } as any);
+      expect(r.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+    }
+    const late: any = await ts.sdk.otpAuth({ organizationId: sub.id, otpId: second.otpId, otpCode: code2, targetPublicKey: target.publicKeyUncompressed } as any);
+    expect(late.activity.failure.message).toMatch(/no such one-time code/);
+  });
+
+  it('init_user_email_recovery mails a recovery key that can only run recover_user, which adds a passkey and retires the key', async () => {
+    const sub = await subOrg();
+    const target = generateP256KeyPair();
+    const init: any = await ts.sdk.initUserEmailRecovery({ organizationId: sub.id, email: sub.email, targetPublicKey: target.publicKeyUncompressed, emailCustomization: { appName: 'Example Wallet' } } as any);
+    expect(init.activity.status, JSON.stringify(init.activity.failure)).toBe('ACTIVITY_STATUS_COMPLETED');
+    const mail = await nextMail(sub.email);
+    expect(mail.subject).toBe('Recover your Example Wallet account');
+    const bundle = /\n([1-9A-HJ-NP-Za-km-z]{100,})\n/.exec(mail.text ?? '')![1]!;
+    const key = openBundle(bundle, target.privateKey);
+    const asRecovery = sdkClient(ts.url, key, sub.id);
+    const refused = await asRecovery.createWallet({ walletName: 'x', accounts: [] } as any).then(() => undefined, (e: Error) => e);
+    expect(String(refused)).toMatch(/recovery credential/);
+    const passkey = new SoftPasskey();
+    const r: any = await asRecovery.recoverUser({ userId: sub.userId, authenticator: passkey.params() } as any);
+    expect(r.activity.status, JSON.stringify(r.activity.failure)).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(r.authenticatorId).toHaveLength(1);
+    const who: any = await passkey.client(ts.url).getWhoami({ organizationId: sub.id });
+    expect(who.userId).toBe(sub.userId);
+    const stale = await ts.raw('/public/v1/query/whoami', JSON.stringify({ organizationId: sub.id }), { key });
+    expect(stale.status).toBe(401);
+  });
+
+  it('refuses an unknown address, SMS codes, and a caller that is not a root user', async () => {
+    const sub = await subOrg();
+    const target = generateP256KeyPair();
+    const nobody: any = await ts.sdk.emailAuth({ organizationId: sub.id, email: 'nobody@example.com', targetPublicKey: target.publicKeyUncompressed, emailCustomization: { appName: 'W' } } as any);
+    expect(nobody.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+    const sms = await ts.raw('/public/v1/submit/init_otp_auth', JSON.stringify({
+      type: 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3', timestampMs: String(Date.now()), organizationId: sub.id,
+      parameters: { otpType: 'OTP_TYPE_SMS', contact: '+15555550100', appName: 'W' },
+    }));
+    expect(sms.status).toBe(400);
+    expect(sms.json.message).toMatch(/no text messages/);
+    const v3 = await ts.raw('/public/v1/submit/email_auth', JSON.stringify({
+      type: 'ACTIVITY_TYPE_EMAIL_AUTH_V3', timestampMs: String(Date.now()), organizationId: sub.id,
+      parameters: { email: sub.email, targetPublicKey: target.publicKeyUncompressed },
+    }));
+    expect(v3.status).toBe(400);
+    expect(v3.json.details.flatMap((d: any) => d.fieldViolations ?? []).map((f: any) => f.field)).toContain('emailCustomization.appName');
+    // A user of the parent organization that is not root may not run the flows for its sub-organizations.
+    const member = p256.utils.randomSecretKey();
+    const memberKey = { publicKey: bytesToHex(p256.getPublicKey(member, true)), privateKey: bytesToHex(member) };
+    const created: any = await ts.sdk.createUsers({ users: [{ userName: uniqueName('m'), userEmail: 'm@example.com', userTags: [], authenticators: [], oauthProviders: [], apiKeys: [{ apiKeyName: 'm', publicKey: memberKey.publicKey, curveType: 'API_KEY_CURVE_P256' }] }] } as any);
+    expect(created.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const denied = await sdkClient(ts.url, memberKey, ts.orgId).emailAuth({ email: sub.email, targetPublicKey: target.publicKeyUncompressed, emailCustomization: { appName: 'W' } } as any)
+      .then(() => undefined, (e: Error) => e);
+    expect(String(denied)).toMatch(/only a root user/);
+  });
+});
+
+describe('without SMTP_URL', () => {
+  it('the e-mail flows are refused and nothing is stored', async () => {
+    const plain = await startTestServer();
+    try {
+      const target = generateP256KeyPair();
+      const res = await plain.raw('/public/v1/submit/email_auth', JSON.stringify({
+        type: 'ACTIVITY_TYPE_EMAIL_AUTH_V3', timestampMs: String(Date.now()), organizationId: plain.orgId,
+        parameters: { email: 'a@example.com', targetPublicKey: target.publicKeyUncompressed, emailCustomization: { appName: 'W' } },
+      }));
+      expect(res.status).toBe(400);
+      expect(res.json.message).toMatch(/SMTP_URL/);
+      expect((await plain.sdk.getActivities({} as any) as any).activities).toHaveLength(0);
+    } finally {
+      await plain.stop();
+    }
+  });
+});
