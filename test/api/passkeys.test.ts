@@ -4,13 +4,9 @@
 // requests go through @turnkey/http's TurnkeyClient with a stamper of that authenticator.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { sha256 } from '@noble/hashes/sha2.js';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { isoCBOR } from '@simplewebauthn/server/helpers';
-import { TurnkeyClient } from '@turnkey/http';
 import { startTestServer, submitBody, uniqueName, type TestServer } from '../server/harness.js';
 import { SoftPasskey, b64u, enc } from '../server/softPasskey.js';
 

@@ -26,10 +26,9 @@ import type { UserRow } from '../../storage/types.js';
 import { keysFor, type ExecContext, type SubmitOperation } from '../types.js';
 import { EMAIL, MAX_NAME, Validator, type Obj } from '../validate.js';
 import { readTargetPublicKey } from './keyParams.js';
-import { requireAuthFlowCaller } from './oauth.js';
+import { readLoginCommon, requireAuthFlowCaller, type LoginCommon } from './oauth.js';
 
 const DEFAULT_KEY_SECONDS = '900';
-const MAX_KEY_SECONDS = 7 * 86400;
 const DEFAULT_OTP_SECONDS = 300;
 const MAX_OTP_SECONDS = 600;
 const MAX_OTP_ATTEMPTS = 3;
@@ -91,8 +90,8 @@ function sendBundle(ctx: ExecContext, to: string, bundle: string, c: Customizati
 
 // ---- email_auth ----------------------------------------------------------------------------
 
-interface EmailAuth {
-  email: string; targetPublicKey: string; apiKeyName?: string; expirationSeconds?: string; invalidateExisting?: boolean;
+interface EmailAuth extends LoginCommon {
+  email: string; targetPublicKey: string;
   emailCustomization: Customization; sender: Sender;
 }
 
@@ -109,18 +108,11 @@ export const emailAuth: SubmitOperation<EmailAuth, { userId: string; apiKeyId: s
     const v = new Validator();
     const email = readEmail(v, params);
     const targetPublicKey = readTargetPublicKey(v, params);
-    const apiKeyName = v.string(params, 'apiKeyName', 'apiKeyName', { max: MAX_NAME }) || undefined;
-    const expirationSeconds = v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 1, max: MAX_KEY_SECONDS });
-    const invalidateExisting = v.boolean(params, 'invalidateExisting', 'invalidateExisting');
+    const common = readLoginCommon(v, params, true);
     const emailCustomization = readCustomization(v, params, type === 'ACTIVITY_TYPE_EMAIL_AUTH_V3');
     const sender = readSender(v, params);
     v.done();
-    return {
-      email: email!, targetPublicKey: targetPublicKey!, emailCustomization, sender,
-      ...(apiKeyName !== undefined ? { apiKeyName } : {}),
-      ...(expirationSeconds !== undefined ? { expirationSeconds } : {}),
-      ...(invalidateExisting !== undefined ? { invalidateExisting } : {}),
-    };
+    return { email: email!, targetPublicKey: targetPublicKey!, emailCustomization, sender, ...common };
   },
   authorize(p, _intent, store) { requireAuthFlowCaller(p, 'send e-mail authentication'); requireMail(store); },
   execute(ctx, intent) {
@@ -212,7 +204,7 @@ export const initOtpAuth: SubmitOperation<InitOtp, { otpId: string }> = {
   },
 };
 
-interface OtpAuth { otpId: string; otpCode: string; targetPublicKey: string; apiKeyName?: string; expirationSeconds?: string; invalidateExisting?: boolean }
+interface OtpAuth extends LoginCommon { otpId: string; otpCode: string; targetPublicKey: string }
 
 export const otpAuth: SubmitOperation<OtpAuth, { userId: string; apiKeyId: string; credentialBundle: string }> = {
   kind: 'submit',
@@ -224,16 +216,9 @@ export const otpAuth: SubmitOperation<OtpAuth, { userId: string; apiKeyId: strin
     const otpId = v.string(params, 'otpId', 'otpId', { required: true, nonEmpty: true, max: 100 });
     const otpCode = v.string(params, 'otpCode', 'otpCode', { required: true, nonEmpty: true, max: 32 });
     const targetPublicKey = readTargetPublicKey(v, params);
-    const apiKeyName = v.string(params, 'apiKeyName', 'apiKeyName', { max: MAX_NAME }) || undefined;
-    const expirationSeconds = v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 1, max: MAX_KEY_SECONDS });
-    const invalidateExisting = v.boolean(params, 'invalidateExisting', 'invalidateExisting');
+    const common = readLoginCommon(v, params, true);
     v.done();
-    return {
-      otpId: otpId!, otpCode: otpCode!, targetPublicKey: targetPublicKey!,
-      ...(apiKeyName !== undefined ? { apiKeyName } : {}),
-      ...(expirationSeconds !== undefined ? { expirationSeconds } : {}),
-      ...(invalidateExisting !== undefined ? { invalidateExisting } : {}),
-    };
+    return { otpId: otpId!, otpCode: otpCode!, targetPublicKey: targetPublicKey!, ...common };
   },
   authorize(p) { requireAuthFlowCaller(p, 'check one-time codes'); },
   execute(ctx, intent) {
@@ -279,7 +264,7 @@ export const initUserEmailRecovery: SubmitOperation<InitRecovery, { userId: stri
     const v = new Validator();
     const email = readEmail(v, params);
     const targetPublicKey = readTargetPublicKey(v, params);
-    const expirationSeconds = v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 1, max: MAX_KEY_SECONDS });
+    const expirationSeconds = v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 1, max: 365 * 86400 });
     const emailCustomization = readCustomization(v, params, type === 'ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2');
     const sender = readSender(v, params);
     v.done();

@@ -108,9 +108,10 @@ function userOfIdentity(ctx: ExecContext, id: OidcIdentity) {
   return requireUser(ctx.store, ctx.organization.id, p.userId);
 }
 
-interface LoginCommon { apiKeyName?: string; expirationSeconds?: string; invalidateExisting?: boolean }
+/** What every flow that issues a key reads: apiKeyName (when the type has it), expirationSeconds, invalidateExisting. */
+export interface LoginCommon { apiKeyName?: string; expirationSeconds?: string; invalidateExisting?: boolean }
 
-function readLoginCommon(v: Validator, params: Obj, withName: boolean): LoginCommon {
+export function readLoginCommon(v: Validator, params: Obj, withName: boolean): LoginCommon {
   const apiKeyName = withName ? v.string(params, 'apiKeyName', 'apiKeyName', { max: MAX_NAME }) || undefined : undefined;
   const expirationSeconds = v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 1, max: MAX_SECONDS });
   const invalidateExisting = v.boolean(params, 'invalidateExisting', 'invalidateExisting');

@@ -8,12 +8,13 @@ import { requireSelfOrRoot } from '../../domain/principal.js';
 import { requireUser } from '../../domain/apiKeys.js';
 import { CREDENTIAL, issueBundledKey } from '../../auth/services.js';
 import { keysFor, type SubmitOperation } from '../types.js';
-import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { Validator, type Obj } from '../validate.js';
 import { readTargetPublicKey } from './keyParams.js';
+import { readLoginCommon, type LoginCommon } from './oauth.js';
 
 const DEFAULT_SESSION_SECONDS = 900;
 
-interface CreateSession { targetPublicKey: string; userId?: string; apiKeyName?: string; expirationSeconds?: string; invalidateExisting?: boolean }
+interface CreateSession extends LoginCommon { targetPublicKey: string; userId?: string }
 
 interface SessionResult {
   organizationId: string; organizationName: string; userId: string; username: string; apiKeyId: string; credentialBundle: string;
@@ -27,17 +28,9 @@ export const createReadWriteSession: SubmitOperation<CreateSession, SessionResul
     const v = new Validator();
     const targetPublicKey = readTargetPublicKey(v, params);
     const userId = v.string(params, 'userId', 'userId', { max: 100 }) || undefined;
-    const apiKeyName = v.string(params, 'apiKeyName', 'apiKeyName', { max: MAX_NAME }) || undefined;
-    const expirationSeconds = v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 1, max: 365 * 86400 });
-    const invalidateExisting = v.boolean(params, 'invalidateExisting', 'invalidateExisting');
+    const common = readLoginCommon(v, params, true);
     v.done();
-    return {
-      targetPublicKey: targetPublicKey!,
-      ...(userId !== undefined ? { userId } : {}),
-      ...(apiKeyName !== undefined ? { apiKeyName } : {}),
-      ...(expirationSeconds !== undefined ? { expirationSeconds } : {}),
-      ...(invalidateExisting !== undefined ? { invalidateExisting } : {}),
-    };
+    return { targetPublicKey: targetPublicKey!, ...(userId !== undefined ? { userId } : {}), ...common };
   },
   authorize(p, intent) { requireSelfOrRoot(p, intent.userId ?? p.user.id, 'create a read-write session'); },
   execute(ctx, intent) {
