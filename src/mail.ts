@@ -41,13 +41,19 @@ export function enqueueMail(store: Store, organizationId: string, message: MailM
 export class Mailer {
   readonly #transport: Transporter;
 
-  constructor(private readonly vault: Vault, smtpUrl: string, private readonly from: string) {
-    this.#transport = nodemailer.createTransport(smtpUrl);
+  /** `timeoutMs`: for connecting, the greeting and each reply (WEBHOOK_TIMEOUT_MS, as for webhooks). */
+  constructor(private readonly vault: Vault, smtpUrl: string, private readonly from: string, timeoutMs: number) {
+    this.#transport = nodemailer.createTransport({ url: smtpUrl, connectionTimeout: timeoutMs, greetingTimeout: timeoutMs, socketTimeout: timeoutMs });
   }
 
   /** Sends a queued message: delivered, retry (connection trouble, 4xx replies) or refused (5xx). */
   async send(row: WebhookDeliveryRow): Promise<Outcome> {
-    const m = JSON.parse(this.vault.openText(new Uint8Array(Buffer.from(row.body, 'base64')), mailContext(row))) as MailMessage;
+    let m: MailMessage;
+    try {
+      m = JSON.parse(this.vault.openText(new Uint8Array(Buffer.from(row.body, 'base64')), mailContext(row))) as MailMessage;
+    } catch {
+      return { kind: 'refused', reason: 'the queued message cannot be opened with this master key' };
+    }
     const address = /<([^>]+)>/.exec(this.from)?.[1] ?? this.from;
     try {
       const info = await this.#transport.sendMail({
