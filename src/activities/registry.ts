@@ -10,17 +10,18 @@ import {
 } from './handlers/tags.js';
 import { removeOrganizationFeature, setOrganizationFeature } from './handlers/features.js';
 import { KEY_QUERIES, KEY_SUBMITS } from './handlers/keyOperations.js';
-import { createSubOrganization, deleteSubOrganization, listSubOrgs } from './handlers/subOrganizations.js';
+import { createSubOrganization, deleteSubOrganization, listSubOrgs, listVerifiedSubOrgs } from './handlers/subOrganizations.js';
 import { createReadWriteSession } from './handlers/sessions.js';
 import { createOauthProviders, deleteOauthProviders, getOauthProviders, oauth, oauthLogin, stampLogin } from './handlers/oauth.js';
 import { emailAuth, initOtpAuth, initUserEmailRecovery, otpAuth, recoverUser } from './handlers/emailAuth.js';
+import { initOtp, otpLogin, verifyOtp } from './handlers/otp.js';
 import { createAuthenticators, deleteAuthenticators, getAuthenticator, getAuthenticators } from './handlers/authenticators.js';
 import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookEndpoints, updateWebhookEndpoint } from './handlers/webhookEndpoints.js';
 
 const QUERIES: QueryOperation<any>[] = [
   getActivity, listActivities, whoami, getOrganization, getOrganizationConfigs,
   listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags, listSubOrgs, listWebhookEndpoints, getAuthenticator, getAuthenticators,
-  getOauthProviders,
+  getOauthProviders, listVerifiedSubOrgs,
   ...KEY_QUERIES,
 ];
 const SUBMITS: SubmitOperation<any, any>[] = [
@@ -32,7 +33,7 @@ const SUBMITS: SubmitOperation<any, any>[] = [
   createWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint,
   createReadWriteSession, updateRootQuorum, updateOrganizationName, createAuthenticators, deleteAuthenticators,
   createOauthProviders, deleteOauthProviders, oauth, oauthLogin, stampLogin,
-  emailAuth, initOtpAuth, otpAuth, initUserEmailRecovery, recoverUser,
+  emailAuth, initOtpAuth, otpAuth, initUserEmailRecovery, recoverUser, initOtp, verifyOtp, otpLogin,
   ...KEY_SUBMITS,
 ];
 

@@ -169,10 +169,13 @@ export interface ImportTarget {
   targetPublicKey: Uint8Array;
 }
 
-/** init_import_wallet / init_import_private_key: fresh target key + signed {targetPublic, organizationId, userId}. */
+/**
+ * init_import_wallet / init_import_private_key: fresh target key + signed {targetPublic,
+ * organizationId, userId}; init_otp's otpEncryptionTargetBundle has the same form without userId.
+ */
 export function createImportBundle(p: {
   organizationId: string;
-  userId: string;
+  userId?: string;
   signerPrivateKey: Uint8Array;
   /** for tests / re-signing: an existing target private key */
   targetPrivateKey?: Uint8Array;
@@ -183,7 +186,7 @@ export function createImportBundle(p: {
   const payload = JSON.stringify({
     targetPublic: bytesToHex(kp.publicKey),
     organizationId: p.organizationId,
-    userId: p.userId,
+    ...(p.userId !== undefined ? { userId: p.userId } : {}),
   });
   return { importBundle: signEnvelope(payload, p.signerPrivateKey), targetPrivateKey: kp.privateKey, targetPublicKey: kp.publicKey };
 }

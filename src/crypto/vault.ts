@@ -15,7 +15,7 @@ import { addressFromPublicKey } from './addresses.js';
 import type { RawPayloadRequest, RawSignature } from './payload.js';
 import { runSignJob, type SignJob, type SignJobResult } from './signjob.js';
 import { SignPool, type StampCheck } from './signpool.js';
-import { createCredentialBundle, createExportBundle, createImportBundle, openImportedPrivateKey, openImportedWallet, signerPublicKeyHex } from './bundles.js';
+import { createCredentialBundle, createExportBundle, createImportBundle, openEncryptedBundle, openImportedPrivateKey, openImportedWallet, signerPublicKeyHex } from './bundles.js';
 
 export const SIGNER_CONTEXT: AtRestContext = { kind: 'bundle_signer', organizationId: '', recordId: 'bundle-signer' };
 export const WEBHOOK_SIGNER_CONTEXT: AtRestContext = { kind: 'webhook_signer', organizationId: '', recordId: 'webhook-signer' };
@@ -141,6 +141,27 @@ export class Vault {
   signSessionJwt(signingInput: string): Uint8Array {
     const digest = sha256(sha256(utf8(signingInput)));
     return this.#withServerKey('sessionSigner', (sk) => signDigest('p256', digest, sk).signature);
+  }
+
+  /**
+   * 64-byte r‖s (low-s) by the bundle signer over SHA-256(signingInput): a standard ES256 JWT
+   * signature (verify_otp's verification tokens; @turnkey/crypto verifyOtpVerificationToken).
+   */
+  signVerificationToken(signingInput: string): Uint8Array {
+    const digest = sha256(utf8(signingInput));
+    return this.#withSigner((sk) => signDigest('p256', digest, sk).signature);
+  }
+
+  /** verify_otp's encryptedOtpBundle, opened with init_otp's sealed target key: the JSON text inside. */
+  openOtpBundle(sealedTarget: Uint8Array, targetCtx: AtRestContext, encryptedOtpBundle: string): string {
+    const pt = this.#with(sealedTarget, targetCtx, (tk) => openEncryptedBundle(encryptedOtpBundle, tk, 'encryptedOtpBundle'));
+    try {
+      return dec.decode(pt);
+    } catch {
+      throw new CryptoError('INVALID_BUNDLE', 'the encrypted OTP bundle does not hold UTF-8 text', 'encryptedOtpBundle');
+    } finally {
+      wipe(pt);
+    }
   }
 
   /** Opens a secret the server sealed for itself (mail in the outbox, one-time codes); UTF-8. */
@@ -290,9 +311,9 @@ export class Vault {
 
   // ---- import -------------------------------------------------------------------------------
 
-  /** init_import_*: a fresh target key (sealed under targetCtx) and the signed importBundle. */
-  initImport(targetCtx: AtRestContext, organizationId: string, userId: string): { sealed: Uint8Array; importBundle: string } {
-    const t = this.#withSigner((signer) => createImportBundle({ organizationId, userId, signerPrivateKey: signer }));
+  /** init_import_* (and init_otp, without userId): a fresh target key (sealed under targetCtx) and the signed bundle. */
+  initImport(targetCtx: AtRestContext, organizationId: string, userId?: string): { sealed: Uint8Array; importBundle: string } {
+    const t = this.#withSigner((signer) => createImportBundle({ organizationId, ...(userId !== undefined ? { userId } : {}), signerPrivateKey: signer }));
     try {
       return { sealed: this.seal(t.targetPrivateKey, targetCtx), importBundle: t.importBundle };
     } finally {

@@ -195,10 +195,12 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: `ALTER TABLE wallet_accounts ADD COLUMN exported INTEGER NOT NULL DEFAULT 0;`,
   },
   {
-    // OAuth providers (OIDC identities linked to users: oauth, oauth_login) and the one-time codes
-    // of init_otp_auth / otp_auth (sealed; attempts counted).
+    // OAuth providers (OIDC identities linked to users: oauth, oauth_login); the one-time codes of
+    // init_otp_auth / init_otp (sealed, with init_otp's sealed encryption target; attempts
+    // counted); e-mail addresses proven by a code (list_verified_suborgs); verify_otp's tokens
+    // (each usable once).
     version: 16,
-    name: 'oauth providers and one-time codes',
+    name: 'oauth providers, one-time codes, verified contacts',
     sql: `
       CREATE TABLE oauth_providers (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -217,16 +219,32 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE TABLE otps (
         id TEXT PRIMARY KEY,
         organization_id TEXT NOT NULL REFERENCES organizations(id),
-        user_id TEXT NOT NULL REFERENCES users(id),
+        user_id TEXT,
         otp_type TEXT NOT NULL,
         contact TEXT NOT NULL,
         sealed_code BLOB NOT NULL,
+        sealed_target BLOB,
         attempts INTEGER NOT NULL,
         expires_ms INTEGER NOT NULL,
         created_ms INTEGER NOT NULL
       );
       CREATE INDEX otps_user ON otps(organization_id, user_id);
       CREATE INDEX otps_expiry ON otps(expires_ms);
+      CREATE TABLE verified_contacts (
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        user_id TEXT NOT NULL REFERENCES users(id),
+        contact_type TEXT NOT NULL,
+        contact TEXT NOT NULL,
+        verified_ms INTEGER NOT NULL,
+        PRIMARY KEY (user_id, contact_type)
+      );
+      CREATE INDEX verified_contacts_org ON verified_contacts(organization_id);
+      CREATE TABLE verification_tokens (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL,
+        expires_ms INTEGER NOT NULL,
+        used_ms INTEGER
+      );
     `,
   },
 ];

@@ -43,8 +43,9 @@ const oauthProviderFrom = (r: Row): OauthProviderRow => ({
   createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
 });
 const otpFrom = (r: Row): OtpRow => ({
-  id: r.id as string, organizationId: r.organization_id as string, userId: r.user_id as string, otpType: r.otp_type as string,
-  contact: r.contact as string, sealedCode: new Uint8Array(r.sealed_code as Buffer), attempts: r.attempts as number,
+  id: r.id as string, organizationId: r.organization_id as string, userId: (r.user_id as string | null) ?? null, otpType: r.otp_type as string,
+  contact: r.contact as string, sealedCode: new Uint8Array(r.sealed_code as Buffer),
+  sealedTarget: r.sealed_target === null ? null : new Uint8Array(r.sealed_target as Buffer), attempts: r.attempts as number,
   expiresMs: r.expires_ms as number, createdMs: r.created_ms as number,
 });
 const endpointFrom = (r: Row): WebhookEndpointRow => ({
@@ -137,7 +138,12 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     oapDelete: q('DELETE FROM oauth_providers WHERE organization_id = ? AND id = ?'),
 
     otpGet: q('SELECT * FROM otps WHERE organization_id = ? AND id = ?'),
-    otpInsert: q('INSERT INTO otps (id, organization_id, user_id, otp_type, contact, sealed_code, attempts, expires_ms, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+    otpInsert: q('INSERT INTO otps (id, organization_id, user_id, otp_type, contact, sealed_code, sealed_target, attempts, expires_ms, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+    vcMark: q('INSERT INTO verified_contacts (organization_id, user_id, contact_type, contact, verified_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, contact_type) DO UPDATE SET contact = excluded.contact, verified_ms = excluded.verified_ms'),
+    vcDeleteByUser: q('DELETE FROM verified_contacts WHERE organization_id = ? AND user_id = ?'),
+    vtInsert: q('INSERT INTO verification_tokens (id, organization_id, expires_ms, used_ms) VALUES (?, ?, ?, NULL)'),
+    vtUse: q('UPDATE verification_tokens SET used_ms = ? WHERE id = ? AND used_ms IS NULL AND expires_ms > ?'),
+    vtPrune: q('DELETE FROM verification_tokens WHERE expires_ms < ?'),
     otpAttempts: q('UPDATE otps SET attempts = ? WHERE id = ?'),
     otpDelete: q('DELETE FROM otps WHERE id = ?'),
     otpDeleteByUser: q('DELETE FROM otps WHERE organization_id = ? AND user_id = ?'),
@@ -342,11 +348,18 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     },
     otps: {
       get: (org, id) => { const r = s.otpGet.get(org, id); return r ? otpFrom(r) : undefined; },
-      insert: (o) => { s.otpInsert.run(o.id, o.organizationId, o.userId, o.otpType, o.contact, o.sealedCode, o.attempts, o.expiresMs, o.createdMs); },
+      insert: (o) => { s.otpInsert.run(o.id, o.organizationId, o.userId, o.otpType, o.contact, o.sealedCode, o.sealedTarget, o.attempts, o.expiresMs, o.createdMs); },
       setAttempts: (id, n) => { s.otpAttempts.run(n, id); },
       delete: (id) => { s.otpDelete.run(id); },
-      deleteByUser: (org, user) => { s.otpDeleteByUser.run(org, user); },
+      deleteByUser: (org, user) => { s.otpDeleteByUser.run(org, user); s.vcDeleteByUser.run(org, user); },
       deleteExpired: (ms) => { s.otpDeleteExpired.run(ms); },
+    },
+    verifiedContacts: {
+      mark: (org, user, type, contact, ms) => { s.vcMark.run(org, user, type, contact, ms); },
+    },
+    verificationTokens: {
+      insert: (id, org, expiresMs) => { s.vtPrune.run(Date.now() - 86_400_000); s.vtInsert.run(id, org, expiresMs); },
+      use: (id, nowMs) => s.vtUse.run(nowMs, id, nowMs).changes > 0,
     },
     activities: {
       get: (org, id) => { const r = s.actGet.get(org, id); return r ? activityFrom(r) : undefined; },
@@ -366,6 +379,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     'DELETE FROM authenticators WHERE organization_id = ?',
     'DELETE FROM oauth_providers WHERE organization_id = ?',
     'DELETE FROM otps WHERE organization_id = ?',
+    'DELETE FROM verified_contacts WHERE organization_id = ?',
     'DELETE FROM users WHERE organization_id = ?',
     'DELETE FROM tags WHERE organization_id = ?',
     'DELETE FROM features WHERE organization_id = ?',
@@ -378,13 +392,17 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     'DELETE FROM organizations WHERE id = ?',
   ].map((sql) => db.prepare(sql));
 
-  const SUBORG_FILTER: Record<SubOrgFilter['type'], string> = {
+  const SUBORG_FILTER: Record<Exclude<SubOrgFilter['type'], 'OAUTH_IDENTITY'>, string> = {
     NAME: 'o.name = ?',
     USERNAME: 'EXISTS (SELECT 1 FROM users u WHERE u.organization_id = o.id AND u.name = ?)',
     EMAIL: 'EXISTS (SELECT 1 FROM users u WHERE u.organization_id = o.id AND lower(u.email) = lower(?))',
     PHONE_NUMBER: 'EXISTS (SELECT 1 FROM users u WHERE u.organization_id = o.id AND u.phone_number = ?)',
     PUBLIC_KEY: 'EXISTS (SELECT 1 FROM api_keys k WHERE k.organization_id = o.id AND k.public_key = lower(?))',
     CREDENTIAL_ID: 'EXISTS (SELECT 1 FROM authenticators p WHERE p.organization_id = o.id AND p.credential_id = ?)',
+    VERIFIED_EMAIL: `EXISTS (SELECT 1 FROM users u JOIN verified_contacts v ON v.user_id = u.id AND v.contact_type = 'EMAIL' AND lower(v.contact) = lower(u.email)
+      WHERE u.organization_id = o.id AND lower(u.email) = lower(?))`,
+    VERIFIED_PHONE_NUMBER: `EXISTS (SELECT 1 FROM users u JOIN verified_contacts v ON v.user_id = u.id AND v.contact_type = 'PHONE_NUMBER' AND v.contact = u.phone_number
+      WHERE u.organization_id = o.id AND u.phone_number = ?)`,
     WALLET_ACCOUNT_ADDRESS: 'EXISTS (SELECT 1 FROM wallet_accounts a WHERE a.organization_id = o.id AND a.address_key = ?)',
   };
   const subOrgCursor = q<{ created_ms: number; id: string }>('SELECT created_ms, id FROM organizations WHERE parent_id = ? AND id = ?');
@@ -393,7 +411,10 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
   function listSubOrgIds(parentId: string, filter: SubOrgFilter | undefined, page: { limit: number; beforeId?: string; afterId?: string }): string[] | undefined {
     const where = ['o.parent_id = ?'];
     const args: unknown[] = [parentId];
-    if (filter) {
+    if (filter?.type === 'OAUTH_IDENTITY') {
+      where.push('EXISTS (SELECT 1 FROM oauth_providers p WHERE p.organization_id = o.id AND p.issuer = ? AND p.subject = ? AND p.audience = ?)');
+      args.push(filter.issuer, filter.subject, filter.audience);
+    } else if (filter) {
       where.push(SUBORG_FILTER[filter.type]);
       args.push(filter.type === 'WALLET_ACCOUNT_ADDRESS' ? filter.addressKey : filter.value);
     }

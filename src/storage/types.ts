@@ -106,11 +106,13 @@ export interface ActivityListQuery {
 /**
  * What list_suborgs matches: the sub-organization's name, or one of its users (name, e-mail
  * compared without regard to case, phone number), an API key's public key, a passkey's credential
- * id (base64url, as stored), or a wallet account's address.
+ * id (base64url, as stored), or a wallet account's address; VERIFIED_*: a user whose current e-mail
+ * address / phone number is the value and was proven with a one-time code (list_verified_suborgs).
  */
 export type SubOrgFilter =
-  | { type: 'NAME' | 'USERNAME' | 'EMAIL' | 'PHONE_NUMBER' | 'PUBLIC_KEY' | 'CREDENTIAL_ID'; value: string }
-  | { type: 'WALLET_ACCOUNT_ADDRESS'; value: string; addressKey: string };
+  | { type: 'NAME' | 'USERNAME' | 'EMAIL' | 'PHONE_NUMBER' | 'PUBLIC_KEY' | 'CREDENTIAL_ID' | 'VERIFIED_EMAIL' | 'VERIFIED_PHONE_NUMBER'; value: string }
+  | { type: 'WALLET_ACCOUNT_ADDRESS'; value: string; addressKey: string }
+  | { type: 'OAUTH_IDENTITY'; issuer: string; audience: string; subject: string };
 
 export interface WebhookSubscription { eventType: string; filtersJson?: string; isActive: boolean }
 
@@ -154,16 +156,19 @@ export interface OauthProviderRow {
   updatedMs: number;
 }
 
-/** A one-time code sent by init_otp_auth, until otp_auth uses it, it expires or runs out of attempts. */
+/** A one-time code sent by init_otp_auth / init_otp, until it is used, expires or runs out of attempts. */
 export interface OtpRow {
   id: string;
   organizationId: string;
-  userId: string;
+  /** the user it was sent to (init_otp_auth); null for init_otp, which may precede the user (sign-up) */
+  userId: string | null;
   /** OTP_TYPE_EMAIL */
   otpType: string;
   contact: string;
   /** the code, sealed under the master key (kind "otp_code", this row's id) */
   sealedCode: Uint8Array;
+  /** init_otp: the private key the client encrypts the code to (otpEncryptionTargetBundle), sealed */
+  sealedTarget: Uint8Array | null;
   /** wrong codes tried so far */
   attempts: number;
   expiresMs: number;
@@ -301,6 +306,16 @@ export interface Store {
     /** Removes the codes of a user (deleted user) or those expired before nowMs. */
     deleteByUser(organizationId: string, userId: string): void;
     deleteExpired(nowMs: number): void;
+  };
+  /** Contacts a user proved to own (a one-time code), while they are still the user's. */
+  verifiedContacts: {
+    mark(organizationId: string, userId: string, type: 'EMAIL' | 'PHONE_NUMBER', contact: string, nowMs: number): void;
+  };
+  /** Ids of issued verification tokens (verify_otp), each usable once. */
+  verificationTokens: {
+    insert(id: string, organizationId: string, expiresMs: number): void;
+    /** Marks the token used; false when unknown, already used or expired. */
+    use(id: string, nowMs: number): boolean;
   };
   activities: {
     get(organizationId: string, id: string): ActivityRow | undefined;

@@ -12,7 +12,7 @@ import { SignJWT, exportJWK, generateKeyPair, type CryptoKey } from 'jose';
 import { p256 } from '@noble/curves/nist.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { decryptCredentialBundle, generateP256KeyPair, verifySessionJwtSignature } from '@turnkey/crypto';
+import { decryptCredentialBundle, encryptOtpCodeToBundle, generateP256KeyPair, verifyOtpVerificationToken, verifySessionJwtSignature } from '@turnkey/crypto';
 import { sdkClient, sleep, startTestServer, uniqueName, type ApiKeyPair, type TestServer } from '../server/harness.js';
 import { SoftPasskey } from '../server/softPasskey.js';
 
@@ -304,6 +304,95 @@ describe('e-mail', () => {
     const denied = await sdkClient(ts.url, memberKey, ts.orgId).emailAuth({ email: sub.email, targetPublicKey: target.publicKeyUncompressed, emailCustomization: { appName: 'W' } } as any)
       .then(() => undefined, (e: Error) => e);
     expect(String(denied)).toMatch(/only a root user/);
+  });
+});
+
+describe('one-time codes with a verification token: init_otp, verify_otp, otp_login, sign-up, list_verified_suborgs', () => {
+  const signer = () => ts.server.bootstrap.signerPublicKey!;
+  /** A client key pair (the one @turnkey/core binds to the token) and its r||s hex signatures. */
+  function clientKey() {
+    const sk = p256.utils.randomSecretKey();
+    const publicKey = bytesToHex(p256.getPublicKey(sk, true));
+    return { sk, publicKey, sign: (message: string) => bytesToHex(p256.sign(sha256(new TextEncoder().encode(message)), sk, { prehash: false })) };
+  }
+  /** init_otp in the parent organization, the code from the mail, verify_otp with the encrypted code. */
+  async function verifiedToken(email: string, key: ReturnType<typeof clientKey>) {
+    const init: any = await ts.sdk.initOtp({ otpType: 'OTP_TYPE_EMAIL', contact: email, appName: 'Example Wallet' } as any);
+    expect(init.activity.status, JSON.stringify(init.activity.failure)).toBe('ACTIVITY_STATUS_COMPLETED');
+    const code = /code is ([0-9A-Z]{9})\b/.exec((await nextMail(email)).text ?? '')![1]!;
+    const encryptedOtpBundle = await encryptOtpCodeToBundle(code, init.otpEncryptionTargetBundle, key.publicKey, signer());
+    const v: any = await ts.sdk.verifyOtp({ otpId: init.otpId, encryptedOtpBundle } as any);
+    expect(v.activity.status, JSON.stringify(v.activity.failure)).toBe('ACTIVITY_STATUS_COMPLETED');
+    return v.verificationToken as string;
+  }
+
+  it('signs a user up with a verified address and logs it in with a second code', async () => {
+    const email = `${uniqueName('signup')}@example.com`.toLowerCase();
+    const key = clientKey();
+    const token = await verifiedToken(email, key);
+    const claims: any = await verifyOtpVerificationToken(token, signer());
+    expect(claims).toMatchObject({ contact: email, organization_id: ts.orgId, public_key: key.publicKey, verification_type: 'OTP_TYPE_EMAIL' });
+    expect(Number(claims.exp)).toBeGreaterThan(Date.now());
+
+    const signup = (tok: string, name: string) => {
+      const message = JSON.stringify({ signupV2: { email }, tokenId: claims.id, type: 'USAGE_TYPE_SIGNUP' });
+      return ts.sdk.createSubOrganization({
+        subOrganizationName: name, rootQuorumThreshold: 1,
+        rootUsers: [{ userName: 'new user', userEmail: email, apiKeys: [], authenticators: [], oauthProviders: [] }],
+        verificationToken: tok, clientSignature: { publicKey: key.publicKey, scheme: 'CLIENT_SIGNATURE_SCHEME_API_P256', message, signature: key.sign(message) },
+      } as any) as Promise<any>;
+    };
+    const sub = await signup(token, uniqueName('signed-up'));
+    expect(sub.activity.status, JSON.stringify(sub.activity.failure)).toBe('ACTIVITY_STATUS_COMPLETED');
+    const verified: any = await ts.sdk.getVerifiedSubOrgIds({ filterType: 'EMAIL', filterValue: email.toUpperCase() } as any);
+    expect(verified.organizationIds).toEqual([sub.subOrganizationId]);
+    const again = await signup(token, uniqueName('again'));
+    expect(again.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+    expect(again.activity.failure.message).toMatch(/already used/);
+
+    // Log in: a new code, and the session key signed for by the token's key.
+    const token2 = await verifiedToken(email, key);
+    const id2 = (await verifyOtpVerificationToken(token2, signer()) as any).id;
+    const session = clientKey();
+    const login = (message: string, signature = key.sign(message)) => ts.sdk.otpLogin({
+      organizationId: sub.subOrganizationId, verificationToken: token2, publicKey: session.publicKey,
+      clientSignature: { publicKey: key.publicKey, scheme: 'CLIENT_SIGNATURE_SCHEME_API_P256', message, signature },
+    } as any) as Promise<any>;
+    const good = JSON.stringify({ login: { publicKey: session.publicKey }, tokenId: id2, type: 'USAGE_TYPE_LOGIN' });
+    // A signature that does not check out is refused (400) and spends nothing.
+    const forged = await login(good, clientKey().sign(good)).then(() => undefined, (e: Error) => e);
+    expect(String(forged)).toMatch(/Turnkey error 3: invalid client signature: the signature does not verify/);
+    const otherKey = await login(JSON.stringify({ login: { publicKey: clientKey().publicKey }, tokenId: id2, type: 'USAGE_TYPE_LOGIN' })).then(() => undefined, (e: Error) => e);
+    expect(String(otherKey)).toMatch(/login.publicKey/);
+    const r: any = await login(good);
+    expect(r.activity.status, JSON.stringify(r.activity.failure)).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(await verifySessionJwtSignature(r.session, ts.server.bootstrap.sessionSignerPublicKey!)).toBe(true);
+    const who = await whoamiAs({ publicKey: session.publicKey, privateKey: bytesToHex(session.sk) }, sub.subOrganizationId);
+    expect(who.userId).toBe(sub.rootUserIds[0]);
+    const replay: any = await login(good);
+    expect(replay.activity.failure.message).toMatch(/already used/);
+  });
+
+  it('refuses a wrong code and a bundle for another key; lists a sub-organization as verified once otp_auth proved the address', async () => {
+    const sub = await subOrg();
+    const none: any = await ts.sdk.getVerifiedSubOrgIds({ filterType: 'EMAIL', filterValue: sub.email } as any);
+    expect(none.organizationIds).toEqual([]);
+    const init: any = await ts.sdk.initOtp({ otpType: 'OTP_TYPE_EMAIL', contact: 'someone@example.com', appName: 'W' } as any);
+    await nextMail('someone@example.com');
+    const wrong = await encryptOtpCodeToBundle('WRONGCODE', init.otpEncryptionTargetBundle, clientKey().publicKey, signer());
+    const v: any = await ts.sdk.verifyOtp({ otpId: init.otpId, encryptedOtpBundle: wrong } as any);
+    expect(v.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+    expect(v.activity.failure.message).toBe('wrong one-time code');
+    // A code of init_otp_auth is not one of init_otp (and the reverse).
+    const authInit: any = await ts.sdk.initOtpAuth({ organizationId: sub.id, otpType: 'OTP_TYPE_EMAIL', contact: sub.email, appName: 'W' } as any);
+    const code = /code is ([0-9A-Z]{9})\b/.exec((await nextMail(sub.email)).text ?? '')![1]!;
+    const cross: any = await ts.sdk.verifyOtp({ organizationId: sub.id, otpId: authInit.otpId, encryptedOtpBundle: wrong } as any);
+    expect(cross.activity.failure.message).toMatch(/no such one-time code/);
+    const target = generateP256KeyPair();
+    const ok: any = await ts.sdk.otpAuth({ organizationId: sub.id, otpId: authInit.otpId, otpCode: code, targetPublicKey: target.publicKeyUncompressed } as any);
+    expect(ok.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const listed: any = await ts.sdk.getVerifiedSubOrgIds({ filterType: 'EMAIL', filterValue: sub.email } as any);
+    expect(listed.organizationIds).toEqual([sub.id]);
   });
 });
 

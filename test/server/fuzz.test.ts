@@ -19,10 +19,11 @@ beforeAll(async () => {
 afterAll(async () => { await ts?.stop(); });
 
 const QUERY_OPS = ['whoami', 'get_activity', 'list_activities', 'get_organization', 'get_organization_configs', 'list_users', 'get_user', 'get_api_key', 'get_api_keys', 'list_user_tags', 'list_private_key_tags',
-  'list_suborgs', 'list_webhook_endpoints', 'get_authenticator', 'get_authenticators', 'get_oauth_providers'];
+  'list_suborgs', 'list_webhook_endpoints', 'get_authenticator', 'get_authenticators', 'get_oauth_providers', 'list_verified_suborgs'];
 const SUBMIT_OPS = ['create_users', 'delete_users', 'update_user', 'create_api_keys', 'delete_api_keys', 'create_user_tag', 'update_user_tag', 'delete_user_tags', 'create_private_key_tag', 'update_private_key_tag', 'delete_private_key_tags', 'set_organization_feature', 'remove_organization_feature',
   'create_sub_organization', 'delete_sub_organization', 'create_webhook_endpoint', 'update_webhook_endpoint', 'delete_webhook_endpoint', 'create_read_write_session', 'update_root_quorum', 'create_authenticators', 'delete_authenticators', 'update_organization_name', 'delete_wallet_accounts',
-  'create_oauth_providers', 'delete_oauth_providers', 'oauth', 'oauth_login', 'stamp_login', 'email_auth', 'init_otp_auth', 'otp_auth', 'init_user_email_recovery', 'recover_user'];
+  'create_oauth_providers', 'delete_oauth_providers', 'oauth', 'oauth_login', 'stamp_login', 'email_auth', 'init_otp_auth', 'otp_auth', 'init_user_email_recovery', 'recover_user',
+  'init_otp', 'verify_otp', 'otp_login'];
 const PATHS = [...QUERY_OPS.map(QUERY), ...SUBMIT_OPS.map(SUBMIT)];
 
 /** The invariants every reply must satisfy. */
@@ -152,6 +153,7 @@ describe('fuzzing the request path', () => {
     oauth: 'ACTIVITY_TYPE_OAUTH', oauth_login: 'ACTIVITY_TYPE_OAUTH_LOGIN', stamp_login: 'ACTIVITY_TYPE_STAMP_LOGIN',
     email_auth: 'ACTIVITY_TYPE_EMAIL_AUTH_V3', init_otp_auth: 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3', otp_auth: 'ACTIVITY_TYPE_OTP_AUTH',
     init_user_email_recovery: 'ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2', recover_user: 'ACTIVITY_TYPE_RECOVER_USER',
+    init_otp: 'ACTIVITY_TYPE_INIT_OTP_V3', verify_otp: 'ACTIVITY_TYPE_VERIFY_OTP_V2', otp_login: 'ACTIVITY_TYPE_OTP_LOGIN_V2',
   };
   const FIELD_NAMES = ['users', 'userIds', 'userId', 'userName', 'userEmail', 'userPhoneNumber', 'userTagIds', 'userTags', 'apiKeys', 'apiKeyIds', 'apiKeyName',
     'publicKey', 'curveType', 'expirationSeconds', 'authenticators', 'oauthProviders', 'userTagName', 'userTagId', 'newUserTagName', 'addUserIds', 'removeUserIds',
@@ -162,7 +164,8 @@ describe('fuzzing the request path', () => {
     'targetPublicKey', 'invalidateExisting', 'filterType', 'filterValue', 'threshold',
     'authenticatorIds', 'authenticatorId', 'authenticatorName', 'challenge', 'attestation', 'credentialId', 'clientDataJson', 'attestationObject', 'transports', 'organizationName', 'walletAccountIds',
     'providerName', 'oidcToken', 'oidcClaims', 'iss', 'sub', 'aud', 'providerIds', 'email', 'emailCustomization', 'appName', 'magicLinkTemplate',
-    'otpType', 'contact', 'otpLength', 'alphanumeric', 'otpId', 'otpCode', 'authenticator'];
+    'otpType', 'contact', 'otpLength', 'alphanumeric', 'otpId', 'otpCode', 'authenticator',
+    'encryptedOtpBundle', 'verificationToken', 'clientSignature', 'scheme', 'message', 'signature'];
   const plausible = fc.oneof(
     fc.jsonValue({ maxDepth: 3 }),
     fc.constantFrom('FEATURE_NAME_WEBHOOK', 'FEATURE_NAME_EMAIL_AUTH', 'API_KEY_CURVE_P256', 'API_KEY_CURVE_ED25519', 'ACTIVITY_STATUS_COMPLETED', 'ACTIVITY_TYPE_CREATE_USER_TAG',

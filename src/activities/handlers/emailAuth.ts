@@ -14,7 +14,7 @@
  */
 import { randomInt, timingSafeEqual } from 'node:crypto';
 import { failedPrecondition, notFound, permissionDenied } from '../../errors.js';
-import { isRoot } from '../../domain/principal.js';
+import { isRoot, type Principal } from '../../domain/principal.js';
 import { requireUser } from '../../domain/apiKeys.js';
 import { readAuthenticatorParams, registerAuthenticators, type AuthenticatorParams } from '../../domain/authenticators.js';
 import { vaultOf } from '../../domain/keys.js';
@@ -22,7 +22,7 @@ import { utf8, wipe } from '../../crypto/bytes.js';
 import { CREDENTIAL, issueBundledKey, requireMail } from '../../auth/services.js';
 import { composeMail, enqueueMail } from '../../mail.js';
 import type { AtRestContext } from '../../crypto/atrest.js';
-import type { UserRow } from '../../storage/types.js';
+import type { OtpRow, Store, UserRow } from '../../storage/types.js';
 import { keysFor, type ExecContext, type SubmitOperation } from '../types.js';
 import { EMAIL, MAX_NAME, Validator, type Obj } from '../validate.js';
 import { readTargetPublicKey } from './keyParams.js';
@@ -63,7 +63,7 @@ function readEmail(v: Validator, params: Obj, key = 'email'): string | undefined
 }
 
 /** The organization's user with this e-mail address (FAILED activity when none). */
-function userByEmail(ctx: ExecContext, email: string): UserRow {
+export function userByEmail(ctx: ExecContext, email: string): UserRow {
   const want = email.toLowerCase();
   const u = ctx.store.users.list(ctx.organization.id).find((x) => x.email !== null && x.email.toLowerCase() === want);
   if (!u) throw notFound('no user of this organization has this e-mail address', 'USER_NOT_FOUND');
@@ -129,7 +129,7 @@ export const emailAuth: SubmitOperation<EmailAuth, { userId: string; apiKeyId: s
 
 // ---- one-time codes ------------------------------------------------------------------------
 
-interface InitOtp {
+export interface InitOtp {
   otpType: string; contact: string; appName?: string; otpLength: number; alphanumeric: boolean; expirationSeconds: string;
   emailCustomization: Customization; sender: Sender;
 }
@@ -143,6 +143,95 @@ function newCode(length: number, alphanumeric: boolean): string {
   return out;
 }
 
+/** The parameters of init_otp_auth and init_otp (`v3`: appName required, expirationSeconds; `v1`: no length or alphabet). */
+export function readInitOtp(params: Obj, opts: { v3: boolean; v1: boolean }): InitOtp {
+  const v = new Validator();
+  const otpType = v.string(params, 'otpType', 'otpType', { required: true, nonEmpty: true, max: 40 });
+  if (otpType !== undefined && otpType !== 'OTP_TYPE_EMAIL' && otpType !== 'OTP_TYPE_SMS') v.fail('otpType', 'must be OTP_TYPE_EMAIL or OTP_TYPE_SMS');
+  const contact = v.string(params, 'contact', 'contact', { required: true, nonEmpty: true, max: 320 });
+  if (otpType === 'OTP_TYPE_EMAIL' && contact !== undefined && !EMAIL.test(contact)) v.fail('contact', 'must be an e-mail address');
+  const appName = opts.v3 ? v.string(params, 'appName', 'appName', { required: true, nonEmpty: true, max: MAX_NAME }) : undefined;
+  const otpLength = opts.v1 || params.otpLength === undefined || params.otpLength === null ? undefined : v.int(params, 'otpLength', 'otpLength', 6, 9);
+  const alphanumeric = opts.v1 ? undefined : v.boolean(params, 'alphanumeric', 'alphanumeric');
+  const expiration = opts.v3 ? v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 30, max: MAX_OTP_SECONDS }) : undefined;
+  const emailCustomization = readCustomization(v, params, false);
+  const sender = readSender(v, params);
+  v.string(params, 'userIdentifier', 'userIdentifier', { max: 512 });
+  v.done();
+  return {
+    otpType: otpType!, contact: contact!, ...(appName ? { appName } : {}),
+    otpLength: otpLength ?? 9, alphanumeric: alphanumeric ?? true,
+    expirationSeconds: expiration ?? String(DEFAULT_OTP_SECONDS),
+    emailCustomization, sender,
+  };
+}
+
+/** Who may send codes, and only by e-mail. */
+export function authorizeInitOtp(p: Principal, intent: InitOtp, store: Store): void {
+  requireAuthFlowCaller(p, 'send one-time codes');
+  if (intent.otpType === 'OTP_TYPE_SMS') throw failedPrecondition('this server sends no text messages: use OTP_TYPE_EMAIL');
+  requireMail(store);
+}
+
+/**
+ * Makes, stores (sealed) and e-mails a code to `to`; `userId`: the user it is for (init_otp_auth),
+ * or null (init_otp); `sealedTarget`: init_otp's encryption target. Returns the code's id.
+ */
+export function sendOtp(ctx: ExecContext, intent: InitOtp, to: string, userId: string | null, sealTarget?: (id: string) => Uint8Array): string {
+  const { store, organization, nowMs } = ctx;
+  store.otps.deleteExpired(nowMs);
+  const id = ctx.newId();
+  const code = newCode(intent.otpLength, intent.alphanumeric);
+  store.otps.insert({
+    id, organizationId: organization.id, userId, otpType: intent.otpType, contact: to,
+    sealedCode: vaultOf(store).seal(utf8(code), otpContext(organization.id, id)), sealedTarget: sealTarget ? sealTarget(id) : null,
+    attempts: 0, expiresMs: nowMs + Number(intent.expirationSeconds) * 1000, createdMs: nowMs,
+  });
+  const app = intent.appName ?? intent.emailCustomization.appName ?? organization.name;
+  enqueueMail(store, organization.id, composeMail({
+    to,
+    subject: `Your ${app} code`,
+    paragraphs: [`Your ${app} code is ${code}`, `It expires in ${Math.round(Number(intent.expirationSeconds) / 60)} minutes. If you did not ask for it, ignore this e-mail.`],
+    ...(intent.emailCustomization.logoUrl ? { logoUrl: intent.emailCustomization.logoUrl } : {}),
+    ...(intent.sender.sendFromEmailSenderName ? { fromName: intent.sender.sendFromEmailSenderName } : {}),
+    ...(intent.sender.replyToEmailAddress ? { replyTo: intent.sender.replyToEmailAddress } : {}),
+  }), nowMs);
+  return id;
+}
+
+/**
+ * Checks a code against the stored one (`withTarget`: the code came from init_otp, not
+ * init_otp_auth). A right code is used up and its row returned; a wrong one is counted (kept
+ * although the activity fails) and the third uses the code up.
+ */
+export function checkOtp(ctx: ExecContext, otpId: string, code: string, withTarget: boolean): OtpRow {
+  const { store, organization, nowMs } = ctx;
+  const row = store.otps.get(organization.id, otpId);
+  if (!row || (row.sealedTarget !== null) !== withTarget) throw notFound('no such one-time code (used, expired or never sent)', 'OTP_NOT_FOUND');
+  if (row.expiresMs <= nowMs) {
+    ctx.keepOnFailure?.(() => store.otps.delete(row.id));
+    throw failedPrecondition('the one-time code has expired; request a new one');
+  }
+  const want = utf8(vaultOf(store).openText(row.sealedCode, otpContext(organization.id, row.id)).toUpperCase());
+  const got = utf8(code.trim().toUpperCase());
+  const match = want.length === got.length && timingSafeEqual(want, got);
+  wipe(want, got);
+  if (!match) {
+    const attempts = row.attempts + 1;
+    ctx.keepOnFailure?.(() => { if (attempts >= MAX_OTP_ATTEMPTS) store.otps.delete(row.id); else store.otps.setAttempts(row.id, attempts); });
+    throw permissionDenied(attempts >= MAX_OTP_ATTEMPTS ? 'wrong one-time code; it is used up, request a new one' : 'wrong one-time code', 'OTP_INVALID');
+  }
+  store.otps.delete(row.id);
+  return row;
+}
+
+/** A user proved to own `email` (a code reached it): list_verified_suborgs finds its organization. */
+export function markEmailVerified(ctx: ExecContext, user: UserRow, email: string): void {
+  if (user.email !== null && user.email.toLowerCase() === email.toLowerCase()) {
+    ctx.store.verifiedContacts.mark(user.organizationId, user.id, 'EMAIL', user.email, ctx.nowMs);
+  }
+}
+
 export const initOtpAuth: SubmitOperation<InitOtp, { otpId: string }> = {
   kind: 'submit',
   path: 'init_otp_auth',
@@ -153,54 +242,12 @@ export const initOtpAuth: SubmitOperation<InitOtp, { otpId: string }> = {
   },
   parentMaySubmit: true,
   validate(params: Obj, type: string) {
-    const v = new Validator();
-    const otpType = v.string(params, 'otpType', 'otpType', { required: true, nonEmpty: true, max: 40 });
-    if (otpType !== undefined && otpType !== 'OTP_TYPE_EMAIL' && otpType !== 'OTP_TYPE_SMS') v.fail('otpType', 'must be OTP_TYPE_EMAIL or OTP_TYPE_SMS');
-    const contact = v.string(params, 'contact', 'contact', { required: true, nonEmpty: true, max: 320 });
-    if (otpType === 'OTP_TYPE_EMAIL' && contact !== undefined && !EMAIL.test(contact)) v.fail('contact', 'must be an e-mail address');
-    const v3 = type === 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3';
-    const appName = v3 ? v.string(params, 'appName', 'appName', { required: true, nonEmpty: true, max: MAX_NAME }) : undefined;
-    const otpLength = type === 'ACTIVITY_TYPE_INIT_OTP_AUTH' || params.otpLength === undefined || params.otpLength === null
-      ? undefined : v.int(params, 'otpLength', 'otpLength', 6, 9);
-    const alphanumeric = type === 'ACTIVITY_TYPE_INIT_OTP_AUTH' ? undefined : v.boolean(params, 'alphanumeric', 'alphanumeric');
-    const expiration = v3 ? v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 30, max: MAX_OTP_SECONDS }) : undefined;
-    const emailCustomization = readCustomization(v, params, false);
-    const sender = readSender(v, params);
-    v.string(params, 'userIdentifier', 'userIdentifier', { max: 512 });
-    v.done();
-    return {
-      otpType: otpType!, contact: contact!, ...(appName ? { appName } : {}),
-      otpLength: otpLength ?? 9, alphanumeric: alphanumeric ?? true,
-      expirationSeconds: expiration ?? String(DEFAULT_OTP_SECONDS),
-      emailCustomization, sender,
-    };
+    return readInitOtp(params, { v3: type === 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3', v1: type === 'ACTIVITY_TYPE_INIT_OTP_AUTH' });
   },
-  authorize(p, intent, store) {
-    requireAuthFlowCaller(p, 'send one-time codes');
-    if (intent.otpType === 'OTP_TYPE_SMS') throw failedPrecondition('this server sends no text messages: use OTP_TYPE_EMAIL');
-    requireMail(store);
-  },
+  authorize: authorizeInitOtp,
   execute(ctx, intent) {
     const user = userByEmail(ctx, intent.contact);
-    const { store, organization, nowMs } = ctx;
-    store.otps.deleteExpired(nowMs);
-    const id = ctx.newId();
-    const code = newCode(intent.otpLength, intent.alphanumeric);
-    store.otps.insert({
-      id, organizationId: organization.id, userId: user.id, otpType: intent.otpType, contact: user.email!,
-      sealedCode: vaultOf(store).seal(utf8(code), otpContext(organization.id, id)), attempts: 0,
-      expiresMs: nowMs + Number(intent.expirationSeconds) * 1000, createdMs: nowMs,
-    });
-    const app = intent.appName ?? intent.emailCustomization.appName ?? organization.name;
-    enqueueMail(store, organization.id, composeMail({
-      to: user.email!,
-      subject: `Your ${app} code`,
-      paragraphs: [`Your ${app} code is ${code}`, `It expires in ${Math.round(Number(intent.expirationSeconds) / 60)} minutes. If you did not ask for it, ignore this e-mail.`],
-      ...(intent.emailCustomization.logoUrl ? { logoUrl: intent.emailCustomization.logoUrl } : {}),
-      ...(intent.sender.sendFromEmailSenderName ? { fromName: intent.sender.sendFromEmailSenderName } : {}),
-      ...(intent.sender.replyToEmailAddress ? { replyTo: intent.sender.replyToEmailAddress } : {}),
-    }), nowMs);
-    return { otpId: id };
+    return { otpId: sendOtp(ctx, intent, user.email!, user.id) };
   },
 };
 
@@ -222,26 +269,11 @@ export const otpAuth: SubmitOperation<OtpAuth, { userId: string; apiKeyId: strin
   },
   authorize(p) { requireAuthFlowCaller(p, 'check one-time codes'); },
   execute(ctx, intent) {
-    const { store, organization, nowMs } = ctx;
-    const row = store.otps.get(organization.id, intent.otpId);
-    if (!row) throw notFound('no such one-time code (used, expired or never sent)', 'OTP_NOT_FOUND');
-    if (row.expiresMs <= nowMs) {
-      ctx.keepOnFailure?.(() => store.otps.delete(row.id));
-      throw failedPrecondition('the one-time code has expired; request a new one');
-    }
-    const want = utf8(vaultOf(store).openText(row.sealedCode, otpContext(organization.id, row.id)).toUpperCase());
-    const got = utf8(intent.otpCode.trim().toUpperCase());
-    const match = want.length === got.length && timingSafeEqual(want, got);
-    wipe(want, got);
-    if (!match) {
-      const attempts = row.attempts + 1;
-      ctx.keepOnFailure?.(() => { if (attempts >= MAX_OTP_ATTEMPTS) store.otps.delete(row.id); else store.otps.setAttempts(row.id, attempts); });
-      throw permissionDenied(attempts >= MAX_OTP_ATTEMPTS ? 'wrong one-time code; it is used up, request a new one' : 'wrong one-time code', 'OTP_INVALID');
-    }
-    store.otps.delete(row.id);
-    const user = requireUser(store, organization.id, row.userId);
+    const row = checkOtp(ctx, intent.otpId, intent.otpCode, false);
+    const user = requireUser(ctx.store, ctx.organization.id, row.userId!);
+    markEmailVerified(ctx, user, row.contact);
     const { key, credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
-      credentialType: CREDENTIAL.otpAuth, name: intent.apiKeyName ?? `OTP Auth - ${nowMs}`,
+      credentialType: CREDENTIAL.otpAuth, name: intent.apiKeyName ?? `OTP Auth - ${ctx.nowMs}`,
       expirationSeconds: intent.expirationSeconds ?? DEFAULT_KEY_SECONDS, invalidateExisting: intent.invalidateExisting === true,
     });
     return { userId: user.id, apiKeyId: key.id, credentialBundle };

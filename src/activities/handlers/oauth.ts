@@ -263,7 +263,8 @@ export const oauthLogin: SubmitOperation<OauthLoginIntent, { session: string }> 
   },
 };
 
-function loginOptions(ctx: ExecContext, intent: LoginCommon) {
+/** The LOGIN key options of the flows that return a session JWT. */
+export function loginOptions(ctx: ExecContext, intent: LoginCommon) {
   return {
     credentialType: CREDENTIAL.login,
     name: `Login - ${ctx.nowMs}`,

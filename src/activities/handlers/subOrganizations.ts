@@ -16,7 +16,11 @@ import { failedPrecondition, invalidArgument } from '../../errors.js';
 import { requireRoot, type Principal } from '../../domain/principal.js';
 import { addressKey } from '../../storage/keys.js';
 import type { Store, SubOrgFilter } from '../../storage/types.js';
-import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
+import { keysFor, type ExecContext, type QueryOperation, type SubmitOperation } from '../types.js';
+import { decodeJwt, type JWTPayload } from 'jose';
+import { checkClientSignature, readVerificationToken, spendVerificationToken, type ClientSignature, type VerificationClaims } from '../../auth/tokens.js';
+import { readClientSignature } from './otp.js';
+import { markEmailVerified } from './emailAuth.js';
 import { MAX_NAME, Validator, type Obj } from '../validate.js';
 import { readPagination, type Pagination } from './activities.js';
 import { readAccounts } from './keyParams.js';
@@ -31,6 +35,9 @@ export type CreateSubOrganization = {
   rootUsers: UserParams[];
   rootQuorumThreshold: number;
   wallet?: CreateWallet;
+  /** verify_otp's token for a root user's e-mail address (sign-up), and its key's client signature */
+  verificationToken?: string;
+  clientSignature?: ClientSignature;
 } & Partial<Record<DisableFlag, boolean>>;
 
 export interface CreateSubOrganizationResult {
@@ -85,16 +92,14 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
       const b = v.boolean(params, k, k);
       if (b !== undefined) flags[k] = b;
     }
-    if (typeof params.verificationToken === 'string' && params.verificationToken !== '') {
-      v.fail('verificationToken', 'verification tokens (from OTP verification) are not supported yet; leave it out');
-    }
-    if (params.clientSignature !== undefined && params.clientSignature !== null) {
-      v.fail('clientSignature', 'client signatures (for verification tokens) are not supported yet; leave it out');
-    }
+    const verificationToken = v.string(params, 'verificationToken', 'verificationToken', { max: 8192 }) || undefined;
+    const clientSignature = readClientSignature(v, params, 'clientSignature', false);
+    if (clientSignature && !verificationToken) v.fail('clientSignature', 'goes with a verificationToken');
     v.done();
     return {
       subOrganizationName: subOrganizationName!, rootUsers, rootQuorumThreshold: rootQuorumThreshold!,
       ...(wallet ? { wallet } : {}), ...flags,
+      ...(verificationToken ? { verificationToken } : {}), ...(clientSignature ? { clientSignature } : {}),
     };
   },
   external(intent, store) { return verifyUsersProviders(store, intent.rootUsers, 'rootUsers'); },
@@ -104,6 +109,8 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
       throw failedPrecondition('a sub-organization cannot create sub-organizations; submit this in its parent organization');
     }
     if (intent.wallet) refuseDuplicates(store, p.organization.id, undefined, intent.wallet.accounts, 'wallet.accounts');
+    // A token that is not this server's, or not for this organization, stores nothing.
+    if (intent.verificationToken !== undefined) signupClaims(store, p.organization.id, intent, Date.now());
   },
   execute(ctx, intent) {
     const { store, nowMs } = ctx;
@@ -113,10 +120,40 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
       rootQuorumThreshold: intent.rootQuorumThreshold, createdMs: nowMs, updatedMs: nowMs,
     });
     const rootUserIds = intent.rootUsers.map((u, i) => insertUser(ctx, id, u, true, `rootUsers[${i}]`));
+    if (intent.verificationToken !== undefined) verifySignup(ctx, intent, id);
     const wallet = intent.wallet ? createWalletIn(ctx, id, intent.wallet, 'wallet.accounts') : undefined;
     return { subOrganizationId: id, ...(wallet ? { wallet } : {}), rootUserIds };
   },
 };
+
+/**
+ * A sign-up with verify_otp's token: issued by this (parent) organization, for the e-mail address
+ * of a root user, spent once (with its key's client signature when given); that address counts as
+ * verified.
+ */
+function verifySignup(ctx: ExecContext, intent: CreateSubOrganization, subOrganizationId: string): void {
+  const { store, nowMs } = ctx;
+  const claims = signupClaims(store, ctx.organization.id, intent, nowMs);
+  const user = store.users.list(subOrganizationId).find((u) => u.email !== null && u.email.toLowerCase() === claims.contact.toLowerCase());
+  if (!user) throw failedPrecondition('the verification token is for an e-mail address no root user has');
+  spendVerificationToken(store, claims, nowMs);
+  markEmailVerified(ctx, user, claims.contact);
+}
+
+/** The sign-up token's claims once it, its organization and its client signature check out. */
+function signupClaims(store: Store, organizationId: string, intent: CreateSubOrganization, nowMs: number): VerificationClaims {
+  const claims = readVerificationToken(store, intent.verificationToken!, nowMs);
+  if (claims.organization_id !== organizationId) {
+    throw invalidArgument('the verification token was issued for another organization', [{ field: 'verificationToken', description: 'issued for another organization' }]);
+  }
+  if (intent.clientSignature) {
+    checkClientSignature(intent.clientSignature, claims, 'USAGE_TYPE_SIGNUP', (m) => {
+      const usage = (m.signupV2 ?? m.signup) as { email?: unknown } | undefined;
+      return usage?.email === undefined || String(usage.email).toLowerCase() === claims.contact.toLowerCase() ? undefined : 'message.signupV2.email must be the verified address';
+    });
+  }
+  return claims;
+}
 
 /** Wallets and private keys of the organization that were never exported. */
 function unexported(store: Store, organizationId: string): { wallets: number; privateKeys: number } {
@@ -164,10 +201,12 @@ type FilterType = typeof FILTER_TYPES[number];
 
 interface SubOrgQuery { filter?: { type: FilterType; value: string }; page: Pagination }
 
-function readSubOrgQuery(body: Obj): SubOrgQuery {
+/** `types`: the filters the query offers; `required`: a filter must be given. */
+function readSubOrgQuery(body: Obj, types: readonly FilterType[] = FILTER_TYPES, required = false): SubOrgQuery {
   const v = new Validator();
+  if (required && (body.filterType === undefined || body.filterType === null || body.filterType === '')) v.fail('filterType', `is required: one of ${types.join(', ')}`);
   const type = body.filterType === undefined || body.filterType === null || body.filterType === ''
-    ? undefined : v.enumOf(body, 'filterType', 'filterType', FILTER_TYPES);
+    ? undefined : v.enumOf(body, 'filterType', 'filterType', types);
   const value = v.string(body, 'filterValue', 'filterValue', { max: 4096 });
   if (type !== undefined && !value) v.fail('filterValue', `is required with filterType ${type}`);
   if (type === undefined && value) v.fail('filterType', 'is required with filterValue');
@@ -176,13 +215,14 @@ function readSubOrgQuery(body: Obj): SubOrgQuery {
   return { ...(type !== undefined && value ? { filter: { type, value } } : {}), page };
 }
 
-function subOrgIds(store: Store, parentId: string, q: SubOrgQuery): string[] {
+/** `verified`: only users whose e-mail address / phone number was proven (list_verified_suborgs). */
+function subOrgIds(store: Store, parentId: string, q: SubOrgQuery, verified = false): string[] {
   let filter: SubOrgFilter | undefined;
   if (q.filter) {
     const { type, value } = q.filter;
-    // kmas has no OAuth providers yet: no token can match.
-    if (type === 'OIDC_TOKEN') return [];
-    filter = type === 'WALLET_ACCOUNT_ADDRESS' ? { type, value, addressKey: addressKey(value) }
+    filter = verified && (type === 'EMAIL' || type === 'PHONE_NUMBER') ? { type: `VERIFIED_${type}`, value }
+      : type === 'OIDC_TOKEN' ? oidcTokenFilter(value)
+      : type === 'WALLET_ACCOUNT_ADDRESS' ? { type, value, addressKey: addressKey(value) }
       // credential ids are stored as base64url without padding
       : type === 'CREDENTIAL_ID' ? { type, value: Buffer.from(value, 'base64url').toString('base64url') }
       : { type, value };
@@ -202,4 +242,29 @@ export const listSubOrgs: QueryOperation<SubOrgQuery> = {
   specWrapper: 'wrap',
   validate: readSubOrgQuery,
   execute: (ctx, q) => ({ organizationIds: subOrgIds(ctx.store, ctx.organization.id, q) }),
+};
+
+/**
+ * The identity an ID token names (iss, aud, sub), read without checking its signature: the
+ * parent may list its sub-organizations anyway, and this only finds the one holding the identity.
+ */
+function oidcTokenFilter(token: string): SubOrgFilter {
+  let c: JWTPayload;
+  try {
+    c = decodeJwt(token);
+  } catch {
+    throw invalidArgument('filterValue must be an OIDC ID token (a compact JWT)', [{ field: 'filterValue', description: 'not a compact JWT' }]);
+  }
+  const aud = Array.isArray(c.aud) ? c.aud[0] : c.aud;
+  return { type: 'OAUTH_IDENTITY', issuer: String(c.iss ?? ''), audience: String(aud ?? ''), subject: String(c.sub ?? '') };
+}
+
+/** list_verified_suborgs: sub-organizations with a user whose e-mail address (or phone number) is proven by a one-time code. */
+export const listVerifiedSubOrgs: QueryOperation<SubOrgQuery> = {
+  kind: 'query',
+  path: 'list_verified_suborgs',
+  parentMayRead: false,
+  specWrapper: 'wrap',
+  validate: (body) => readSubOrgQuery(body, ['EMAIL', 'PHONE_NUMBER'], true),
+  execute: (ctx, q) => ({ organizationIds: subOrgIds(ctx.store, ctx.organization.id, q, true) }),
 };

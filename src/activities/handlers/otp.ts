@@ -1,0 +1,183 @@
+/**
+ * The one-time-code flow that ends in a verification token (wire-compat §4.5, §4.6, §5):
+ * - init_otp (V3, V2, V1): e-mails a code to any address (the user may not exist yet: sign-up)
+ *   and returns otpEncryptionTargetBundle, a signed envelope with a fresh P-256 key the client
+ *   encrypts {"otp_code","public_key"} to (@turnkey/crypto encryptOtpCodeToBundle, with
+ *   `signerPublicKey` as its override);
+ * - verify_otp (V2: encryptedOtpBundle; V1: otpCode and publicKey): a right code gives a
+ *   verification token (src/auth/tokens.ts) for the contact, bound to the client's public key;
+ * - otp_login (V2, V1): the token, spent once with the client signature of its key, logs the
+ *   user with that e-mail address in: the client's key is registered (LOGIN) and a session JWT
+ *   returned. create_sub_organization accepts such a token (sign-up) the same way.
+ * A code that reached an address marks it verified for its user (list_verified_suborgs).
+ */
+import { invalidArgument } from '../../errors.js';
+import { normalizePublicKey } from '../../domain/apiKeys.js';
+import { cryptoCall, vaultOf } from '../../domain/keys.js';
+import type { AtRestContext } from '../../crypto/atrest.js';
+import { issueSession } from '../../auth/services.js';
+import { checkClientSignature, issueVerificationToken, readVerificationToken, spendVerificationToken, type ClientSignature, type VerificationClaims } from '../../auth/tokens.js';
+import type { OrganizationRow, Store } from '../../storage/types.js';
+import { keysFor, type SubmitOperation } from '../types.js';
+import { Validator, type Obj } from '../validate.js';
+import { authorizeInitOtp, checkOtp, markEmailVerified, readInitOtp, sendOtp, userByEmail, type InitOtp } from './emailAuth.js';
+import { loginOptions, readLoginCommon, requireAuthFlowCaller, type LoginCommon } from './oauth.js';
+
+const DEFAULT_TOKEN_SECONDS = 3600;
+const otpTargetContext = (organizationId: string, id: string): AtRestContext => ({ kind: 'otp_target', organizationId, recordId: id });
+
+/** A client signature object at `field` (v1ClientSignature). */
+export function readClientSignature(v: Validator, params: Obj, field: string, required: boolean): ClientSignature | undefined {
+  if (params[field] === undefined || params[field] === null) {
+    if (required) v.fail(field, 'is required');
+    return undefined;
+  }
+  const o = v.object(params[field], field);
+  if (!o) return undefined;
+  const publicKey = v.string(o, 'publicKey', `${field}.publicKey`, { required: true, nonEmpty: true, max: 200 });
+  const scheme = v.string(o, 'scheme', `${field}.scheme`, { required: true, nonEmpty: true, max: 100 });
+  const message = v.string(o, 'message', `${field}.message`, { required: true, nonEmpty: true, max: 65_536 });
+  const signature = v.string(o, 'signature', `${field}.signature`, { required: true, nonEmpty: true, max: 300 });
+  return publicKey && scheme && message && signature ? { publicKey, scheme, message, signature } : undefined;
+}
+
+/** A P-256 public key in hex, kept as sent (a verification token and its signatures name it so). */
+function readP256Key(v: Validator, params: Obj, field: string, required: boolean): string | undefined {
+  const raw = v.string(params, field, field, { required, max: 200 }) || undefined;
+  if (raw !== undefined && !normalizePublicKey('API_KEY_CURVE_P256', raw)) v.fail(field, 'must be a P-256 public key in hex (66 or 130 characters)');
+  return raw;
+}
+
+export const initOtp: SubmitOperation<InitOtp, { otpId: string; otpEncryptionTargetBundle: string }> = {
+  kind: 'submit',
+  path: 'init_otp',
+  types: {
+    ACTIVITY_TYPE_INIT_OTP_V3: keysFor('ACTIVITY_TYPE_INIT_OTP_V3', { resultKey: 'initOtpResultV2', specResultKey: 'initOtpResultV2' }),
+    ACTIVITY_TYPE_INIT_OTP_V2: keysFor('ACTIVITY_TYPE_INIT_OTP_V2'),
+    ACTIVITY_TYPE_INIT_OTP: keysFor('ACTIVITY_TYPE_INIT_OTP'),
+  },
+  parentMaySubmit: true,
+  validate(params: Obj, type: string) {
+    return readInitOtp(params, { v3: type !== 'ACTIVITY_TYPE_INIT_OTP', v1: type === 'ACTIVITY_TYPE_INIT_OTP' });
+  },
+  authorize: authorizeInitOtp,
+  execute(ctx, intent) {
+    const { store, organization } = ctx;
+    const user = store.users.list(organization.id).find((u) => u.email !== null && u.email.toLowerCase() === intent.contact.toLowerCase());
+    let bundle = '';
+    const otpId = sendOtp(ctx, intent, intent.contact, user?.id ?? null, (id) => {
+      const t = cryptoCall(() => vaultOf(store).initImport(otpTargetContext(organization.id, id), organization.id));
+      bundle = t.importBundle;
+      return t.sealed;
+    });
+    // V1's result lists only otpId; the bundle is there too (its verify_otp takes the code itself).
+    return { otpId, otpEncryptionTargetBundle: bundle };
+  },
+};
+
+interface VerifyOtp { otpId: string; encryptedOtpBundle?: string; otpCode?: string; publicKey?: string; expirationSeconds?: string }
+
+export const verifyOtp: SubmitOperation<VerifyOtp, { verificationToken: string }> = {
+  kind: 'submit',
+  path: 'verify_otp',
+  types: {
+    ACTIVITY_TYPE_VERIFY_OTP_V2: keysFor('ACTIVITY_TYPE_VERIFY_OTP_V2', { resultKey: 'verifyOtpResult', specResultKey: 'verifyOtpResult' }),
+    ACTIVITY_TYPE_VERIFY_OTP: keysFor('ACTIVITY_TYPE_VERIFY_OTP'),
+  },
+  parentMaySubmit: true,
+  validate(params: Obj, type: string) {
+    const v = new Validator();
+    const otpId = v.string(params, 'otpId', 'otpId', { required: true, nonEmpty: true, max: 100 });
+    const v2 = type === 'ACTIVITY_TYPE_VERIFY_OTP_V2';
+    const encryptedOtpBundle = v2 ? v.string(params, 'encryptedOtpBundle', 'encryptedOtpBundle', { required: true, nonEmpty: true, max: 4096 }) : undefined;
+    const otpCode = v2 ? undefined : v.string(params, 'otpCode', 'otpCode', { required: true, nonEmpty: true, max: 32 });
+    const publicKey = v2 ? undefined : readP256Key(v, params, 'publicKey', false);
+    const expirationSeconds = v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 1, max: 86_400 });
+    v.done();
+    return {
+      otpId: otpId!,
+      ...(encryptedOtpBundle !== undefined ? { encryptedOtpBundle } : {}),
+      ...(otpCode !== undefined ? { otpCode } : {}),
+      ...(publicKey !== undefined ? { publicKey } : {}),
+      ...(expirationSeconds !== undefined ? { expirationSeconds } : {}),
+    };
+  },
+  authorize(p) { requireAuthFlowCaller(p, 'check one-time codes'); },
+  execute(ctx, intent) {
+    const { store, organization, nowMs } = ctx;
+    let code = intent.otpCode ?? '';
+    let publicKey = intent.publicKey ?? '';
+    const pending = store.otps.get(organization.id, intent.otpId);
+    if (intent.encryptedOtpBundle !== undefined && pending?.sealedTarget) {
+      const text = cryptoCall(() => vaultOf(store).openOtpBundle(pending.sealedTarget!, otpTargetContext(organization.id, pending.id), intent.encryptedOtpBundle!), 'encryptedOtpBundle');
+      let inner: { otp_code?: unknown; public_key?: unknown };
+      try { inner = JSON.parse(text) as typeof inner; } catch { inner = {}; }
+      if (typeof inner.otp_code !== 'string' || typeof inner.public_key !== 'string' || !normalizePublicKey('API_KEY_CURVE_P256', inner.public_key)) {
+        throw invalidArgument('the encrypted OTP bundle must hold {"otp_code","public_key"} with a P-256 public key', [{ field: 'encryptedOtpBundle', description: 'unexpected content' }]);
+      }
+      code = inner.otp_code;
+      publicKey = inner.public_key;
+    }
+    const row = checkOtp(ctx, intent.otpId, code, true);
+    const user = store.users.list(organization.id).find((u) => u.email !== null && u.email.toLowerCase() === row.contact.toLowerCase());
+    if (user) markEmailVerified(ctx, user, row.contact);
+    const expiresMs = nowMs + Number(intent.expirationSeconds ?? DEFAULT_TOKEN_SECONDS) * 1000;
+    const verificationToken = issueVerificationToken(store, {
+      id: ctx.newId(), verification_type: row.otpType, contact: row.contact, organization_id: organization.id,
+      public_key: publicKey, exp: String(expiresMs),
+    }, expiresMs);
+    return { verificationToken };
+  },
+};
+
+/**
+ * The token's claims once it and the client signature check out; with `organization` (the one
+ * addressed), also that the token was issued there or in its parent.
+ */
+function loginClaims(store: Store, organization: OrganizationRow | undefined, intent: OtpLogin, nowMs: number): VerificationClaims {
+  const claims = readVerificationToken(store, intent.verificationToken, nowMs);
+  if (organization && claims.organization_id !== organization.id && claims.organization_id !== organization.parentId) {
+    throw invalidArgument('the verification token was issued for another organization', [{ field: 'verificationToken', description: 'issued for another organization' }]);
+  }
+  if (intent.clientSignature) {
+    checkClientSignature(intent.clientSignature, claims, 'USAGE_TYPE_LOGIN', (m) =>
+      (m.login as { publicKey?: unknown } | undefined)?.publicKey === intent.publicKey ? undefined : 'message.login.publicKey must be the publicKey logging in');
+  }
+  return claims;
+}
+
+interface OtpLogin extends LoginCommon { verificationToken: string; publicKey: string; clientSignature?: ClientSignature }
+
+export const otpLogin: SubmitOperation<OtpLogin, { session: string }> = {
+  kind: 'submit',
+  path: 'otp_login',
+  types: {
+    ACTIVITY_TYPE_OTP_LOGIN_V2: keysFor('ACTIVITY_TYPE_OTP_LOGIN_V2', { resultKey: 'otpLoginResult', specResultKey: 'otpLoginResult' }),
+    ACTIVITY_TYPE_OTP_LOGIN: keysFor('ACTIVITY_TYPE_OTP_LOGIN'),
+  },
+  parentMaySubmit: true,
+  validate(params: Obj, type: string) {
+    const v = new Validator();
+    const verificationToken = v.string(params, 'verificationToken', 'verificationToken', { required: true, nonEmpty: true, max: 8192 });
+    const publicKey = readP256Key(v, params, 'publicKey', true);
+    const clientSignature = readClientSignature(v, params, 'clientSignature', type === 'ACTIVITY_TYPE_OTP_LOGIN_V2');
+    const common = readLoginCommon(v, params, false);
+    v.string(params, 'sessionProfileId', 'sessionProfileId', { max: 100 });
+    v.done();
+    return { verificationToken: verificationToken!, publicKey: publicKey!, ...(clientSignature ? { clientSignature } : {}), ...common };
+  },
+  // A token or client signature that does not check out stores nothing.
+  authorize(p, intent, store) {
+    requireAuthFlowCaller(p, 'log users in with a verification token');
+    loginClaims(store, undefined, intent, Date.now());
+  },
+  execute(ctx, intent) {
+    const { store, organization, nowMs } = ctx;
+    const claims = loginClaims(store, organization, intent, nowMs);
+    const user = userByEmail(ctx, claims.contact);
+    spendVerificationToken(store, claims, nowMs);
+    markEmailVerified(ctx, user, claims.contact);
+    const publicKey = normalizePublicKey('API_KEY_CURVE_P256', intent.publicKey)!;
+    return { session: issueSession(ctx, user, publicKey, loginOptions(ctx, intent)).session };
+  },
+};

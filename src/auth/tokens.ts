@@ -1,0 +1,100 @@
+/**
+ * verify_otp's verification tokens and the client signatures that spend them (wire-compat §4.6):
+ * - a token is a standard ES256 JWT (header {"typ":"JWT","alg":"ES256"}, signature r‖s over
+ *   SHA-256(header.payload)) by the bundle signer, with claims id, verification_type, contact,
+ *   organization_id, public_key and exp (milliseconds, as a string); @turnkey/crypto
+ *   verifyOtpVerificationToken checks it with `signerPublicKey` as its override;
+ * - a client signature proves the holder of the token's public_key agreed to one use of it:
+ *   ECDSA P-256 over SHA-256 of the UTF-8 `message`, which names the token and the use
+ *   ({"login":{"publicKey"},"tokenId","type":"USAGE_TYPE_LOGIN"}, or a signup with
+ *   "USAGE_TYPE_SIGNUP"); the signature is hex, r‖s (as @turnkey/core sends it) or DER.
+ * Each token is usable once (Store.verificationTokens).
+ */
+import { invalidArgument } from '../errors.js';
+import { hexToBytes, utf8 } from '../crypto/bytes.js';
+import { sha256, verifyDigest } from '../crypto/curves.js';
+import { cryptoCall, vaultOf } from '../domain/keys.js';
+import type { Store } from '../storage/types.js';
+
+export interface VerificationClaims {
+  id: string;
+  verification_type: string;
+  contact: string;
+  organization_id: string;
+  public_key: string;
+  /** milliseconds since the epoch, as a string */
+  exp: string;
+}
+
+const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64url');
+
+export function issueVerificationToken(store: Store, claims: VerificationClaims, expiresMs: number): string {
+  const signingInput = `${b64(JSON.stringify({ typ: 'JWT', alg: 'ES256' }))}.${b64(JSON.stringify(claims))}`;
+  const signature = cryptoCall(() => vaultOf(store).signVerificationToken(signingInput));
+  store.verificationTokens.insert(claims.id, claims.organization_id, expiresMs);
+  return `${signingInput}.${Buffer.from(signature).toString('base64url')}`;
+}
+
+const badToken = (description: string) => invalidArgument(`invalid verification token: ${description}`, [{ field: 'verificationToken', description }]);
+
+/** Checks a token's signature, claims and expiry (not whether it was used: see spend). */
+export function readVerificationToken(store: Store, token: string, nowMs: number): VerificationClaims {
+  const parts = token.split('.');
+  if (parts.length !== 3) throw badToken('not a compact JWT');
+  let header: { alg?: unknown; typ?: unknown };
+  let claims: Partial<VerificationClaims>;
+  try {
+    header = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString('utf8'));
+    claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8'));
+  } catch {
+    throw badToken('not a JWT');
+  }
+  if (header.alg !== 'ES256') throw badToken('alg must be ES256');
+  const signer = hexToBytes(vaultOf(store).signerPublicKey);
+  const ok = verifyDigest('p256', new Uint8Array(Buffer.from(parts[2]!, 'base64url')), sha256(utf8(`${parts[0]}.${parts[1]}`)), signer, { lowS: false });
+  if (!ok) throw badToken('the signature is not this server\'s');
+  for (const k of ['id', 'verification_type', 'contact', 'organization_id', 'exp'] as const) {
+    if (typeof claims[k] !== 'string' || claims[k] === '') throw badToken(`claim ${k} is missing`);
+  }
+  if (!(Number(claims.exp) > nowMs)) throw badToken('it has expired');
+  return { ...claims, public_key: typeof claims.public_key === 'string' ? claims.public_key : '' } as VerificationClaims;
+}
+
+export interface ClientSignature { publicKey: string; scheme: string; message: string; signature: string }
+
+/**
+ * Checks that `cs` is the token key's signature over a message for this use: `usage` is
+ * USAGE_TYPE_LOGIN or USAGE_TYPE_SIGNUP, `expect` checks the message's use-specific part.
+ */
+export function checkClientSignature(cs: ClientSignature, claims: VerificationClaims, usage: string, expect: (message: Record<string, unknown>) => string | undefined): void {
+  const bad = (description: string) => invalidArgument(`invalid client signature: ${description}`, [{ field: 'clientSignature', description }]);
+  if (cs.scheme !== 'CLIENT_SIGNATURE_SCHEME_API_P256') throw bad('scheme must be CLIENT_SIGNATURE_SCHEME_API_P256');
+  if (claims.public_key === '' || cs.publicKey.toLowerCase() !== claims.public_key.toLowerCase()) throw bad('publicKey must be the verification token\'s public_key');
+  let message: Record<string, unknown>;
+  try {
+    message = JSON.parse(cs.message) as Record<string, unknown>;
+  } catch {
+    throw bad('message is not JSON');
+  }
+  if (message.type !== usage || message.tokenId !== claims.id) throw bad(`message must be for ${usage} of this verification token`);
+  const mismatch = expect(message);
+  if (mismatch) throw bad(mismatch);
+  let sig: Uint8Array;
+  let pub: Uint8Array;
+  try {
+    sig = hexToBytes(cs.signature);
+    pub = hexToBytes(cs.publicKey);
+  } catch {
+    throw bad('signature and publicKey must be hex');
+  }
+  const digest = sha256(utf8(cs.message));
+  const ok = sig.length === 64
+    ? verifyDigest('p256', sig, digest, pub, { lowS: false, format: 'compact' })
+    : verifyDigest('p256', sig, digest, pub, { lowS: false, format: 'der' });
+  if (!ok) throw bad('the signature does not verify with publicKey');
+}
+
+/** Uses the token up; refuses one already used. */
+export function spendVerificationToken(store: Store, claims: VerificationClaims, nowMs: number): void {
+  if (!store.verificationTokens.use(claims.id, nowMs)) throw badToken('it was already used');
+}
