@@ -109,6 +109,11 @@ describe('OAuth', () => {
     expect(providers.oauthProviders).toHaveLength(1);
     expect(providers.oauthProviders[0]).toMatchObject({ providerName: 'loopback', issuer: issuer.url, audience: 'app-client-id' });
     const subject = providers.oauthProviders[0].subject;
+    // list_suborgs finds the sub-organization by a token of that identity.
+    const found: any = await ts.sdk.getSubOrgIds({ filterType: 'OIDC_TOKEN', filterValue: await issuer.token({ sub: subject }) } as any);
+    expect(found.organizationIds).toEqual([sub.id]);
+    const other: any = await ts.sdk.getSubOrgIds({ filterType: 'OIDC_TOKEN', filterValue: await issuer.token({ sub: 'someone-else' }) } as any);
+    expect(other.organizationIds).toEqual([]);
 
     const target = generateP256KeyPair();
     const oidcToken = await issuer.token({ sub: subject, nonce: nonce(target.publicKeyUncompressed) });
