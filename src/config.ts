@@ -45,6 +45,8 @@ export interface Config {
   smtpUrl?: string;
   /** From address of the e-mails kmas sends. */
   mailFrom: string;
+  /** Local development without SMTP: e-mails are written to this directory as .eml files. */
+  mailDir?: string;
 }
 
 export class ConfigError extends Error {
@@ -157,6 +159,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'oidcIssuers', env: 'OIDC_ISSUERS', flag: '--oidc-issuers', def: 'https://accounts.google.com,https://appleid.apple.com,https://www.facebook.com', doc: 'OIDC issuers whose ID tokens the OAuth flows accept (comma-separated; keys found through each issuer\'s /.well-known/openid-configuration); https, or http on a loopback address', parse: issuerList },
   { key: 'smtpUrl', env: 'SMTP_URL', flag: '--smtp-url', def: undefined, doc: 'SMTP server for e-mail auth, one-time codes and recovery, e.g. smtp://user:password@mail.example.com:587 (STARTTLS when offered) or smtps://…:465; unset: those flows are refused (prefer the env variable: it holds a password)', parse: smtpUrl },
   { key: 'mailFrom', env: 'MAIL_FROM', flag: '--mail-from', def: 'kmas <no-reply@localhost>', doc: 'From address of the e-mails kmas sends', parse: nonEmpty },
+  { key: 'mailDir', env: 'MAIL_DIR', flag: '--mail-dir', def: undefined, doc: 'Local development without an SMTP server: e-mails are written to this directory as .eml files (mode 0600; they hold login bundles and codes); SMTP_URL wins when both are set', parse: nonEmpty },
 ];
 
 /** Reads settings from (in rising priority) defaults, env, CLI flags, then explicit overrides. */
@@ -184,6 +187,7 @@ export function loadConfig(opts: {
   }
   const cfg = out as unknown as Config;
   cfg.dataDir = path.resolve(cfg.dataDir);
+  if (cfg.mailDir !== undefined) cfg.mailDir = path.resolve(cfg.mailDir);
   return cfg;
 }
 

@@ -4,8 +4,11 @@
  * its activity's transaction, with a `mailto:` address; the dispatcher sends it over SMTP
  * (nodemailer, SMTP_URL) once the commit is on disk, and retries what the server refuses only for
  * now. The message is sealed under the master key while it waits: it can hold a one-time code.
+ * For local development MAIL_DIR writes each message as an .eml file (mode 0600) instead.
  */
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { AtRestContext } from './crypto/atrest.js';
 import type { Vault } from './crypto/vault.js';
@@ -38,12 +41,23 @@ export function enqueueMail(store: Store, organizationId: string, message: MailM
   kickDeliveries(store);
 }
 
+/** Where mail goes: an SMTP server, or (local development) a directory of .eml files. */
+export type MailTarget = { smtpUrl: string; timeoutMs: number } | { dir: string };
+
 export class Mailer {
   readonly #transport: Transporter;
+  readonly #dir: string | undefined;
 
-  /** `timeoutMs`: for connecting, the greeting and each reply (WEBHOOK_TIMEOUT_MS, as for webhooks). */
-  constructor(private readonly vault: Vault, smtpUrl: string, private readonly from: string, timeoutMs: number) {
-    this.#transport = nodemailer.createTransport({ url: smtpUrl, connectionTimeout: timeoutMs, greetingTimeout: timeoutMs, socketTimeout: timeoutMs });
+  /** SMTP: `timeoutMs` bounds connecting, the greeting and each reply (WEBHOOK_TIMEOUT_MS, as for webhooks). */
+  constructor(private readonly vault: Vault, target: MailTarget, private readonly from: string) {
+    if ('dir' in target) {
+      // A message holds a credential bundle or a one-time code: readable by the server's user only.
+      fs.mkdirSync(target.dir, { recursive: true, mode: 0o700 });
+      this.#dir = target.dir;
+      this.#transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+    } else {
+      this.#transport = nodemailer.createTransport({ url: target.smtpUrl, connectionTimeout: target.timeoutMs, greetingTimeout: target.timeoutMs, socketTimeout: target.timeoutMs });
+    }
   }
 
   /** Sends a queued message: delivered, retry (connection trouble, 4xx replies) or refused (5xx). */
@@ -60,7 +74,12 @@ export class Mailer {
         from: m.fromName ? { name: m.fromName, address } : this.from,
         to: m.to, subject: m.subject, text: m.text, html: m.html,
         ...(m.replyTo ? { replyTo: m.replyTo } : {}),
-      }) as { response?: string };
+      }) as { response?: string; message?: Buffer };
+      if (this.#dir !== undefined) {
+        const file = path.join(this.#dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${row.id}.eml`);
+        fs.writeFileSync(file, info.message!, { mode: 0o600 });
+        return { kind: 'delivered', reason: `written to ${path.basename(file)}` };
+      }
       return { kind: 'delivered', reason: info.response ?? 'sent' };
     } catch (e) {
       const err = e as Error & { responseCode?: number; code?: string };

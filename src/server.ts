@@ -76,7 +76,8 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   // event loop and replies wait for it (src/storage/sqlite.ts WalSync).
   store.deferSyncs?.();
   const vault = vaultOf(store);
-  const mailer = config.smtpUrl ? new Mailer(vault, config.smtpUrl, config.mailFrom, config.webhookTimeoutMs) : undefined;
+  const mailer = config.smtpUrl ? new Mailer(vault, { smtpUrl: config.smtpUrl, timeoutMs: config.webhookTimeoutMs }, config.mailFrom)
+    : config.mailDir ? new Mailer(vault, { dir: config.mailDir }, config.mailFrom) : undefined;
   attachAuthServices(store, { oidc: new OidcVerifier(config.oidcIssuers), mail: mailer !== undefined });
   const webhooks = new WebhookDispatcher(store, (m) => vault.signWebhook(m), vault.webhookPublicKey!, log,
     { retryBaseMs: config.webhookRetryMs, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs, mailer });

@@ -6,6 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { existsSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SignJWT, exportJWK, generateKeyPair, type CryptoKey } from 'jose';
@@ -401,7 +404,34 @@ describe('one-time codes with a verification token: init_otp, verify_otp, otp_lo
   });
 });
 
-describe('without SMTP_URL', () => {
+describe('MAIL_DIR (local development without an SMTP server)', () => {
+  it('writes each e-mail as an .eml file only the server user can read', async () => {
+    const dir = join(tmpdir(), `kmas-mail-${process.pid}-${Date.now()}`);
+    const dev = await startTestServer({ mailDir: dir } as never);
+    try {
+      const target = generateP256KeyPair();
+      const r: any = await dev.sdk.emailAuth({ email: 'root@example.com', targetPublicKey: target.publicKeyUncompressed, emailCustomization: { appName: 'Dev' } } as any);
+      // The bootstrap root user has no e-mail address: give it one first.
+      expect(r.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+      await dev.sdk.updateUser({ userId: dev.rootUserId, userEmail: 'root@example.com', userTagIds: [] } as any);
+      const ok: any = await dev.sdk.emailAuth({ email: 'root@example.com', targetPublicKey: target.publicKeyUncompressed, emailCustomization: { appName: 'Dev' } } as any);
+      expect(ok.activity.status, JSON.stringify(ok.activity.failure)).toBe('ACTIVITY_STATUS_COMPLETED');
+      let files: string[] = [];
+      for (let i = 0; i < 100 && files.length === 0; i++) { await sleep(20); files = existsSync(dir) ? readdirSync(dir) : []; }
+      expect(files).toHaveLength(1);
+      expect(statSync(join(dir, files[0]!)).mode & 0o777).toBe(0o600);
+      const mail = await simpleParser(readFileSync(join(dir, files[0]!)));
+      expect(mail.subject).toBe('Log in to Dev');
+      const bundle = /\n([1-9A-HJ-NP-Za-km-z]{100,})\n/.exec(mail.text ?? '')![1]!;
+      expect((await sdkClient(dev.url, openBundle(bundle, target.privateKey), dev.orgId).getWhoami() as any).userId).toBe(dev.rootUserId);
+    } finally {
+      await dev.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('without SMTP_URL or MAIL_DIR', () => {
   it('the e-mail flows are refused and nothing is stored', async () => {
     const plain = await startTestServer();
     try {
