@@ -14,7 +14,7 @@ import { OidcVerifier } from './oidc.js';
 
 export interface AuthServices {
   oidc: OidcVerifier;
-  /** An SMTP server is configured (SMTP_URL): the e-mail flows may run. */
+  /** An SMTP server (SMTP_URL) or a mail directory (MAIL_DIR) is configured: the e-mail flows may run. */
   mail: boolean;
 }
 
@@ -33,7 +33,7 @@ export function authServices(store: Store): AuthServices {
 /** Refuses an e-mail flow on a server without SMTP_URL (nothing is stored). */
 export function requireMail(store: Store): void {
   if (!authServices(store).mail) {
-    throw failedPrecondition('this server sends no e-mail: set SMTP_URL to use e-mail authentication, one-time codes and recovery');
+    throw failedPrecondition('this server sends no e-mail: set SMTP_URL (or MAIL_DIR for local development) to use e-mail authentication, one-time codes and recovery');
   }
 }
 
