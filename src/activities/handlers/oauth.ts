@@ -122,13 +122,11 @@ export function readLoginCommon(v: Validator, params: Obj, withName: boolean): L
   };
 }
 
-/** A session key: a P-256 public key in hex (compressed or not), kept compressed as stamps carry it. */
-function readSessionPublicKey(v: Validator, params: Obj): string | undefined {
-  const raw = v.string(params, 'publicKey', 'publicKey', { required: true, max: 200 });
-  if (raw === undefined) return undefined;
-  const pk = normalizePublicKey('API_KEY_CURVE_P256', raw);
-  if (!pk) v.fail('publicKey', 'must be a P-256 public key in hex (66 or 130 characters)');
-  return pk;
+/** A P-256 public key in hex (compressed or not), kept as sent: a nonce, a token or a signature may name it so. */
+export function readP256Key(v: Validator, params: Obj, field: string, required: boolean): string | undefined {
+  const raw = v.string(params, field, field, { required, max: 200 }) || undefined;
+  if (raw !== undefined && !normalizePublicKey('API_KEY_CURVE_P256', raw)) v.fail(field, 'must be a P-256 public key in hex (66 or 130 characters)');
+  return raw;
 }
 
 // ---- providers -----------------------------------------------------------------------------
@@ -249,8 +247,7 @@ export const oauthLogin: SubmitOperation<OauthLoginIntent, { session: string }> 
     const v = new Validator();
     const oidcToken = v.string(params, 'oidcToken', 'oidcToken', { required: true, nonEmpty: true, max: MAX_TOKEN });
     // The nonce is computed over the key exactly as sent; the key is registered compressed.
-    const sent = v.string(params, 'publicKey', 'publicKey', { required: true, max: 200 });
-    readSessionPublicKey(v, params);
+    const sent = readP256Key(v, params, 'publicKey', true);
     const common = readLoginCommon(v, params, false);
     v.done();
     return { oidcToken: oidcToken!, publicKey: sent!, ...common };
@@ -281,8 +278,7 @@ export const stampLogin: SubmitOperation<StampLoginIntent, { session: string }> 
   types: { ACTIVITY_TYPE_STAMP_LOGIN: keysFor('ACTIVITY_TYPE_STAMP_LOGIN') },
   validate(params: Obj) {
     const v = new Validator();
-    const sent = v.string(params, 'publicKey', 'publicKey', { required: true, max: 200 });
-    readSessionPublicKey(v, params);
+    const sent = readP256Key(v, params, 'publicKey', true);
     const common = readLoginCommon(v, params, false);
     v.done();
     return { publicKey: sent!, ...common };

@@ -21,7 +21,7 @@ import type { OrganizationRow, Store } from '../../storage/types.js';
 import { keysFor, type SubmitOperation } from '../types.js';
 import { Validator, type Obj } from '../validate.js';
 import { authorizeInitOtp, checkOtp, markEmailVerified, readInitOtp, sendOtp, userByEmail, type InitOtp } from './emailAuth.js';
-import { loginOptions, readLoginCommon, requireAuthFlowCaller, type LoginCommon } from './oauth.js';
+import { loginOptions, readLoginCommon, readP256Key, requireAuthFlowCaller, type LoginCommon } from './oauth.js';
 
 const DEFAULT_TOKEN_SECONDS = 3600;
 const otpTargetContext = (organizationId: string, id: string): AtRestContext => ({ kind: 'otp_target', organizationId, recordId: id });
@@ -39,13 +39,6 @@ export function readClientSignature(v: Validator, params: Obj, field: string, re
   const message = v.string(o, 'message', `${field}.message`, { required: true, nonEmpty: true, max: 65_536 });
   const signature = v.string(o, 'signature', `${field}.signature`, { required: true, nonEmpty: true, max: 300 });
   return publicKey && scheme && message && signature ? { publicKey, scheme, message, signature } : undefined;
-}
-
-/** A P-256 public key in hex, kept as sent (a verification token and its signatures name it so). */
-function readP256Key(v: Validator, params: Obj, field: string, required: boolean): string | undefined {
-  const raw = v.string(params, field, field, { required, max: 200 }) || undefined;
-  if (raw !== undefined && !normalizePublicKey('API_KEY_CURVE_P256', raw)) v.fail(field, 'must be a P-256 public key in hex (66 or 130 characters)');
-  return raw;
 }
 
 export const initOtp: SubmitOperation<InitOtp, { otpId: string; otpEncryptionTargetBundle: string }> = {
