@@ -16,7 +16,7 @@ import { p256 } from '@noble/curves/nist.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { decryptCredentialBundle, encryptOtpCodeToBundle, generateP256KeyPair, verifyOtpVerificationToken, verifySessionJwtSignature } from '@turnkey/crypto';
-import { sdkClient, sleep, startTestServer, uniqueName, type ApiKeyPair, type TestServer } from '../server/harness.js';
+import { freshDataDir, sdkClient, sleep, startTestServer, uniqueName, type ApiKeyPair, type TestServer } from '../server/harness.js';
 import { SoftPasskey } from '../server/softPasskey.js';
 
 // ---- a loopback OIDC issuer ------------------------------------------------------------------
@@ -401,6 +401,75 @@ describe('one-time codes with a verification token: init_otp, verify_otp, otp_lo
     expect(ok.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
     const listed: any = await ts.sdk.getVerifiedSubOrgIds({ filterType: 'EMAIL', filterValue: sub.email } as any);
     expect(listed.organizationIds).toEqual([sub.id]);
+  });
+});
+
+describe('mail delivery: retries, refusals and restarts', () => {
+  /** An SMTP server on `port` (0: any) that answers RCPT for temp-* with 451 once, for perm-* with 550. */
+  async function flakySmtp(port = 0) {
+    const got: ParsedMail[] = [];
+    const attempts = new Map<string, number>();
+    const server = new SMTPServer({
+      authOptional: true, disabledCommands: ['STARTTLS', 'AUTH'], logger: false,
+      onRcptTo(address, _s, cb) {
+        const n = (attempts.get(address.address) ?? 0) + 1;
+        attempts.set(address.address, n);
+        const code = address.address.startsWith('perm-') ? 550 : address.address.startsWith('temp-') && n === 1 ? 451 : 0;
+        if (code === 0) return cb();
+        cb(Object.assign(new Error(code === 550 ? 'no such mailbox' : 'try again later'), { responseCode: code }));
+      },
+      onData(stream, _s, cb) { simpleParser(stream).then((m) => { got.push(m); cb(); }, cb); },
+    });
+    await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
+    return { got, attempts, port: (server.server.address() as AddressInfo).port, close: () => new Promise<void>((r) => server.close(() => r())) };
+  }
+  const waitFor = async (cond: () => boolean, ms = 5000) => { for (const until = Date.now() + ms; !cond() && Date.now() < until;) await sleep(20); return cond(); };
+  async function userWithEmail(t: TestServer, email: string) {
+    const r: any = await t.sdk.createUsers({ users: [{ userName: uniqueName('m'), userEmail: email, userTags: [], apiKeys: [], authenticators: [], oauthProviders: [] }] } as any);
+    expect(r.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+  }
+  const mailAuth = (t: TestServer, email: string) => t.sdk.emailAuth({ email, targetPublicKey: generateP256KeyPair().publicKeyUncompressed, emailCustomization: { appName: 'W' } } as any) as Promise<any>;
+
+  it('retries after a 4xx reply and gives up after a 5xx one', async () => {
+    const smtp2 = await flakySmtp();
+    const t = await startTestServer({ smtpUrl: `smtp://127.0.0.1:${smtp2.port}`, webhookRetryMs: 50 } as never);
+    try {
+      await userWithEmail(t, 'temp-a@example.com');
+      await userWithEmail(t, 'perm-b@example.com');
+      expect((await mailAuth(t, 'temp-a@example.com')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+      expect((await mailAuth(t, 'perm-b@example.com')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+      expect(await waitFor(() => smtp2.got.length === 1)).toBe(true);
+      expect(smtp2.got[0]!.to).toMatchObject({ text: 'temp-a@example.com' });
+      expect(smtp2.attempts.get('temp-a@example.com')).toBe(2);
+      await sleep(400);
+      expect(smtp2.attempts.get('perm-b@example.com')).toBe(1);
+      expect(smtp2.got).toHaveLength(1);
+    } finally {
+      await t.stop();
+      await smtp2.close();
+    }
+  });
+
+  it('a message queued while the SMTP server is down is sent after a restart', async () => {
+    const probe = await flakySmtp();
+    const port = probe.port;
+    await probe.close();
+    const dataDir = freshDataDir();
+    const config = { dataDir, smtpUrl: `smtp://127.0.0.1:${port}`, webhookRetryMs: 300 };
+    let t = await startTestServer(config as never);
+    await userWithEmail(t, 'later@example.com');
+    expect((await mailAuth(t, 'later@example.com')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    await sleep(150); // the first attempt finds nobody listening
+    await t.stop(true);
+    const smtp3 = await flakySmtp(port);
+    t = await startTestServer(config as never);
+    try {
+      expect(await waitFor(() => smtp3.got.length === 1)).toBe(true);
+      expect(smtp3.got[0]!.subject).toBe('Log in to W');
+    } finally {
+      await t.stop();
+      await smtp3.close();
+    }
   });
 });
 
