@@ -198,7 +198,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // OAuth providers (OIDC identities linked to users: oauth, oauth_login); the one-time codes of
     // init_otp_auth / init_otp (sealed, with init_otp's sealed encryption target; attempts
     // counted); e-mail addresses proven by a code (list_verified_suborgs); verify_otp's tokens
-    // (each usable once).
+    // (each usable once); the login flows a sub-organization was created without (disable*).
     version: 16,
     name: 'oauth providers, one-time codes, verified contacts',
     sql: `
@@ -239,6 +239,11 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (user_id, contact_type)
       );
       CREATE INDEX verified_contacts_org ON verified_contacts(organization_id);
+      CREATE TABLE disabled_auth_flows (
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        flag TEXT NOT NULL,
+        PRIMARY KEY (organization_id, flag)
+      );
       CREATE TABLE verification_tokens (
         id TEXT PRIMARY KEY,
         organization_id TEXT NOT NULL,

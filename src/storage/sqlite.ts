@@ -109,6 +109,8 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     orgQuorum: q('UPDATE organizations SET root_quorum_threshold = ?, updated_ms = ? WHERE id = ?'),
     orgRename: q('UPDATE organizations SET name = ?, updated_ms = ? WHERE id = ?'),
     orgCount: q<{ n: number }>('SELECT COUNT(*) AS n FROM organizations'),
+    orgDisable: q('INSERT OR IGNORE INTO disabled_auth_flows (organization_id, flag) VALUES (?, ?)'),
+    orgDisabled: q<{ flag: string }>('SELECT flag FROM disabled_auth_flows WHERE organization_id = ? ORDER BY flag'),
 
     userGet: q('SELECT * FROM users WHERE organization_id = ? AND id = ?'),
     userList: q('SELECT * FROM users WHERE organization_id = ? ORDER BY created_ms, id'),
@@ -260,6 +262,8 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       rename: (id, name, ms) => { clearCaches(); s.orgRename.run(name, ms, id); },
       count: () => s.orgCount.get()!.n,
       subOrgIds: (parentId, filter, page) => listSubOrgIds(parentId, filter, page),
+      disableFlows: (id, flags) => { for (const f of flags) s.orgDisable.run(id, f); },
+      disabledFlows: (id) => s.orgDisabled.all(id).map((r) => r.flag),
       delete: (id) => {
         clearCaches();
         for (const st of orgDelete) st.run(id);
@@ -380,6 +384,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     'DELETE FROM oauth_providers WHERE organization_id = ?',
     'DELETE FROM otps WHERE organization_id = ?',
     'DELETE FROM verified_contacts WHERE organization_id = ?',
+    'DELETE FROM disabled_auth_flows WHERE organization_id = ?',
     'DELETE FROM users WHERE organization_id = ?',
     'DELETE FROM tags WHERE organization_id = ?',
     'DELETE FROM features WHERE organization_id = ?',

@@ -201,6 +201,9 @@ export interface Store {
     touch(id: string, ms: number): void;
     setRootQuorumThreshold(id: string, threshold: number, ms: number): void;
     rename(id: string, name: string, ms: number): void;
+    /** The login flows create_sub_organization switched off (disableEmailAuth, disableEmailRecovery, disableOtpEmailAuth, disableSmsAuth). */
+    disableFlows(id: string, flags: string[]): void;
+    disabledFlows(id: string): string[];
     count(): number;
     /**
      * Ids of the direct sub-organizations of `parentId` that match `filter`, newest first, a page

@@ -88,11 +88,11 @@ function openBundle(bundle: string, embedded: string): ApiKeyPair {
 }
 
 /** A sub-organization with one root user (e-mail address, optional OAuth identity), made by the parent. */
-async function subOrg(opts: { email?: string; subject?: string; apiKey?: boolean } = {}): Promise<{ id: string; userId: string; email: string }> {
+async function subOrg(opts: { email?: string; subject?: string; apiKey?: boolean; flags?: Record<string, boolean> } = {}): Promise<{ id: string; userId: string; email: string }> {
   const email = opts.email ?? `${uniqueName('u')}@example.com`.toLowerCase();
   const key = p256.utils.randomSecretKey();
   const r: any = await ts.sdk.createSubOrganization({
-    subOrganizationName: uniqueName('app-user'), rootQuorumThreshold: 1,
+    subOrganizationName: uniqueName('app-user'), rootQuorumThreshold: 1, ...opts.flags,
     rootUsers: [{
       userName: 'alice', userEmail: email, authenticators: [],
       apiKeys: opts.apiKey ? [{ apiKeyName: 'k', publicKey: bytesToHex(p256.getPublicKey(key, true)), curveType: 'API_KEY_CURVE_P256' }] : [],
@@ -285,6 +285,23 @@ describe('e-mail', () => {
     expect(who.userId).toBe(sub.userId);
     const stale = await ts.raw('/public/v1/query/whoami', JSON.stringify({ organizationId: sub.id }), { key });
     expect(stale.status).toBe(401);
+  });
+
+  it('honours the disable* flags a sub-organization was created with', async () => {
+    const sub = await subOrg({ flags: { disableEmailAuth: true, disableOtpEmailAuth: true } });
+    const target = generateP256KeyPair().publicKeyUncompressed;
+    const ea: any = await ts.sdk.emailAuth({ organizationId: sub.id, email: sub.email, targetPublicKey: target, emailCustomization: { appName: 'W' } } as any);
+    expect(ea.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+    expect(ea.activity.failure.message).toMatch(/e-mail authentication is switched off for this organization \(disableEmailAuth/);
+    const otp: any = await ts.sdk.initOtpAuth({ organizationId: sub.id, otpType: 'OTP_TYPE_EMAIL', contact: sub.email, appName: 'W' } as any);
+    expect(otp.activity.failure.message).toMatch(/disableOtpEmailAuth/);
+    // Recovery was not switched off.
+    const rec: any = await ts.sdk.initUserEmailRecovery({ organizationId: sub.id, email: sub.email, targetPublicKey: target, emailCustomization: { appName: 'W' } } as any);
+    expect(rec.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    await nextMail(sub.email);
+    const off = await subOrg({ flags: { disableEmailRecovery: true } });
+    const rec2: any = await ts.sdk.initUserEmailRecovery({ organizationId: off.id, email: off.email, targetPublicKey: target, emailCustomization: { appName: 'W' } } as any);
+    expect(rec2.activity.failure.message).toMatch(/disableEmailRecovery/);
   });
 
   it('refuses an unknown address, SMS codes, and a caller that is not a root user', async () => {

@@ -62,6 +62,13 @@ function readEmail(v: Validator, params: Obj, key = 'email'): string | undefined
   return v.string(params, key, key, { required: true, nonEmpty: true, max: 320, pattern: EMAIL, patternDesc: 'must be an e-mail address' });
 }
 
+/** Refuses a flow the sub-organization was created without (create_sub_organization's disable* flags). */
+export function requireFlowEnabled(ctx: ExecContext, flag: 'disableEmailAuth' | 'disableEmailRecovery' | 'disableOtpEmailAuth', what: string): void {
+  if (ctx.store.organizations.disabledFlows(ctx.organization.id).includes(flag)) {
+    throw failedPrecondition(`${what} is switched off for this organization (${flag} at its creation)`);
+  }
+}
+
 /** The organization's user with this e-mail address (FAILED activity when none). */
 export function userByEmail(ctx: ExecContext, email: string): UserRow {
   const want = email.toLowerCase();
@@ -116,6 +123,7 @@ export const emailAuth: SubmitOperation<EmailAuth, { userId: string; apiKeyId: s
   },
   authorize(p, _intent, store) { requireAuthFlowCaller(p, 'send e-mail authentication'); requireMail(store); },
   execute(ctx, intent) {
+    requireFlowEnabled(ctx, 'disableEmailAuth', 'e-mail authentication');
     const user = userByEmail(ctx, intent.email);
     const seconds = intent.expirationSeconds ?? DEFAULT_KEY_SECONDS;
     const { key, credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
@@ -179,6 +187,7 @@ export function authorizeInitOtp(p: Principal, intent: InitOtp, store: Store): v
  */
 export function sendOtp(ctx: ExecContext, intent: InitOtp, to: string, userId: string | null, sealTarget?: (id: string) => Uint8Array): string {
   const { store, organization, nowMs } = ctx;
+  requireFlowEnabled(ctx, 'disableOtpEmailAuth', 'one-time codes by e-mail');
   store.otps.deleteExpired(nowMs);
   const id = ctx.newId();
   const code = newCode(intent.otpLength, intent.alphanumeric);
@@ -304,6 +313,7 @@ export const initUserEmailRecovery: SubmitOperation<InitRecovery, { userId: stri
   },
   authorize(p, _intent, store) { requireAuthFlowCaller(p, 'start e-mail recovery'); requireMail(store); },
   execute(ctx, intent) {
+    requireFlowEnabled(ctx, 'disableEmailRecovery', 'e-mail recovery');
     const user = userByEmail(ctx, intent.email);
     const seconds = intent.expirationSeconds ?? DEFAULT_KEY_SECONDS;
     const { credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {

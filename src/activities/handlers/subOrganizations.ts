@@ -121,6 +121,7 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
     });
     const rootUserIds = intent.rootUsers.map((u, i) => insertUser(ctx, id, u, true, `rootUsers[${i}]`));
     if (intent.verificationToken !== undefined) verifySignup(ctx, intent, id);
+    store.organizations.disableFlows(id, DISABLE_FLAGS.filter((f) => intent[f] === true));
     const wallet = intent.wallet ? createWalletIn(ctx, id, intent.wallet, 'wallet.accounts') : undefined;
     return { subOrganizationId: id, ...(wallet ? { wallet } : {}), rootUserIds };
   },
