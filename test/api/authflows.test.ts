@@ -88,7 +88,7 @@ function openBundle(bundle: string, embedded: string): ApiKeyPair {
 }
 
 /** A sub-organization with one root user (e-mail address, optional OAuth identity), made by the parent. */
-async function subOrg(opts: { email?: string; subject?: string; apiKey?: boolean; flags?: Record<string, boolean> } = {}): Promise<{ id: string; userId: string; email: string }> {
+async function subOrg(opts: { email?: string; subject?: string; apiKey?: boolean; flags?: Record<string, boolean> } = {}): Promise<{ id: string; userId: string; email: string; key: ApiKeyPair }> {
   const email = opts.email ?? `${uniqueName('u')}@example.com`.toLowerCase();
   const key = p256.utils.randomSecretKey();
   const r: any = await ts.sdk.createSubOrganization({
@@ -100,7 +100,7 @@ async function subOrg(opts: { email?: string; subject?: string; apiKey?: boolean
     }],
   } as any);
   expect(r.activity.status, JSON.stringify(r.activity.failure)).toBe('ACTIVITY_STATUS_COMPLETED');
-  return { id: r.subOrganizationId, userId: r.rootUserIds[0], email };
+  return { id: r.subOrganizationId, userId: r.rootUserIds[0], email, key: { publicKey: bytesToHex(p256.getPublicKey(key, true)), privateKey: bytesToHex(key) } };
 }
 
 const whoamiAs = (key: ApiKeyPair, orgId: string) => sdkClient(ts.url, key, orgId).getWhoami() as Promise<any>;
@@ -160,23 +160,28 @@ describe('OAuth', () => {
     expect(stranger.activity.failure.message).toMatch(/no user of this organization has this OAuth identity/);
   });
 
-  it('create/get/delete_oauth_providers (here by the parent organization); an identity links to one user', async () => {
+  it('create/get/delete_oauth_providers by the user itself, not by the parent; an identity links to one user', async () => {
     const sub = await subOrg({ apiKey: true });
+    const asUser = sdkClient(ts.url, sub.key, sub.id);
     const subject = uniqueName('gh');
-    const created: any = await ts.sdk.createOauthProviders({ organizationId: sub.id, userId: sub.userId, oauthProviders: [{ providerName: 'github', oidcToken: await issuer.token({ sub: subject }) }] } as any);
+    // The parent may not: linking an identity it controls would let it log in as the user.
+    const byParent = await ts.sdk.createOauthProviders({ organizationId: sub.id, userId: sub.userId, oauthProviders: [{ providerName: 'p', oidcClaims: { iss: issuer.url, sub: 'parent-owned', aud: 'app-client-id' } }] } as any)
+      .then(() => undefined, (e: Error) => e);
+    expect(String(byParent)).toMatch(/Turnkey error 7/);
+    const created: any = await asUser.createOauthProviders({ organizationId: sub.id, userId: sub.userId, oauthProviders: [{ providerName: 'github', oidcToken: await issuer.token({ sub: subject }) }] } as any);
     expect(created.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
     expect(created.providerIds).toHaveLength(1);
-    const user: any = await ts.sdk.getUser({ organizationId: sub.id, userId: sub.userId } as any);
+    const user: any = await asUser.getUser({ organizationId: sub.id, userId: sub.userId } as any);
     expect(user.user.oauthProviders.map((p: any) => p.providerId)).toEqual(created.providerIds);
-    const again: any = await ts.sdk.createOauthProviders({ organizationId: sub.id, userId: sub.userId, oauthProviders: [{ providerName: 'dup', oidcToken: await issuer.token({ sub: subject }) }] } as any);
+    const again: any = await asUser.createOauthProviders({ organizationId: sub.id, userId: sub.userId, oauthProviders: [{ providerName: 'dup', oidcToken: await issuer.token({ sub: subject }) }] } as any);
     expect(again.activity.status).toBe('ACTIVITY_STATUS_FAILED');
     expect(again.activity.failure.message).toMatch(/already linked/);
     // V2 may give the claims instead of a token.
-    const byClaims: any = await ts.sdk.createOauthProviders({ organizationId: sub.id, userId: sub.userId, oauthProviders: [{ providerName: 'apple', oidcClaims: { iss: 'https://appleid.apple.com', sub: 'x1', aud: 'com.example' } }] } as any);
+    const byClaims: any = await asUser.createOauthProviders({ organizationId: sub.id, userId: sub.userId, oauthProviders: [{ providerName: 'apple', oidcClaims: { iss: 'https://appleid.apple.com', sub: 'x1', aud: 'com.example' } }] } as any);
     expect(byClaims.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
-    const deleted: any = await ts.sdk.deleteOauthProviders({ organizationId: sub.id, userId: sub.userId, providerIds: created.providerIds } as any);
+    const deleted: any = await asUser.deleteOauthProviders({ organizationId: sub.id, userId: sub.userId, providerIds: created.providerIds } as any);
     expect(deleted.providerIds).toEqual(created.providerIds);
-    const after: any = await ts.sdk.getOauthProviders({ organizationId: sub.id, userId: sub.userId } as any);
+    const after: any = await asUser.getOauthProviders({ organizationId: sub.id, userId: sub.userId } as any);
     expect(after.oauthProviders.map((p: any) => p.providerName)).toEqual(['apple']);
   });
 

@@ -95,12 +95,6 @@ export function requireAuthFlowCaller(p: Principal, what: string): void {
   throw permissionDenied(`only a root user of the organization or of its parent organization may ${what}`);
 }
 
-/** The user itself, a root user of the organization, or a root user of its parent. */
-function requireUserOrAuthFlowCaller(p: Principal, userId: string, what: string): void {
-  if (p.access === 'parent') requireAuthFlowCaller(p, what);
-  else requireSelfOrRoot(p, userId, what);
-}
-
 /** The user an identity is linked to in the organization (FAILED activity when none). */
 function userOfIdentity(ctx: ExecContext, id: OidcIdentity) {
   const p = ctx.store.oauthProviders.byIdentity(ctx.organization.id, id.issuer, id.audience, id.subject);
@@ -148,8 +142,8 @@ export const createOauthProviders: SubmitOperation<CreateProviders, { providerId
     v.done();
     return { userId: userId!, oauthProviders };
   },
-  parentMaySubmit: true,
-  authorize(p, intent) { requireUserOrAuthFlowCaller(p, intent.userId, 'link OAuth providers'); },
+  // Not from the parent: linking an identity it controls would let it log in as the user.
+  authorize(p, intent) { requireSelfOrRoot(p, intent.userId, 'link OAuth providers'); },
   external(intent, store) {
     return verifyProviderTokens(store, intent.oauthProviders.map((p, i) => ({ p, field: `oauthProviders[${i}]` })));
   },
@@ -172,8 +166,7 @@ export const deleteOauthProviders: SubmitOperation<DeleteProviders, { providerId
     v.done();
     return { userId: userId!, providerIds: [...new Set(providerIds)] };
   },
-  parentMaySubmit: true,
-  authorize(p, intent) { requireUserOrAuthFlowCaller(p, intent.userId, 'remove OAuth providers'); },
+  authorize(p, intent) { requireSelfOrRoot(p, intent.userId, 'remove OAuth providers'); },
   execute(ctx, intent) {
     requireUser(ctx.store, ctx.organization.id, intent.userId);
     for (const id of intent.providerIds) {
