@@ -326,6 +326,13 @@ describe('e-mail', () => {
     }));
     expect(v3.status).toBe(400);
     expect(v3.json.details.flatMap((d: any) => d.fieldViolations ?? []).map((f: any) => f.field)).toContain('emailCustomization.appName');
+    // What goes into the mail: a one-line app name, an http(s) magic link.
+    const unsafe = await ts.raw('/public/v1/submit/email_auth', JSON.stringify({
+      type: 'ACTIVITY_TYPE_EMAIL_AUTH_V3', timestampMs: String(Date.now()), organizationId: sub.id,
+      parameters: { email: sub.email, targetPublicKey: target.publicKeyUncompressed, emailCustomization: { appName: 'W\r\nBcc: x@evil.example', magicLinkTemplate: 'javascript:alert(%s)' } },
+    }));
+    expect(unsafe.status).toBe(400);
+    expect(unsafe.json.details.flatMap((d: any) => d.fieldViolations ?? []).map((f: any) => f.field).sort()).toEqual(['emailCustomization.appName', 'emailCustomization.magicLinkTemplate']);
     // A user of the parent organization that is not root may not run the flows for its sub-organizations.
     const member = p256.utils.randomSecretKey();
     const memberKey = { publicKey: bytesToHex(p256.getPublicKey(member, true)), privateKey: bytesToHex(member) };

@@ -34,15 +34,18 @@ const MAX_OTP_SECONDS = 600;
 const MAX_OTP_ATTEMPTS = 3;
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 
+/** Text that goes into a subject line: one line. */
+const ONE_LINE = { pattern: /^[^\r\n]*$/, patternDesc: 'must be one line' };
+
 interface Customization { appName?: string; logoUrl?: string; magicLinkTemplate?: string }
 interface Sender { sendFromEmailSenderName?: string; replyToEmailAddress?: string }
 
 function readCustomization(v: Validator, params: Obj, appNameRequired: boolean): Customization {
   const c = params.emailCustomization === undefined || params.emailCustomization === null ? {} : v.object(params.emailCustomization, 'emailCustomization');
   if (!c) return {};
-  const appName = v.string(c, 'appName', 'emailCustomization.appName', { required: appNameRequired, nonEmpty: appNameRequired, max: MAX_NAME }) || undefined;
+  const appName = v.string(c, 'appName', 'emailCustomization.appName', { required: appNameRequired, nonEmpty: appNameRequired, max: MAX_NAME, ...ONE_LINE }) || undefined;
   const logoUrl = v.string(c, 'logoUrl', 'emailCustomization.logoUrl', { max: 2048, pattern: /^https:\/\//, patternDesc: 'must be an https URL' }) || undefined;
-  const magicLinkTemplate = v.string(c, 'magicLinkTemplate', 'emailCustomization.magicLinkTemplate', { max: 2048 }) || undefined;
+  const magicLinkTemplate = v.string(c, 'magicLinkTemplate', 'emailCustomization.magicLinkTemplate', { max: 2048, pattern: /^https?:\/\/[^\s]*$/, patternDesc: 'must be an http(s) URL' }) || undefined;
   if (magicLinkTemplate !== undefined && !magicLinkTemplate.includes('%s')) v.fail('emailCustomization.magicLinkTemplate', 'must contain %s, where the bundle goes');
   // templateVariables / templateId name templates of Turnkey's mail service: accepted, not used.
   v.string(c, 'templateVariables', 'emailCustomization.templateVariables', { max: 8192 });
@@ -158,7 +161,7 @@ export function readInitOtp(params: Obj, opts: { v3: boolean; v1: boolean }): In
   if (otpType !== undefined && otpType !== 'OTP_TYPE_EMAIL' && otpType !== 'OTP_TYPE_SMS') v.fail('otpType', 'must be OTP_TYPE_EMAIL or OTP_TYPE_SMS');
   const contact = v.string(params, 'contact', 'contact', { required: true, nonEmpty: true, max: 320 });
   if (otpType === 'OTP_TYPE_EMAIL' && contact !== undefined && !EMAIL.test(contact)) v.fail('contact', 'must be an e-mail address');
-  const appName = opts.v3 ? v.string(params, 'appName', 'appName', { required: true, nonEmpty: true, max: MAX_NAME }) : undefined;
+  const appName = opts.v3 ? v.string(params, 'appName', 'appName', { required: true, nonEmpty: true, max: MAX_NAME, ...ONE_LINE }) : undefined;
   const otpLength = opts.v1 || params.otpLength === undefined || params.otpLength === null ? undefined : v.int(params, 'otpLength', 'otpLength', 6, 9);
   const alphanumeric = opts.v1 ? undefined : v.boolean(params, 'alphanumeric', 'alphanumeric');
   const expiration = opts.v3 ? v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 30, max: MAX_OTP_SECONDS }) : undefined;
