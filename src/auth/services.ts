@@ -7,7 +7,7 @@
  *   session signer.
  * Attached to the store at start-up, as the Vault and the webhook dispatcher are.
  */
-import { ApiError, Grpc, failedPrecondition } from '../errors.js';
+import { ApiError, Grpc, alreadyExists, failedPrecondition } from '../errors.js';
 import { cryptoCall, vaultOf } from '../domain/keys.js';
 import type { ApiKeyRow, Store, UserRow } from '../storage/types.js';
 import { OidcVerifier } from './oidc.js';
@@ -64,8 +64,17 @@ function removeEarlier(ctx: Issuing, user: UserRow, credentialType: string): voi
   }
 }
 
+/**
+ * Registers `publicKey` for `user`. A key the client logs in with again replaces its earlier
+ * registration (a new expiry); one registered to another user of the organization is refused.
+ */
 function registerKey(ctx: Issuing, user: UserRow, publicKey: string, o: IssueOptions): ApiKeyRow {
   if (o.invalidateExisting) removeEarlier(ctx, user, o.credentialType);
+  for (const k of ctx.store.apiKeys.byPublicKey(publicKey)) {
+    if (k.organizationId !== user.organizationId) continue;
+    if (k.userId !== user.id) throw alreadyExists('this public key is registered to another user of the organization');
+    ctx.store.apiKeys.delete(k.organizationId, k.id);
+  }
   const row: ApiKeyRow = {
     id: ctx.newId(), organizationId: user.organizationId, userId: user.id, name: o.name,
     publicKey, curve: 'API_KEY_CURVE_P256', credentialType: o.credentialType,

@@ -213,6 +213,13 @@ describe('OAuth', () => {
     const claims = JSON.parse(atob(r.session.split('.')[1]));
     expect(claims).toMatchObject({ user_id: ts.rootUserId, organization_id: ts.orgId, public_key: bytesToHex(p256.getPublicKey(sk, true)) });
     expect((await whoamiAs({ publicKey: claims.public_key, privateKey: bytesToHex(sk) }, ts.orgId)).userId).toBe(ts.rootUserId);
+    // Logging in with the same key again renews its registration instead of adding a second one.
+    const again: any = await ts.sdk.stampLogin({ publicKey, expirationSeconds: '1200' } as any);
+    expect(again.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const keys: any = await ts.sdk.getApiKeys({ userId: ts.rootUserId } as any);
+    const mine = keys.apiKeys.filter((k: any) => k.credential.publicKey === claims.public_key);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]).toMatchObject({ expirationSeconds: '1200', credential: { type: 'CREDENTIAL_TYPE_LOGIN' } });
   });
 });
 
