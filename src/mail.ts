@@ -47,9 +47,12 @@ export type MailTarget = { smtpUrl: string; timeoutMs: number } | { dir: string 
 export class Mailer {
   readonly #transport: Transporter;
   readonly #dir: string | undefined;
+  /** MAIL_FROM's address, for a From that carries the request's display name instead. */
+  readonly #fromAddress: string;
 
   /** SMTP: `timeoutMs` bounds connecting, the greeting and each reply (WEBHOOK_TIMEOUT_MS, as for webhooks). */
   constructor(private readonly vault: Vault, target: MailTarget, private readonly from: string) {
+    this.#fromAddress = /<([^>]+)>/.exec(from)?.[1] ?? from;
     if ('dir' in target) {
       // A message holds a credential bundle or a one-time code: readable by the server's user only.
       fs.mkdirSync(target.dir, { recursive: true, mode: 0o700 });
@@ -68,10 +71,9 @@ export class Mailer {
     } catch {
       return { kind: 'refused', reason: 'the queued message cannot be opened with this master key' };
     }
-    const address = /<([^>]+)>/.exec(this.from)?.[1] ?? this.from;
     try {
       const info = await this.#transport.sendMail({
-        from: m.fromName ? { name: m.fromName, address } : this.from,
+        from: m.fromName ? { name: m.fromName, address: this.#fromAddress } : this.from,
         to: m.to, subject: m.subject, text: m.text, html: m.html,
         ...(m.replyTo ? { replyTo: m.replyTo } : {}),
       }) as { response?: string; message?: Buffer };

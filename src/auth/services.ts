@@ -47,11 +47,17 @@ export const CREDENTIAL = {
   login: 'CREDENTIAL_TYPE_LOGIN',
 } as const;
 
+/** How long a key the flows issue lasts when the request does not say (decimal seconds). */
+export const DEFAULT_ISSUED_KEY_SECONDS = '900';
+/** The longest expirationSeconds the flows accept. */
+export const MAX_ISSUED_KEY_SECONDS = 365 * 86400;
+
 export interface IssueOptions {
   credentialType: string;
   /** apiKeyName, or a default such as "Email Auth - <ms>" */
   name: string;
-  expirationSeconds: string;
+  /** the request's expirationSeconds; unset: DEFAULT_ISSUED_KEY_SECONDS */
+  expirationSeconds?: string | undefined;
   /** Removes the user's earlier keys of the same credential type first. */
   invalidateExisting: boolean;
 }
@@ -75,10 +81,11 @@ function registerKey(ctx: Issuing, user: UserRow, publicKey: string, o: IssueOpt
     if (k.userId !== user.id) throw alreadyExists('this public key is registered to another user of the organization');
     ctx.store.apiKeys.delete(k.organizationId, k.id);
   }
+  const seconds = o.expirationSeconds ?? DEFAULT_ISSUED_KEY_SECONDS;
   const row: ApiKeyRow = {
     id: ctx.newId(), organizationId: user.organizationId, userId: user.id, name: o.name,
     publicKey, curve: 'API_KEY_CURVE_P256', credentialType: o.credentialType,
-    expirationSeconds: o.expirationSeconds, expiresAtMs: ctx.nowMs + Number(o.expirationSeconds) * 1000,
+    expirationSeconds: seconds, expiresAtMs: ctx.nowMs + Number(seconds) * 1000,
     createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
   };
   ctx.store.apiKeys.insert(row);

@@ -355,11 +355,12 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       insert: (o) => { s.otpInsert.run(o.id, o.organizationId, o.userId, o.otpType, o.contact, o.sealedCode, o.sealedTarget, o.attempts, o.expiresMs, o.createdMs); },
       setAttempts: (id, n) => { s.otpAttempts.run(n, id); },
       delete: (id) => { s.otpDelete.run(id); },
-      deleteByUser: (org, user) => { s.otpDeleteByUser.run(org, user); s.vcDeleteByUser.run(org, user); },
+      deleteByUser: (org, user) => { s.otpDeleteByUser.run(org, user); },
       deleteExpired: (ms) => { s.otpDeleteExpired.run(ms); },
     },
     verifiedContacts: {
       mark: (org, user, type, contact, ms) => { s.vcMark.run(org, user, type, contact, ms); },
+      deleteByUser: (org, user) => { s.vcDeleteByUser.run(org, user); },
     },
     verificationTokens: {
       insert: (id, org, expiresMs) => { s.vtPrune.run(Date.now() - 86_400_000); s.vtInsert.run(id, org, expiresMs); },

@@ -313,6 +313,7 @@ export interface Store {
   /** Contacts a user proved to own (a one-time code), while they are still the user's. */
   verifiedContacts: {
     mark(organizationId: string, userId: string, type: 'EMAIL' | 'PHONE_NUMBER', contact: string, nowMs: number): void;
+    deleteByUser(organizationId: string, userId: string): void;
   };
   /** Ids of issued verification tokens (verify_otp), each usable once. */
   verificationTokens: {

@@ -19,7 +19,7 @@ import { requireUser } from '../../domain/apiKeys.js';
 import { readAuthenticatorParams, registerAuthenticators, type AuthenticatorParams } from '../../domain/authenticators.js';
 import { vaultOf } from '../../domain/keys.js';
 import { utf8, wipe } from '../../crypto/bytes.js';
-import { CREDENTIAL, issueBundledKey, requireMail } from '../../auth/services.js';
+import { CREDENTIAL, MAX_ISSUED_KEY_SECONDS, issueBundledKey, requireMail } from '../../auth/services.js';
 import { composeMail, enqueueMail } from '../../mail.js';
 import type { AtRestContext } from '../../crypto/atrest.js';
 import type { OtpRow, Store, UserRow } from '../../storage/types.js';
@@ -28,7 +28,6 @@ import { EMAIL, MAX_NAME, Validator, type Obj } from '../validate.js';
 import { readTargetPublicKey } from './keyParams.js';
 import { readLoginCommon, requireAuthFlowCaller, type LoginCommon } from './oauth.js';
 
-const DEFAULT_KEY_SECONDS = '900';
 const DEFAULT_OTP_SECONDS = 300;
 const MAX_OTP_SECONDS = 600;
 const MAX_OTP_ATTEMPTS = 3;
@@ -74,28 +73,39 @@ export function requireFlowEnabled(ctx: ExecContext, flag: 'disableEmailAuth' | 
 
 /** The organization's user with this e-mail address (FAILED activity when none). */
 export function userByEmail(ctx: ExecContext, email: string): UserRow {
-  const want = email.toLowerCase();
-  const u = ctx.store.users.list(ctx.organization.id).find((x) => x.email !== null && x.email.toLowerCase() === want);
+  const u = findUserByEmail(ctx.store, ctx.organization.id, email);
   if (!u) throw notFound('no user of this organization has this e-mail address', 'USER_NOT_FOUND');
   return u;
 }
 
-function sendBundle(ctx: ExecContext, to: string, bundle: string, c: Customization, s: Sender, purpose: 'log in' | 'recover your account', seconds: string): void {
-  const app = c.appName ?? ctx.organization.name;
-  const link = c.magicLinkTemplate?.replace('%s', bundle);
+/** The organization's user with this e-mail address (compared without regard to case), if any. */
+export function findUserByEmail(store: Store, organizationId: string, email: string): UserRow | undefined {
+  const want = email.toLowerCase();
+  return store.users.list(organizationId).find((x) => x.email !== null && x.email.toLowerCase() === want);
+}
+
+/**
+ * Queues a mail of the flows: the paragraphs, then when what it carries expires; the sender's
+ * display name and Reply-To and the logo as the request asked.
+ */
+function mailTo(ctx: ExecContext, to: string, subject: string, paragraphs: string[], seconds: string, c: Customization, s: Sender, link?: string): void {
   enqueueMail(ctx.store, ctx.organization.id, composeMail({
-    to,
-    subject: purpose === 'log in' ? `Log in to ${app}` : `Recover your ${app} account`,
-    paragraphs: [
-      link ? `Open the link below to ${purpose} to ${app}.` : `Use this code to ${purpose} to ${app}:`,
-      ...(link ? [] : [bundle]),
-      `It expires in ${Math.round(Number(seconds) / 60)} minutes. If you did not ask for it, ignore this e-mail.`,
-    ],
+    to, subject,
+    paragraphs: [...paragraphs, `It expires in ${Math.round(Number(seconds) / 60)} minutes. If you did not ask for it, ignore this e-mail.`],
     ...(link ? { link } : {}),
     ...(c.logoUrl ? { logoUrl: c.logoUrl } : {}),
     ...(s.sendFromEmailSenderName ? { fromName: s.sendFromEmailSenderName } : {}),
     ...(s.replyToEmailAddress ? { replyTo: s.replyToEmailAddress } : {}),
   }), ctx.nowMs);
+}
+
+function sendBundle(ctx: ExecContext, to: string, bundle: string, c: Customization, s: Sender, purpose: 'log in' | 'recover your account', seconds: string): void {
+  const app = c.appName ?? ctx.organization.name;
+  const link = c.magicLinkTemplate?.replace('%s', bundle);
+  mailTo(ctx, to, purpose === 'log in' ? `Log in to ${app}` : `Recover your ${app} account`, [
+    link ? `Open the link below to ${purpose} to ${app}.` : `Use this code to ${purpose} to ${app}:`,
+    ...(link ? [] : [bundle]),
+  ], seconds, c, s, link);
 }
 
 // ---- email_auth ----------------------------------------------------------------------------
@@ -128,12 +138,11 @@ export const emailAuth: SubmitOperation<EmailAuth, { userId: string; apiKeyId: s
   execute(ctx, intent) {
     requireFlowEnabled(ctx, 'disableEmailAuth', 'e-mail authentication');
     const user = userByEmail(ctx, intent.email);
-    const seconds = intent.expirationSeconds ?? DEFAULT_KEY_SECONDS;
     const { key, credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
       credentialType: CREDENTIAL.emailAuth, name: intent.apiKeyName ?? `Email Auth - ${ctx.nowMs}`,
-      expirationSeconds: seconds, invalidateExisting: intent.invalidateExisting === true,
+      expirationSeconds: intent.expirationSeconds, invalidateExisting: intent.invalidateExisting === true,
     });
-    sendBundle(ctx, user.email!, credentialBundle, intent.emailCustomization, intent.sender, 'log in', seconds);
+    sendBundle(ctx, user.email!, credentialBundle, intent.emailCustomization, intent.sender, 'log in', key.expirationSeconds!);
     return { userId: user.id, apiKeyId: key.id };
   },
 };
@@ -200,14 +209,7 @@ export function sendOtp(ctx: ExecContext, intent: InitOtp, to: string, userId: s
     attempts: 0, expiresMs: nowMs + Number(intent.expirationSeconds) * 1000, createdMs: nowMs,
   });
   const app = intent.appName ?? intent.emailCustomization.appName ?? organization.name;
-  enqueueMail(store, organization.id, composeMail({
-    to,
-    subject: `Your ${app} code`,
-    paragraphs: [`Your ${app} code is ${code}`, `It expires in ${Math.round(Number(intent.expirationSeconds) / 60)} minutes. If you did not ask for it, ignore this e-mail.`],
-    ...(intent.emailCustomization.logoUrl ? { logoUrl: intent.emailCustomization.logoUrl } : {}),
-    ...(intent.sender.sendFromEmailSenderName ? { fromName: intent.sender.sendFromEmailSenderName } : {}),
-    ...(intent.sender.replyToEmailAddress ? { replyTo: intent.sender.replyToEmailAddress } : {}),
-  }), nowMs);
+  mailTo(ctx, to, `Your ${app} code`, [`Your ${app} code is ${code}`], intent.expirationSeconds, intent.emailCustomization, intent.sender);
   return id;
 }
 
@@ -286,7 +288,7 @@ export const otpAuth: SubmitOperation<OtpAuth, { userId: string; apiKeyId: strin
     markEmailVerified(ctx, user, row.contact);
     const { key, credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
       credentialType: CREDENTIAL.otpAuth, name: intent.apiKeyName ?? `OTP Auth - ${ctx.nowMs}`,
-      expirationSeconds: intent.expirationSeconds ?? DEFAULT_KEY_SECONDS, invalidateExisting: intent.invalidateExisting === true,
+      expirationSeconds: intent.expirationSeconds, invalidateExisting: intent.invalidateExisting === true,
     });
     return { userId: user.id, apiKeyId: key.id, credentialBundle };
   },
@@ -308,7 +310,7 @@ export const initUserEmailRecovery: SubmitOperation<InitRecovery, { userId: stri
     const v = new Validator();
     const email = readEmail(v, params);
     const targetPublicKey = readTargetPublicKey(v, params);
-    const expirationSeconds = v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 1, max: 365 * 86400 });
+    const expirationSeconds = v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 1, max: MAX_ISSUED_KEY_SECONDS });
     const emailCustomization = readCustomization(v, params, type === 'ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2');
     const sender = readSender(v, params);
     v.done();
@@ -318,11 +320,10 @@ export const initUserEmailRecovery: SubmitOperation<InitRecovery, { userId: stri
   execute(ctx, intent) {
     requireFlowEnabled(ctx, 'disableEmailRecovery', 'e-mail recovery');
     const user = userByEmail(ctx, intent.email);
-    const seconds = intent.expirationSeconds ?? DEFAULT_KEY_SECONDS;
-    const { credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
-      credentialType: CREDENTIAL.recoverUser, name: `Recovery - ${ctx.nowMs}`, expirationSeconds: seconds, invalidateExisting: true,
+    const { key, credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
+      credentialType: CREDENTIAL.recoverUser, name: `Recovery - ${ctx.nowMs}`, expirationSeconds: intent.expirationSeconds, invalidateExisting: true,
     });
-    sendBundle(ctx, user.email!, credentialBundle, intent.emailCustomization, intent.sender, 'recover your account', seconds);
+    sendBundle(ctx, user.email!, credentialBundle, intent.emailCustomization, intent.sender, 'recover your account', key.expirationSeconds!);
     return { userId: user.id };
   },
 };

@@ -15,7 +15,7 @@ import { alreadyExists, invalidArgument, notFound, permissionDenied } from '../.
 import { isRoot, requireSelfOrRoot, type Principal } from '../../domain/principal.js';
 import { normalizePublicKey, requireUser } from '../../domain/apiKeys.js';
 import { oauthProviderRecord } from '../../domain/records.js';
-import { CREDENTIAL, authServices, issueBundledKey, issueSession } from '../../auth/services.js';
+import { CREDENTIAL, MAX_ISSUED_KEY_SECONDS, authServices, issueBundledKey, issueSession } from '../../auth/services.js';
 import type { OidcIdentity } from '../../auth/oidc.js';
 import type { Store } from '../../storage/types.js';
 import { keysFor, type ExecContext, type QueryOperation, type SubmitOperation } from '../types.js';
@@ -23,8 +23,6 @@ import { MAX_NAME, Validator, type Obj } from '../validate.js';
 import { readTargetPublicKey } from './keyParams.js';
 
 const MAX_TOKEN = 16_384;
-const DEFAULT_LOGIN_SECONDS = '900';
-const MAX_SECONDS = 365 * 86400;
 
 /** One provider of a user: a name and an ID token, or (V2) the token's claims. */
 export interface ProviderParams { providerName: string; oidcToken?: string; oidcClaims?: { iss: string; sub: string; aud: string } }
@@ -107,7 +105,7 @@ export interface LoginCommon { apiKeyName?: string; expirationSeconds?: string; 
 
 export function readLoginCommon(v: Validator, params: Obj, withName: boolean): LoginCommon {
   const apiKeyName = withName ? v.string(params, 'apiKeyName', 'apiKeyName', { max: MAX_NAME }) || undefined : undefined;
-  const expirationSeconds = v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 1, max: MAX_SECONDS });
+  const expirationSeconds = v.uintString(params, 'expirationSeconds', 'expirationSeconds', { min: 1, max: MAX_ISSUED_KEY_SECONDS });
   const invalidateExisting = v.boolean(params, 'invalidateExisting', 'invalidateExisting');
   return {
     ...(apiKeyName !== undefined ? { apiKeyName } : {}),
@@ -222,7 +220,7 @@ export const oauth: SubmitOperation<OauthIntent, { userId: string; apiKeyId: str
     const { key, credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
       credentialType: CREDENTIAL.oauth,
       name: intent.apiKeyName ?? `OAuth - ${ctx.nowMs}`,
-      expirationSeconds: intent.expirationSeconds ?? DEFAULT_LOGIN_SECONDS,
+      expirationSeconds: intent.expirationSeconds,
       invalidateExisting: intent.invalidateExisting === true,
     });
     return { userId: user.id, apiKeyId: key.id, credentialBundle };
@@ -258,7 +256,7 @@ export function loginOptions(ctx: ExecContext, intent: LoginCommon) {
   return {
     credentialType: CREDENTIAL.login,
     name: `Login - ${ctx.nowMs}`,
-    expirationSeconds: intent.expirationSeconds ?? DEFAULT_LOGIN_SECONDS,
+    expirationSeconds: intent.expirationSeconds,
     invalidateExisting: intent.invalidateExisting === true,
   };
 }

@@ -20,7 +20,7 @@ import { checkClientSignature, issueVerificationToken, readVerificationToken, sp
 import type { OrganizationRow, Store } from '../../storage/types.js';
 import { keysFor, type SubmitOperation } from '../types.js';
 import { Validator, type Obj } from '../validate.js';
-import { authorizeInitOtp, checkOtp, markEmailVerified, readInitOtp, sendOtp, userByEmail, type InitOtp } from './emailAuth.js';
+import { authorizeInitOtp, checkOtp, findUserByEmail, markEmailVerified, readInitOtp, sendOtp, userByEmail, type InitOtp } from './emailAuth.js';
 import { loginOptions, readLoginCommon, readP256Key, requireAuthFlowCaller, type LoginCommon } from './oauth.js';
 
 const DEFAULT_TOKEN_SECONDS = 3600;
@@ -56,7 +56,7 @@ export const initOtp: SubmitOperation<InitOtp, { otpId: string; otpEncryptionTar
   authorize: authorizeInitOtp,
   execute(ctx, intent) {
     const { store, organization } = ctx;
-    const user = store.users.list(organization.id).find((u) => u.email !== null && u.email.toLowerCase() === intent.contact.toLowerCase());
+    const user = findUserByEmail(store, organization.id, intent.contact);
     let bundle = '';
     const otpId = sendOtp(ctx, intent, intent.contact, user?.id ?? null, (id) => {
       const t = cryptoCall(() => vaultOf(store).initImport(otpTargetContext(organization.id, id), organization.id));
@@ -112,7 +112,7 @@ export const verifyOtp: SubmitOperation<VerifyOtp, { verificationToken: string }
       publicKey = inner.public_key;
     }
     const row = checkOtp(ctx, intent.otpId, code, true);
-    const user = store.users.list(organization.id).find((u) => u.email !== null && u.email.toLowerCase() === row.contact.toLowerCase());
+    const user = findUserByEmail(store, organization.id, row.contact);
     if (user) markEmailVerified(ctx, user, row.contact);
     const expiresMs = nowMs + Number(intent.expirationSeconds ?? DEFAULT_TOKEN_SECONDS) * 1000;
     const verificationToken = issueVerificationToken(store, {

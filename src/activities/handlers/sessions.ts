@@ -12,7 +12,6 @@ import { Validator, type Obj } from '../validate.js';
 import { readTargetPublicKey } from './keyParams.js';
 import { readLoginCommon, type LoginCommon } from './oauth.js';
 
-const DEFAULT_SESSION_SECONDS = 900;
 
 interface CreateSession extends LoginCommon { targetPublicKey: string; userId?: string }
 
@@ -39,7 +38,7 @@ export const createReadWriteSession: SubmitOperation<CreateSession, SessionResul
     const { key, credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
       credentialType: CREDENTIAL.readWriteSession,
       name: intent.apiKeyName ?? `Read Write Session - ${nowMs}`,
-      expirationSeconds: intent.expirationSeconds ?? String(DEFAULT_SESSION_SECONDS),
+      expirationSeconds: intent.expirationSeconds,
       invalidateExisting: intent.invalidateExisting === true,
     });
     return {

@@ -20,7 +20,7 @@ import { keysFor, type ExecContext, type QueryOperation, type SubmitOperation } 
 import { decodeJwt, type JWTPayload } from 'jose';
 import { checkClientSignature, readVerificationToken, spendVerificationToken, type ClientSignature, type VerificationClaims } from '../../auth/tokens.js';
 import { readClientSignature } from './otp.js';
-import { markEmailVerified } from './emailAuth.js';
+import { findUserByEmail, markEmailVerified } from './emailAuth.js';
 import { MAX_NAME, Validator, type Obj } from '../validate.js';
 import { readPagination, type Pagination } from './activities.js';
 import { readAccounts } from './keyParams.js';
@@ -135,7 +135,7 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
 function verifySignup(ctx: ExecContext, intent: CreateSubOrganization, subOrganizationId: string): void {
   const { store, nowMs } = ctx;
   const claims = signupClaims(store, ctx.organization.id, intent, nowMs);
-  const user = store.users.list(subOrganizationId).find((u) => u.email !== null && u.email.toLowerCase() === claims.contact.toLowerCase());
+  const user = findUserByEmail(store, subOrganizationId, claims.contact);
   if (!user) throw failedPrecondition('the verification token is for an e-mail address no root user has');
   spendVerificationToken(store, claims, nowMs);
   markEmailVerified(ctx, user, claims.contact);

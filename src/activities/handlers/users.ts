@@ -143,6 +143,7 @@ export const deleteUsers: SubmitOperation<{ userIds: string[] }, { userIds: stri
       for (const a of store.authenticators.listByUser(organization.id, id)) store.authenticators.delete(organization.id, a.id);
       for (const o of store.oauthProviders.listByUser(organization.id, id)) store.oauthProviders.delete(organization.id, o.id);
       store.otps.deleteByUser(organization.id, id);
+      store.verifiedContacts.deleteByUser(organization.id, id);
       store.tags.detachAll(id);
       store.users.delete(organization.id, id);
     }
