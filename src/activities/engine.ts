@@ -6,11 +6,12 @@
 import { randomUUID } from 'node:crypto';
 import { sha256 } from '../crypto/curves.js';
 import { bytesToHex } from '../crypto/bytes.js';
-import { ApiError, invalidArgument, permissionDenied } from '../errors.js';
+import { ApiError, Grpc, invalidArgument, notFound, permissionDenied } from '../errors.js';
 import { timestamp } from '../domain/records.js';
 import type { Principal } from '../domain/principal.js';
-import type { ActivityRow, OrganizationRow, Store } from '../storage/types.js';
-import type { ExecContext, QueryOperation, SubmitOperation } from './types.js';
+import type { ActivityRow, OrganizationRow, Store, UserRow, VoteRow } from '../storage/types.js';
+import type { ExecContext, QueryOperation, SubmitOperation, TypeVersion } from './types.js';
+import { authorizeSubmit, voteRecord, type Voucher } from './consensus.js';
 import type { StampCheck } from '../crypto/signpool.js';
 import type { Obj } from './validate.js';
 import { enqueueActivityEvents } from '../webhooks.js';
@@ -18,6 +19,8 @@ import { CREDENTIAL } from '../auth/services.js';
 
 export const STATUS_COMPLETED = 'ACTIVITY_STATUS_COMPLETED';
 export const STATUS_FAILED = 'ACTIVITY_STATUS_FAILED';
+export const STATUS_CONSENSUS_NEEDED = 'ACTIVITY_STATUS_CONSENSUS_NEEDED';
+export const STATUS_REJECTED = 'ACTIVITY_STATUS_REJECTED';
 export const QUERY_ACTIVITY_TYPE = 'ACTIVITY_TYPE_UNKNOWN_V1';
 
 /** `sha256:<hex>` of the exact body bytes (SHA-256 in the wasm core: no native object per request). */
@@ -89,6 +92,7 @@ export function submitInTransaction(
   fingerprint: string,
   nowMs: number,
   pre?: Prepared,
+  voucher?: Voucher,
 ): SubmitOutcome {
   if (principal.access !== 'member' && op.parentMaySubmit !== true) {
     throw permissionDenied('a parent organization may only read its sub-organizations', 'ORGANIZATION_MISMATCH');
@@ -108,40 +112,41 @@ export function submitInTransaction(
 
   // validate is a pure function of the parameters: prepareSubmit's intent is the same one.
   const intent = pre?.intent ?? op.validate(env.parameters, env.type);
-  op.authorize(principal, intent, store);
-
-  const kept: (() => void)[] = [];
-  const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID, keepOnFailure: (fn) => { kept.push(fn); } };
-  if (pre?.prepared !== undefined) ctx.prepared = pre.prepared;
-  if (pre?.external !== undefined) ctx.external = pre.external;
-  let result: unknown;
-  let failure: ApiError | undefined;
-  try {
-    // Nested transaction = savepoint: a failing handler leaves no partial change behind.
-    result = op.readOnly ? op.execute(ctx, intent) : store.transaction(() => op.execute(ctx, intent));
-  } catch (e) {
-    if (!(e instanceof ApiError)) throw e;
-    failure = e;
-    for (const fn of kept) fn();
-  }
+  if (op.vote) return castVote(store, op, intent as { fingerprint: string }, principal, organization, nowMs, voucher);
+  const decision = authorizeSubmit(store, op, principal, intent, env.type, organization);
+  if (decision.outcome === 'OUTCOME_DENY_EXPLICIT') throw permissionDenied(decision.reason, 'POLICY_DENIED');
   const id = uuidV7(nowMs);
+  if (decision.outcome !== 'OUTCOME_ALLOW') {
+    // Waits for approvals: stored with the requester's vote; approve_activity runs it later.
+    if (op.external || principal.access !== 'member') {
+      throw permissionDenied(`${decision.reason}; ${op.path} cannot wait for approvals`, 'POLICY_DENIED');
+    }
+    const record = activityRecord({
+      id, organizationId: organization.id, status: STATUS_CONSENSUS_NEEDED, type: env.type, timestampMs: env.timestampMs,
+      intent: { [keys.intentKey]: intent }, result: {},
+    }, fingerprint, nowMs);
+    const vote = voteRecord(store, randomUUID(), principal.user, id, 'VOTE_SELECTION_APPROVED', fingerprint, voucher, nowMs);
+    record.votes = [vote];
+    record.canApprove = true;
+    record.canReject = true;
+    store.votes.insert({ id: vote.id as string, activityId: id, organizationId: organization.id, userId: principal.user.id, selection: 'VOTE_SELECTION_APPROVED', record: vote, createdMs: nowMs });
+    store.pending.insert({ activityId: id, organizationId: organization.id, fingerprint, path: op.path, userId: principal.user.id, credentialId: principal.credential.id, createdMs: nowMs });
+    const recordJson = JSON.stringify(record);
+    store.activities.insert({ id, organizationId: organization.id, type: env.type, status: STATUS_CONSENSUS_NEEDED, fingerprint, requestMs, createdMs: nowMs, updatedMs: nowMs, record, recordJson });
+    enqueueActivityEvents(store, organization, id, recordJson, nowMs);
+    return { activity: record, activityJson: recordJson, reused: false };
+  }
+  const ran = runOperation(store, op, intent, principal, organization, nowMs, pre);
   const record = activityRecord({
     id,
     organizationId: organization.id,
-    status: failure ? STATUS_FAILED : STATUS_COMPLETED,
+    status: ran.failure ? STATUS_FAILED : STATUS_COMPLETED,
     type: env.type,
     timestampMs: env.timestampMs,
     intent: { [keys.intentKey]: intent },
-    result: failure ? {} : {
-      [keys.resultKey]: result,
-      activity: {
-        type: env.type,
-        intent: { [keys.specIntentKey]: op.specIntent ? op.specIntent(intent) : intent },
-        result: { [keys.specResultKey]: result },
-      },
-    },
+    result: ran.failure ? {} : resultOf(op, keys, env.type, intent, ran.result),
   }, fingerprint, nowMs);
-  if (failure) record.failure = failure.toStatus();
+  if (ran.failure) record.failure = ran.failure.toStatus();
   const recordJson = JSON.stringify(record);
   const row: ActivityRow = {
     id, organizationId: organization.id, type: env.type, status: record.status as string, fingerprint, requestMs,
@@ -150,6 +155,105 @@ export function submitInTransaction(
   store.activities.insert(row);
   // Announced to the webhook addresses of the organization and its parent, in this same transaction (outbox).
   enqueueActivityEvents(store, organization, id, recordJson, nowMs);
+  return { activity: record, activityJson: recordJson, reused: false };
+}
+
+/** The activity's `result`: the clients' member and the specification's nested form (replies.md). */
+function resultOf(op: SubmitOperation, keys: TypeVersion, type: string, intent: unknown, result: unknown): Record<string, unknown> {
+  return {
+    [keys.resultKey]: result,
+    activity: {
+      type,
+      intent: { [keys.specIntentKey]: op.specIntent ? op.specIntent(intent) : intent },
+      result: { [keys.specResultKey]: result },
+    },
+  };
+}
+
+/** Runs the handler in a savepoint of its own; an ApiError it throws is the activity's failure. */
+function runOperation(
+  store: Store, op: SubmitOperation, intent: unknown, principal: Principal, organization: OrganizationRow, nowMs: number, pre?: Prepared,
+): { result?: unknown; failure?: ApiError } {
+  const kept: (() => void)[] = [];
+  const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID, keepOnFailure: (fn) => { kept.push(fn); } };
+  if (pre?.prepared !== undefined) ctx.prepared = pre.prepared;
+  if (pre?.external !== undefined) ctx.external = pre.external;
+  try {
+    // Nested transaction = savepoint: a failing handler leaves no partial change behind.
+    return { result: op.readOnly ? op.execute(ctx, intent) : store.transaction(() => op.execute(ctx, intent)) };
+  } catch (e) {
+    if (!(e instanceof ApiError)) throw e;
+    for (const fn of kept) fn();
+    return { failure: e };
+  }
+}
+
+/** The operations approve_activity may have to run (set by the registry: engine.ts does not import handlers). */
+let lookupSubmit: (path: string) => SubmitOperation | undefined = () => undefined;
+export function setSubmitLookup(fn: (path: string) => SubmitOperation | undefined): void { lookupSubmit = fn; }
+
+/**
+ * approve_activity / reject_activity: records the caller's vote on the activity awaiting consensus
+ * that the fingerprint names, then decides again with every approver. Allowed → the activity runs
+ * now, as its requester (COMPLETED or FAILED); an explicit deny → FAILED; a rejection by a root
+ * user or by the requester → REJECTED. The reply is that activity as it now stands.
+ */
+function castVote(
+  store: Store, op: SubmitOperation, intent: { fingerprint: string }, principal: Principal, organization: OrganizationRow,
+  nowMs: number, voucher?: Voucher,
+): SubmitOutcome {
+  if (principal.access !== 'member') throw permissionDenied('only users of the organization may vote on its activities');
+  const pending = store.pending.byFingerprint(organization.id, intent.fingerprint);
+  const row = pending ? store.activities.get(organization.id, pending.activityId) : undefined;
+  if (!pending || !row) {
+    throw notFound(`no activity of this organization is awaiting consensus with fingerprint ${intent.fingerprint.slice(0, 80)}`, 'ACTIVITY_NOT_FOUND');
+  }
+  const votes = store.votes.list(row.id);
+  if (votes.some((v) => v.userId === principal.user.id)) {
+    throw new ApiError(Grpc.ALREADY_EXISTS, `user ${principal.user.id} has already voted on activity ${row.id}`, { turnkeyErrorCode: 'ALREADY_VOTED' });
+  }
+  const selection = op.vote!;
+  const vote = voteRecord(store, randomUUID(), principal.user, row.id, selection, intent.fingerprint, voucher, nowMs);
+  store.votes.insert({ id: vote.id as string, activityId: row.id, organizationId: organization.id, userId: principal.user.id, selection, record: vote, createdMs: nowMs });
+  const record: Record<string, unknown> = { ...row.record, votes: [...votes.map((v) => v.record), vote], updatedAt: timestamp(nowMs) };
+  const settle = (status: string, fields: Record<string, unknown>): void => {
+    Object.assign(record, fields, { status, canApprove: false, canReject: false });
+    store.pending.delete(row.id);
+  };
+  const requester = store.users.get(organization.id, pending.userId);
+  const target = lookupSubmit(pending.path);
+  const type = row.type;
+  const keys = target?.types[type];
+  const intentOf = (row.record.intent as Record<string, unknown>)[keys?.intentKey ?? ''];
+  if (selection === 'VOTE_SELECTION_REJECTED') {
+    if (principal.user.isRoot || principal.user.id === pending.userId) settle(STATUS_REJECTED, {});
+  } else if (!requester || !target || !keys || intentOf === undefined) {
+    settle(STATUS_FAILED, { failure: new ApiError(Grpc.FAILED_PRECONDITION, 'the user who requested this activity no longer exists').toStatus() });
+  } else {
+    const credential = store.apiKeys.get(organization.id, pending.credentialId) ?? store.authenticators.get(organization.id, pending.credentialId);
+    const asRequester: Principal = { organization, user: requester, credential: credential ?? principal.credential, access: 'member' };
+    const approvers = votes.concat([{ userId: principal.user.id, selection } as VoteRow])
+      .filter((v) => v.selection === 'VOTE_SELECTION_APPROVED' && v.userId !== requester.id)
+      .map((v) => store.users.get(organization.id, v.userId)).filter((u): u is UserRow => u !== undefined);
+    let decision;
+    try {
+      decision = authorizeSubmit(store, target, asRequester, intentOf, type, organization, approvers);
+    } catch (e) {
+      if (!(e instanceof ApiError)) throw e;
+      decision = undefined;
+      settle(STATUS_FAILED, { failure: e.toStatus() });
+    }
+    if (decision?.outcome === 'OUTCOME_DENY_EXPLICIT') {
+      settle(STATUS_FAILED, { failure: permissionDenied(decision.reason, 'POLICY_DENIED').toStatus() });
+    } else if (decision?.outcome === 'OUTCOME_ALLOW') {
+      const ran = runOperation(store, target, intentOf, asRequester, organization, nowMs);
+      if (ran.failure) settle(STATUS_FAILED, { failure: ran.failure.toStatus() });
+      else settle(STATUS_COMPLETED, { result: resultOf(target, keys!, type, intentOf, ran.result) });
+    }
+  }
+  const recordJson = JSON.stringify(record);
+  store.activities.update({ ...row, status: record.status as string, updatedMs: nowMs, record, recordJson });
+  if (record.status !== STATUS_CONSENSUS_NEEDED) enqueueActivityEvents(store, organization, row.id, recordJson, nowMs);
   return { activity: record, activityJson: recordJson, reused: false };
 }
 
@@ -176,7 +280,7 @@ export async function prepareSubmit(
   try {
     intent = op.validate(env.parameters, env.type);
     if (principal.access !== 'member' || !op.prepare) return { intent };
-    op.authorize(principal, intent, store);
+    if (authorizeSubmit(store, op, principal, intent, env.type, organization).outcome !== 'OUTCOME_ALLOW') return { intent };
     const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID };
     if (stampCheck) ctx.stampCheck = stampCheck;
     const work = op.prepare(ctx, intent);

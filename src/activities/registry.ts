@@ -16,12 +16,14 @@ import { createOauthProviders, deleteOauthProviders, getOauthProviders, oauth, o
 import { emailAuth, initOtpAuth, initUserEmailRecovery, otpAuth, recoverUser } from './handlers/emailAuth.js';
 import { initOtp, otpLogin, verifyOtp } from './handlers/otp.js';
 import { createAuthenticators, deleteAuthenticators, getAuthenticator, getAuthenticators } from './handlers/authenticators.js';
+import { approveActivity, createPolicies, createPolicy, deletePolicies, deletePolicy, getPolicy, listPolicies, rejectActivity, updatePolicy } from './handlers/policies.js';
+import { setSubmitLookup } from './engine.js';
 import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookEndpoints, updateWebhookEndpoint } from './handlers/webhookEndpoints.js';
 
 const QUERIES: QueryOperation<any>[] = [
   getActivity, listActivities, whoami, getOrganization, getOrganizationConfigs,
   listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags, listSubOrgs, listWebhookEndpoints, getAuthenticator, getAuthenticators,
-  getOauthProviders, listVerifiedSubOrgs,
+  getOauthProviders, listVerifiedSubOrgs, getPolicy, listPolicies,
   ...KEY_QUERIES,
 ];
 const SUBMITS: SubmitOperation<any, any>[] = [
@@ -34,6 +36,7 @@ const SUBMITS: SubmitOperation<any, any>[] = [
   createReadWriteSession, updateRootQuorum, updateOrganizationName, createAuthenticators, deleteAuthenticators,
   createOauthProviders, deleteOauthProviders, oauth, oauthLogin, stampLogin,
   emailAuth, initOtpAuth, otpAuth, initUserEmailRecovery, recoverUser, initOtp, verifyOtp, otpLogin,
+  createPolicy, createPolicies, updatePolicy, deletePolicy, deletePolicies, approveActivity, rejectActivity,
   ...KEY_SUBMITS,
 ];
 
@@ -55,5 +58,8 @@ export class Registry {
 }
 
 export function defaultRegistry(): Registry {
-  return new Registry([...QUERIES, ...SUBMITS]);
+  const registry = new Registry([...QUERIES, ...SUBMITS]);
+  // approve_activity runs the activity it approves with that activity's operation.
+  setSubmitLookup((path) => registry.submit(path));
+  return registry;
 }

@@ -3,6 +3,7 @@ import type { Principal } from '../domain/principal.js';
 import type { OrganizationRow, Store } from '../storage/types.js';
 import type { StampCheck } from '../crypto/signpool.js';
 import type { Obj } from './validate.js';
+import type { PolicyTargets } from '../policy/scope.js';
 
 export interface ExecContext {
   store: Store;
@@ -70,6 +71,10 @@ export interface SubmitOperation<I = unknown, R = unknown> {
    * authentication flows an application's backend runs for its users); authorize decides who.
    */
   parentMaySubmit?: boolean;
+  /** The keys and transaction this submit targets, for policy conditions (policy/scope.ts). */
+  policyTargets?(intent: I, store: Store, organizationId: string): PolicyTargets | undefined;
+  /** approve_activity / reject_activity: a vote on the activity awaiting consensus that `intent.fingerprint` names. */
+  vote?: 'VOTE_SELECTION_APPROVED' | 'VOTE_SELECTION_REJECTED';
 }
 
 export interface QueryOperation<Q = unknown> {

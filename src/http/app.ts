@@ -12,7 +12,7 @@ import type { Socket } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import zlib from 'node:zlib';
 import type { Readable, Transform } from 'node:stream';
-import { ApiError, Grpc, invalidArgument, notFound, unauthenticated } from '../errors.js';
+import { ApiError, Grpc, invalidArgument, notFound, permissionDenied, unauthenticated } from '../errors.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { ApiKeyCurve, ApiKeyRow, AuthenticatorRow, Store } from '../storage/types.js';
@@ -22,6 +22,7 @@ import { parseStamp, SCHEME_CURVE, verifyStamp, type Stamp } from './stamp.js';
 import type { StampCheck } from '../crypto/signpool.js';
 import type { StampVerifier } from './verifypool.js';
 import { candidateKeys, resolvePrincipal } from '../domain/credentials.js';
+import { authorizeSubmit, type Voucher } from '../activities/consensus.js';
 import { checkTimestamp, commitQueue, fingerprintOf, parseEnvelope, prepareSubmit, runQuery, submitInTransaction, type Envelope, type Prepared } from '../activities/engine.js';
 import type { Obj } from '../activities/validate.js';
 import type { SubmitOperation } from '../activities/types.js';
@@ -245,8 +246,12 @@ export function createApp(deps: AppDeps): express.Express {
         // Work outside the store (an OIDC issuer's keys) before the transaction; a refusal stores nothing.
         // Only for a caller the operation admits: no outside request on behalf of anyone else.
         const intent = pre?.intent ?? op.validate(env.parameters, env.type);
-        const { principal } = resolvePrincipal(store, cred.keys, env.organizationId, { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false }, nowMs);
-        op.authorize(principal, intent, store);
+        const { principal, organization } = resolvePrincipal(store, cred.keys, env.organizationId, { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false }, nowMs);
+        const decision = authorizeSubmit(store, op, principal, intent, env.type, organization);
+        if (decision.outcome !== 'OUTCOME_ALLOW') {
+          // Such an activity cannot wait for approvals: what it checked outside would be stale by then.
+          throw permissionDenied(decision.outcome === 'OUTCOME_DENY_EXPLICIT' ? decision.reason : `${decision.reason}; ${op.path} cannot wait for approvals`, 'POLICY_DENIED');
+        }
         pre = { ...pre, intent, external: await op.external(intent, store) };
       }
       // Group commit (engine.ts): the submit runs inside the next shared transaction and this
@@ -257,12 +262,18 @@ export function createApp(deps: AppDeps): express.Express {
         const { principal, organization } = resolvePrincipal(store, keys, env.organizationId,
           { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false }, nowMs);
         // The queue runs this in a savepoint of its own, so a refusal leaves nothing behind.
-        return submitInTransaction(store, op, env!, principal, organization, fingerprint, nowMs, pre);
+        return submitInTransaction(store, op, env!, principal, organization, fingerprint, nowMs, pre, voucherOf(cred));
       });
       x.activityId = out.activity.id as string;
       return new Serialized(`{"activity":${out.activityJson}}`);
     }
     throw notFound(`unknown path ${x.path}`, 'NOT_FOUND');
+  }
+
+  /** The stamp as a vote records it (an activity that waits for approvals, approve_activity). */
+  function voucherOf(cred: Credential): Voucher {
+    if (cred.kind === 'key') return { publicKey: cred.stamp.publicKey, signature: cred.stamp.signature, scheme: cred.stamp.scheme };
+    return { publicKey: '', signature: cred.webauthn.signature, scheme: 'SIGNATURE_SCHEME_WEBAUTHN' };
   }
 
   /** The stamp's credential (registered keys or passkeys it may stand for), not yet verified. */

@@ -252,4 +252,43 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 17,
+    name: 'policies, activities awaiting consensus, votes',
+    sql: `
+      CREATE TABLE policies (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        name TEXT NOT NULL,
+        effect TEXT NOT NULL,
+        condition TEXT NOT NULL,
+        consensus TEXT NOT NULL,
+        notes TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL
+      );
+      CREATE INDEX policies_org ON policies(organization_id, seq);
+      CREATE TABLE pending_activities (
+        activity_id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        path TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        credential_id TEXT NOT NULL,
+        created_ms INTEGER NOT NULL
+      );
+      CREATE UNIQUE INDEX pending_activities_fingerprint ON pending_activities(organization_id, fingerprint);
+      CREATE TABLE votes (
+        id TEXT PRIMARY KEY,
+        activity_id TEXT NOT NULL,
+        organization_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        selection TEXT NOT NULL,
+        record TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        UNIQUE (activity_id, user_id)
+      );
+    `,
+  },
 ];

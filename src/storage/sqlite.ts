@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import type {
-  ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, FeatureRow, OauthProviderRow, OrganizationRow, OtpRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
+  PolicyRow, PendingActivityRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, FeatureRow, OauthProviderRow, OrganizationRow, OtpRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
@@ -57,6 +57,20 @@ const deliveryFrom = (r: Row): WebhookDeliveryRow => ({
   id: r.id as string, organizationId: r.organization_id as string, activityId: r.activity_id as string,
   url: r.url as string, body: r.body as string, attempts: r.attempts as number,
   nextAttemptMs: r.next_attempt_ms as number, createdMs: r.created_ms as number,
+});
+const policyFrom = (r: Row): PolicyRow => ({
+  id: r.id as string, organizationId: r.organization_id as string, name: r.name as string,
+  effect: r.effect as PolicyRow['effect'], condition: r.condition as string, consensus: r.consensus as string,
+  notes: r.notes as string, createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
+});
+const pendingFrom = (r: Row): PendingActivityRow => ({
+  activityId: r.activity_id as string, organizationId: r.organization_id as string, fingerprint: r.fingerprint as string,
+  path: r.path as string, userId: r.user_id as string, credentialId: r.credential_id as string, createdMs: r.created_ms as number,
+});
+const voteFrom = (r: Row): VoteRow => ({
+  id: r.id as string, activityId: r.activity_id as string, organizationId: r.organization_id as string,
+  userId: r.user_id as string, selection: r.selection as VoteRow['selection'],
+  record: JSON.parse(r.record as string) as Record<string, unknown>, createdMs: r.created_ms as number,
 });
 const activityFrom = (r: Row): ActivityRow => ({
   id: r.id as string, organizationId: r.organization_id as string, type: r.type as string, status: r.status as string,
@@ -182,6 +196,17 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     actGet: q('SELECT * FROM activities WHERE organization_id = ? AND id = ?'),
     actSeq: q<{ seq: number }>('SELECT seq FROM activities WHERE organization_id = ? AND id = ?'),
     actByFp: q('SELECT * FROM activities WHERE request_ms = ? AND fingerprint = ?'),
+    polGet: q('SELECT * FROM policies WHERE organization_id = ? AND id = ?'),
+    polList: q('SELECT * FROM policies WHERE organization_id = ? ORDER BY seq'),
+    polInsert: q('INSERT INTO policies (id, organization_id, name, effect, condition, consensus, notes, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+    polUpdate: q('UPDATE policies SET name = ?, effect = ?, condition = ?, consensus = ?, notes = ?, updated_ms = ? WHERE organization_id = ? AND id = ?'),
+    polDelete: q('DELETE FROM policies WHERE organization_id = ? AND id = ?'),
+    penByFp: q('SELECT * FROM pending_activities WHERE organization_id = ? AND fingerprint = ?'),
+    penInsert: q('INSERT INTO pending_activities (activity_id, organization_id, fingerprint, path, user_id, credential_id, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+    penDelete: q('DELETE FROM pending_activities WHERE activity_id = ?'),
+    voteList: q('SELECT * FROM votes WHERE activity_id = ? ORDER BY created_ms, rowid'),
+    voteInsert: q('INSERT INTO votes (id, activity_id, organization_id, user_id, selection, record, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+    actUpdate: q('UPDATE activities SET status = ?, updated_ms = ?, record = ? WHERE id = ?'),
     actInsert: q('INSERT INTO activities (id, organization_id, type, status, request_ms, fingerprint, created_ms, updated_ms, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     actCount: q<{ n: number }>('SELECT COUNT(*) AS n FROM activities WHERE organization_id = ?'),
     ping: q('SELECT 1 AS ok'),
@@ -366,12 +391,29 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       insert: (id, org, expiresMs) => { s.vtPrune.run(Date.now() - 86_400_000); s.vtInsert.run(id, org, expiresMs); },
       use: (id, nowMs) => s.vtUse.run(nowMs, id, nowMs).changes > 0,
     },
+    policies: {
+      get: (org, id) => { const r = s.polGet.get(org, id); return r ? policyFrom(r) : undefined; },
+      list: (org) => s.polList.all(org).map(policyFrom),
+      insert: (p) => { s.polInsert.run(p.id, p.organizationId, p.name, p.effect, p.condition, p.consensus, p.notes, p.createdMs, p.updatedMs); },
+      update: (p) => { s.polUpdate.run(p.name, p.effect, p.condition, p.consensus, p.notes, p.updatedMs, p.organizationId, p.id); },
+      delete: (org, id) => s.polDelete.run(org, id).changes > 0,
+    },
+    pending: {
+      byFingerprint: (org, fp) => { const r = s.penByFp.get(org, fp); return r ? pendingFrom(r) : undefined; },
+      insert: (p) => { s.penInsert.run(p.activityId, p.organizationId, p.fingerprint, p.path, p.userId, p.credentialId, p.createdMs); },
+      delete: (id) => { s.penDelete.run(id); },
+    },
+    votes: {
+      list: (activityId) => s.voteList.all(activityId).map(voteFrom),
+      insert: (v) => { s.voteInsert.run(v.id, v.activityId, v.organizationId, v.userId, v.selection, JSON.stringify(v.record), v.createdMs); },
+    },
     activities: {
       get: (org, id) => { const r = s.actGet.get(org, id); return r ? activityFrom(r) : undefined; },
       byFingerprint: (fp, requestMs) => { const r = s.actByFp.get(requestMs, fp); return r ? activityFrom(r) : undefined; },
       insert: (a) => {
         s.actInsert.run(a.id, a.organizationId, a.type, a.status, a.requestMs, a.fingerprint, a.createdMs, a.updatedMs, a.recordJson ?? JSON.stringify(a.record));
       },
+      update: (a) => { s.actUpdate.run(a.status, a.updatedMs, a.recordJson ?? JSON.stringify(a.record), a.id); },
       list: (lq) => listActivities(lq),
       count: (org) => s.actCount.get(org)!.n,
     },
@@ -395,6 +437,8 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     'DELETE FROM private_keys WHERE organization_id = ?',
     'DELETE FROM import_targets WHERE organization_id = ?',
     'DELETE FROM webhook_endpoints WHERE organization_id = ?',
+    'DELETE FROM policies WHERE organization_id = ?',
+    'DELETE FROM pending_activities WHERE organization_id = ?',
     'DELETE FROM organizations WHERE id = ?',
   ].map((sql) => db.prepare(sql));
 

@@ -175,6 +175,43 @@ export interface OtpRow {
   createdMs: number;
 }
 
+/** A policy of an organization (create_policy): `condition` and `consensus` are policy-language sources ('' = none). */
+export interface PolicyRow {
+  id: string;
+  organizationId: string;
+  name: string;
+  effect: 'EFFECT_ALLOW' | 'EFFECT_DENY';
+  condition: string;
+  consensus: string;
+  notes: string;
+  createdMs: number;
+  updatedMs: number;
+}
+
+/** An activity stored with ACTIVITY_STATUS_CONSENSUS_NEEDED: what approve_activity needs to run it later. */
+export interface PendingActivityRow {
+  activityId: string;
+  organizationId: string;
+  fingerprint: string;
+  /** The submit operation's path (its handler). */
+  path: string;
+  /** Who submitted it, with which credential. */
+  userId: string;
+  credentialId: string;
+  createdMs: number;
+}
+
+/** A vote on an activity awaiting consensus; `record` is the v1Vote as served. */
+export interface VoteRow {
+  id: string;
+  activityId: string;
+  organizationId: string;
+  userId: string;
+  selection: 'VOTE_SELECTION_APPROVED' | 'VOTE_SELECTION_REJECTED';
+  record: Record<string, unknown>;
+  createdMs: number;
+}
+
 export interface Store {
   /** Runs fn inside one write transaction (all or nothing). */
   transaction<T>(fn: () => T): T;
@@ -321,11 +358,29 @@ export interface Store {
     /** Marks the token used; false when unknown, already used or expired. */
     use(id: string, nowMs: number): boolean;
   };
+  policies: {
+    get(organizationId: string, id: string): PolicyRow | undefined;
+    list(organizationId: string): PolicyRow[];
+    insert(row: PolicyRow): void;
+    update(row: PolicyRow): void;
+    delete(organizationId: string, id: string): boolean;
+  };
+  pending: {
+    byFingerprint(organizationId: string, fingerprint: string): PendingActivityRow | undefined;
+    insert(row: PendingActivityRow): void;
+    delete(activityId: string): void;
+  };
+  votes: {
+    list(activityId: string): VoteRow[];
+    insert(row: VoteRow): void;
+  };
   activities: {
     get(organizationId: string, id: string): ActivityRow | undefined;
     /** The activity a request body created: its fingerprint and its timestampMs. */
     byFingerprint(fingerprint: string, requestMs: number): ActivityRow | undefined;
     insert(row: ActivityRow): void;
+    /** Replaces status, updatedMs and record (an activity leaving CONSENSUS_NEEDED, or voted on). */
+    update(row: ActivityRow): void;
     list(q: ActivityListQuery): ActivityRow[] | undefined;
     count(organizationId: string): number;
   };

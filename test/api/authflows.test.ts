@@ -345,8 +345,8 @@ describe('e-mail', () => {
     const memberKey = { publicKey: bytesToHex(p256.getPublicKey(member, true)), privateKey: bytesToHex(member) };
     const created: any = await ts.sdk.createUsers({ users: [{ userName: uniqueName('m'), userEmail: 'm@example.com', userTags: [], authenticators: [], oauthProviders: [], apiKeys: [{ apiKeyName: 'm', publicKey: memberKey.publicKey, curveType: 'API_KEY_CURVE_P256' }] }] } as any);
     expect(created.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
-    const denied = await sdkClient(ts.url, memberKey, ts.orgId).emailAuth({ email: sub.email, targetPublicKey: target.publicKeyUncompressed, emailCustomization: { appName: 'W' } } as any)
-      .then(() => undefined, (e: Error) => e);
+    const denied = await sdkClient(ts.url, memberKey, ts.orgId).emailAuth({ organizationId: sub.id, email: sub.email, targetPublicKey: target.publicKeyUncompressed, emailCustomization: { appName: 'W' } } as any)
+      .then((r: any) => JSON.stringify(r.activity), (e: Error) => e);
     expect(String(denied)).toMatch(/only a root user/);
   });
 });

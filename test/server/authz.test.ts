@@ -1,9 +1,10 @@
-// Authorization until policies exist (issue 3): root users may do everything in their organization;
-// a non-root user may read, and change only its own user (tag membership aside) and its own API
-// keys; everything else is 403 {code 7} and stores nothing.
+// Authorization without policies: root users may do everything in their organization; a non-root
+// user may read, and change only its own user (tag membership aside) and its own API keys;
+// everything else waits for approval (ACTIVITY_STATUS_CONSENSUS_NEEDED) and changes nothing until
+// then. Policies and approvals themselves: test/api/policies.test.ts.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startTestServer, newP256Key, submitBody, sdkClient, uniqueName, newestActivityId, type TestServer, type RawKey } from './harness.js';
-import { checkError, checkQueryReply, checkSubmitReply, QUERY, SUBMIT } from './checks.js';
+import { checkAwaitsConsensus, checkError, checkQueryReply, checkSubmitReply, QUERY, SUBMIT } from './checks.js';
 
 let ts: TestServer;
 let carol: { id: string; key: RawKey };
@@ -62,7 +63,6 @@ describe('non-root user', () => {
     ['update another user', 'update_user', 'ACTIVITY_TYPE_UPDATE_USER', () => ({ userId: dave.id, userName: 'hijacked' })],
     ['update the root user', 'update_user', 'ACTIVITY_TYPE_UPDATE_USER', () => ({ userId: ts.rootUserId, userEmail: 'evil@example.com' })],
     ['change its own tag membership', 'update_user', 'ACTIVITY_TYPE_UPDATE_USER', () => ({ userId: carol.id, userTagIds: [tagId] })],
-    ['create users', 'create_users', 'ACTIVITY_TYPE_CREATE_USERS_V4', () => ({ users: [{ userName: 'x', apiKeys: [], authenticators: [], oauthProviders: [], userTags: [] }] })],
     ['delete another user', 'delete_users', 'ACTIVITY_TYPE_DELETE_USERS', () => ({ userIds: [dave.id] })],
     ['add an API key to another user', 'create_api_keys', 'ACTIVITY_TYPE_CREATE_API_KEYS_V2', () => ({ userId: dave.id, apiKeys: [{ apiKeyName: 'x', publicKey: newP256Key().publicKey, curveType: 'API_KEY_CURVE_P256' }] })],
     ['delete the root user\'s API key', 'delete_api_keys', 'ACTIVITY_TYPE_DELETE_API_KEYS', () => ({ userId: ts.rootUserId, apiKeyIds: [ts.server.bootstrap.apiKeyId] })],
@@ -75,14 +75,21 @@ describe('non-root user', () => {
   ];
 
   for (const [what, op, type, params] of forbidden) {
-    it(`may not ${what}: 403 PermissionDenied, nothing stored`, async () => {
+    it(`may not ${what} without approval: the activity waits (CONSENSUS_NEEDED)`, async () => {
       const before = await newestActivityId(ts);
       const r = await asCarol(op, type, params());
-      checkError(r, 403, `${what}`);
-      expect(r.json.code).toBe(7);
-      expect(await newestActivityId(ts)).toBe(before);
+      checkAwaitsConsensus(r, what);
+      expect(await newestActivityId(ts)).not.toBe(before);
     });
   }
+
+  it('may not create users: an operation that checks tokens outside the store cannot wait for approvals (403, nothing stored)', async () => {
+    const before = await newestActivityId(ts);
+    const r = await asCarol('create_users', 'ACTIVITY_TYPE_CREATE_USERS_V4', { users: [{ userName: 'x', apiKeys: [], authenticators: [], oauthProviders: [], userTags: [] }] });
+    checkError(r, 403, 'create users');
+    expect(r.json.message).toMatch(/cannot wait for approvals/);
+    expect(await newestActivityId(ts)).toBe(before);
+  });
 
   it('the refused changes did not happen', async () => {
     const d: any = await ts.sdk.getUser({ userId: dave.id });
@@ -92,9 +99,11 @@ describe('non-root user', () => {
     expect(root.user.apiKeys.map((k: any) => k.apiKeyId)).toContain(ts.server.bootstrap.apiKeyId);
   });
 
-  it('the sdk-server client surfaces the 403 as TurnkeyRequestError code 7', async () => {
+  it('the sdk-server client surfaces a policy\'s explicit deny (403) as TurnkeyRequestError code 7', async () => {
+    const p: any = await ts.sdk.createPolicy({ policyName: 'no tags', effect: 'EFFECT_DENY', condition: "activity.resource == 'USER_TAG'", consensus: '', notes: '' });
     const c = sdkClient(ts.url, carol.key, ts.orgId);
     await expect(c.createUserTag({ userTagName: 'nope', userIds: [] })).rejects.toMatchObject({ code: 7 });
+    await ts.sdk.deletePolicy({ policyId: p.policyId });
   });
 });
 

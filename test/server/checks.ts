@@ -99,3 +99,15 @@ export function expectFieldViolation(r: RawReply, field: string): void {
   }
   expect(br.fieldViolations.map((v: any) => v.field).join(' '), `a field violation naming ${field}`).toContain(field);
 }
+
+/**
+ * A submit that no rule allows yet (a non-root user without a policy, a root quorum above one):
+ * 200 with the activity stored as ACTIVITY_STATUS_CONSENSUS_NEEDED, no result, the requester's vote.
+ */
+export function checkAwaitsConsensus(r: RawReply, what = ''): void {
+  expect(r.status, `${what}: HTTP status ${r.status}, body ${r.text.slice(0, 300)}`).toBe(200);
+  expect(r.json.activity.status, what).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+  expect(r.json.activity.result, what).toEqual({});
+  expect(r.json.activity.votes, what).toHaveLength(1);
+  expect(r.json.activity.canApprove, what).toBe(true);
+}

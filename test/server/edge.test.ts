@@ -5,6 +5,7 @@ import {
   newestActivityId, rawRequest, type TestServer,
 } from './harness.js';
 import { checkError, checkSubmitReply, fingerprintOf, QUERY, SUBMIT } from './checks.js';
+import { checkAwaitsConsensus } from './checks.js';
 
 let ts: TestServer;
 beforeAll(async () => { ts = await startTestServer(); });
@@ -88,16 +89,21 @@ describe('robustness', () => {
     expect((await allActivities(ts)).length).toBe(before + 1);
   });
 
-  it('an identical body resubmitted by another (non-root) credential of the organization does not run as that credential', async () => {
+  it('an identical body resubmitted by another credential of the organization returns the activity as it stands (not run as that credential)', async () => {
     const key = newP256Key();
     const u: any = await ts.sdk.createUsers({ users: [{ userName: uniqueName('eve'), apiKeys: [{ apiKeyName: 'e', publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
     expect(u.userIds).toHaveLength(1);
     const body = submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', ts.orgId, { userTagName: uniqueName('mine'), userIds: [] });
-    // the non-root user sends it first: refused, nothing stored
+    // the non-root user sends it first: stored, waiting for approval
     const first = await ts.raw(SUBMIT('create_user_tag'), body, { key });
-    checkError(first, 403, 'non-root create_user_tag');
-    // root sends the same bytes: accepted (the refusal did not poison the fingerprint)
-    const ok = await ts.raw(SUBMIT('create_user_tag'), body);
+    checkAwaitsConsensus(first, 'non-root create_user_tag');
+    // root sends the same bytes: the same activity, still waiting (not run as the root user)
+    const same = await ts.raw(SUBMIT('create_user_tag'), body);
+    expect(same.status, same.text).toBe(200);
+    expect(same.json.activity.id).toBe(first.json.activity.id);
+    expect(same.json.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    // the root user's approval runs it
+    const ok = await ts.raw(SUBMIT('approve_activity'), submitBody('ACTIVITY_TYPE_APPROVE_ACTIVITY', ts.orgId, { fingerprint: first.json.activity.fingerprint }));
     expect(ok.status, ok.text).toBe(200);
     expect(ok.json.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
   });

@@ -1,7 +1,8 @@
 // update_root_quorum and update_organization_name through @turnkey/sdk-server: who is a root user changes what they may do,
-// a change that would lock the organization out fails and changes nothing, and thresholds above 1
-// (which would need consensus) are refused; a root user renames the organization.
+// a change that would lock the organization out fails and changes nothing, a non-root user's change
+// waits for approval; a root user renames the organization. Quorums above one: test/api/policies.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkAwaitsConsensus } from './checks.js';
 import { newP256Key, sdkClient, startTestServer, submitBody, uniqueName, type RawKey, type TestServer } from './harness.js';
 
 let ts: TestServer;
@@ -24,8 +25,8 @@ describe('update_root_quorum', () => {
   it('makes exactly the given users root users; their rights follow', async () => {
     const b = await newUser();
     const asB = sdkClient(ts.url, b.key, ts.orgId);
-    const denied = await ts.raw('/public/v1/submit/create_wallet', submitBody('ACTIVITY_TYPE_CREATE_WALLET', ts.orgId, { walletName: 'x', accounts: [] }), { key: b.key });
-    expect(denied.status).toBe(403);
+    const waits = await ts.raw('/public/v1/submit/create_wallet', submitBody('ACTIVITY_TYPE_CREATE_WALLET', ts.orgId, { walletName: 'x', accounts: [] }), { key: b.key });
+    checkAwaitsConsensus(waits, 'non-root create_wallet');
 
     const r: any = await ts.sdk.updateRootQuorum({ threshold: 1, userIds: [ts.rootUserId, b.id] } as any);
     expect(r.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
@@ -36,7 +37,7 @@ describe('update_root_quorum', () => {
     await asB.updateRootQuorum({ threshold: 1, userIds: [b.id] } as any);
     expect((await quorum()).userIds).toEqual([b.id]);
     const lost = await ts.raw('/public/v1/submit/create_wallet', submitBody('ACTIVITY_TYPE_CREATE_WALLET', ts.orgId, { walletName: 'y', accounts: [] }));
-    expect(lost.status, lost.text).toBe(403);
+    checkAwaitsConsensus(lost, 'former root create_wallet');
     await asB.updateRootQuorum({ threshold: 1, userIds: [ts.rootUserId] } as any);
     expect(await quorum()).toEqual({ threshold: 1, userIds: [ts.rootUserId] });
   });
@@ -50,10 +51,10 @@ describe('update_root_quorum', () => {
     expect(await quorum()).toEqual({ threshold: 1, userIds: [ts.rootUserId] });
   });
 
-  it('refuses thresholds above 1, bad lists and non-root users, storing nothing', async () => {
+  it('refuses a threshold above the number of users and bad lists, storing nothing; a non-root user\'s change waits for approval', async () => {
     const b = await newUser();
     for (const [params, field] of [
-      [{ threshold: 2, userIds: [ts.rootUserId, b.id] }, 'threshold'],
+      [{ threshold: 3, userIds: [ts.rootUserId, b.id] }, 'threshold'],
       [{ threshold: 0, userIds: [ts.rootUserId] }, 'threshold'],
       [{ threshold: 1, userIds: [] }, 'userIds'],
       [{ threshold: 1, userIds: [ts.rootUserId, ts.rootUserId] }, 'userIds'],
@@ -63,8 +64,8 @@ describe('update_root_quorum', () => {
       const fields: string[] = r.json.details.flatMap((d: any) => (d.fieldViolations ?? []).map((v: any) => v.field));
       expect(fields.some((f) => f.startsWith(field)), JSON.stringify(fields)).toBe(true);
     }
-    const denied = await submit({ threshold: 1, userIds: [b.id] }, b.key);
-    expect(denied.status, denied.text).toBe(403);
+    const waits = await submit({ threshold: 1, userIds: [b.id] }, b.key);
+    checkAwaitsConsensus(waits, 'non-root update_root_quorum');
     const unknown = await submit({ threshold: 1, userIds: ['00000000-0000-4000-8000-000000000000'] });
     expect(unknown.json.activity.status).toBe('ACTIVITY_STATUS_FAILED');
     expect(await quorum()).toEqual({ threshold: 1, userIds: [ts.rootUserId] });
@@ -72,7 +73,7 @@ describe('update_root_quorum', () => {
 });
 
 describe('update_organization_name', () => {
-  it('renames the organization (whoami and get_organization follow); refuses an empty name and non-root users', async () => {
+  it('renames the organization (whoami and get_organization follow); refuses an empty name; a non-root user\'s rename waits', async () => {
     const r: any = await ts.sdk.updateOrganizationName({ organizationName: 'Renamed Org' } as any);
     expect(r).toMatchObject({ organizationId: ts.orgId, organizationName: 'Renamed Org' });
     expect((await ts.sdk.getWhoami() as any).organizationName).toBe('Renamed Org');
@@ -80,8 +81,8 @@ describe('update_organization_name', () => {
     const empty = await ts.raw('/public/v1/submit/update_organization_name', submitBody('ACTIVITY_TYPE_UPDATE_ORGANIZATION_NAME', ts.orgId, { organizationName: ' ' }));
     expect(empty.status, empty.text).toBe(400);
     const b = await newUser();
-    const denied = await ts.raw('/public/v1/submit/update_organization_name', submitBody('ACTIVITY_TYPE_UPDATE_ORGANIZATION_NAME', ts.orgId, { organizationName: 'Mine' }), { key: b.key });
-    expect(denied.status, denied.text).toBe(403);
+    const waits = await ts.raw('/public/v1/submit/update_organization_name', submitBody('ACTIVITY_TYPE_UPDATE_ORGANIZATION_NAME', ts.orgId, { organizationName: 'Mine' }), { key: b.key });
+    checkAwaitsConsensus(waits, 'non-root rename');
     expect((await ts.sdk.getWhoami() as any).organizationName).toBe('Renamed Org');
   });
 });

@@ -64,10 +64,10 @@ export const getOrganizationConfigs: QueryOperation<object> = {
 };
 
 /**
- * update_root_quorum: the root users become exactly `userIds`. The threshold must be 1 for now: a
- * higher one means activities wait for approvals, and kmas has no consensus yet. A change that
- * would leave no root user holding an API key or a passkey fails (the organization would be locked
- * out).
+ * update_root_quorum: the root users become exactly `userIds`, `threshold` of whom must approve an
+ * activity that no policy allows (1 ≤ threshold ≤ their number; above 1, even a root user's own
+ * activities wait for approve_activity). A change that would leave no root user holding an API key
+ * or a passkey fails (the organization would be locked out).
  */
 export const updateRootQuorum: SubmitOperation<{ threshold: number; userIds: string[] }, Record<string, never>> = {
   kind: 'submit',
@@ -77,9 +77,6 @@ export const updateRootQuorum: SubmitOperation<{ threshold: number; userIds: str
     const v = new Validator();
     const userIds = v.stringArray(params, 'userIds', 'userIds', { required: true, nonEmpty: true }) ?? [];
     const threshold = v.int(params, 'threshold', 'threshold', 1, Math.max(userIds.length, 1));
-    if (threshold !== undefined && threshold > 1) {
-      v.fail('threshold', 'must be 1 for now: thresholds above 1 need consensus (approve_activity), which kmas does not support yet');
-    }
     v.done();
     return { threshold: threshold!, userIds };
   },

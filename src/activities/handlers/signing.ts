@@ -14,6 +14,7 @@ import { keysFor, type ExecContext, type SubmitOperation } from '../types.js';
 import type { SignJob } from '../../crypto/signjob.js';
 import { Validator, type Obj } from '../validate.js';
 import { requireKeyAdmin } from './keyParams.js';
+import type { PolicyTargets } from '../../policy/scope.js';
 
 /** The key resolved at authorization, kept off the stored intent (non-enumerable). */
 const RESOLVED = Symbol('resolved');
@@ -55,6 +56,12 @@ function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 /** The key authorize resolved (same transaction, so still current); resolved anew if absent. */
+/** What a sign request targets, for policy conditions: the private key, or the wallet account and its wallet. */
+function signingTargets(intent: WithKey<{ signWith: string }>, store: Store, organizationId: string): PolicyTargets {
+  const key = resolved(store, organizationId, intent);
+  return key.kind === 'private_key' ? { privateKeyId: key.id } : { walletAccountAddress: intent.signWith };
+}
+
 function resolved(store: Store, organizationId: string, intent: WithKey<{ signWith: string }>): SigningKey {
   return intent[RESOLVED] ?? resolve(store, organizationId, intent.signWith);
 }
@@ -84,12 +91,13 @@ export const signRawPayload: SubmitOperation<WithKey<SignRawPayload>, RawSignatu
     return { signWith: c.signWith!, payload: payload!, encoding: c.encoding!, hashFunction: c.hashFunction! };
   },
   authorize(p, intent, store) {
-    requireKeyAdmin(p, 'sign with keys of the organization');
     const key = resolve(store, p.organization.id, intent.signWith);
     // Dry run of the digest rules: mismatched curve / encoding / hash function or a bad payload → 400.
     cryptoCall(() => preparePayload(key.curve, intent));
     remember(intent, key);
+    requireKeyAdmin(p, 'sign with keys of the organization');
   },
+  policyTargets: signingTargets,
   prepare(ctx, intent) {
     return presign(ctx, intent, (key) => ({ op: 'payload', curve: key.curve, request: { payload: intent.payload, encoding: intent.encoding, hashFunction: intent.hashFunction } }));
   },
@@ -125,13 +133,14 @@ export const signRawPayloads: SubmitOperation<WithKey<SignRawPayloads>, { signat
     return { signWith: c.signWith!, payloads, encoding: c.encoding!, hashFunction: c.hashFunction! };
   },
   authorize(p, intent, store) {
-    requireKeyAdmin(p, 'sign with keys of the organization');
     const key = resolve(store, p.organization.id, intent.signWith);
     intent.payloads.forEach((payload, i) => {
       cryptoCall(() => preparePayload(key.curve, { payload, encoding: intent.encoding, hashFunction: intent.hashFunction }, { payload: `payloads[${i}]` }));
     });
     remember(intent, key);
+    requireKeyAdmin(p, 'sign with keys of the organization');
   },
+  policyTargets: signingTargets,
   prepare(ctx, intent) {
     return presign(ctx, intent, (key) => ({ op: 'payloads', curve: key.curve, payloads: intent.payloads, encoding: intent.encoding, hashFunction: intent.hashFunction }));
   },
@@ -171,13 +180,16 @@ export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signed
     return { signWith: signWith!, unsignedTransaction: unsignedTransaction!, type: type! };
   },
   authorize(p, intent, store) {
-    requireKeyAdmin(p, 'sign with keys of the organization');
     const key = resolve(store, p.organization.id, intent.signWith);
     if (key.curve !== 'secp256k1') {
       throw invalidArgument(`signWith: TRANSACTION_TYPE_ETHEREUM needs a CURVE_SECP256K1 key; this key is ${key.apiCurve}`,
         [{ field: 'signWith', description: 'must name a CURVE_SECP256K1 key for TRANSACTION_TYPE_ETHEREUM' }]);
     }
     remember(intent, key);
+    requireKeyAdmin(p, 'sign with keys of the organization');
+  },
+  policyTargets(intent, store, organizationId) {
+    return { ...signingTargets(intent, store, organizationId), ethereumTransaction: intent.unsignedTransaction };
   },
   prepare(ctx, intent) {
     return presign(ctx, intent, (key) => ({ op: 'transaction', curve: key.curve, unsignedTransaction: intent.unsignedTransaction }));

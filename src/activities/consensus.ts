@@ -1,0 +1,68 @@
+/**
+ * Who may run a submit: the fixed rules for parent-organization callers, and for members the
+ * root quorum, the organization's policies and the built-in self-service rules (policy/decide.ts).
+ * An activity no rule allows yet waits for approvals (ACTIVITY_STATUS_CONSENSUS_NEEDED).
+ */
+import { ApiError, Grpc } from '../errors.js';
+import { isRoot, type Principal } from '../domain/principal.js';
+import { userRecord, timestamp } from '../domain/records.js';
+import type { OrganizationRow, Store, UserRow, VoteRow } from '../storage/types.js';
+import { decide, userValue, type Decision } from '../policy/decide.js';
+import { conditionScope } from '../policy/scope.js';
+import type { SubmitOperation } from './types.js';
+
+/** The stamp that cast a vote (the requester's, or an approver's). */
+export interface Voucher { publicKey: string; signature: string; scheme: string }
+
+/**
+ * The decision for a submit by `principal`, with `voters` (users who approved since, for an
+ * activity awaiting consensus). Throws what op.authorize throws other than PermissionDenied
+ * (validation against the state: unknown key, mismatched curve …).
+ */
+export function authorizeSubmit(
+  store: Store, op: SubmitOperation, principal: Principal, intent: unknown, type: string,
+  organization: OrganizationRow, voters: UserRow[] = [],
+): Decision {
+  if (principal.access !== 'member') {
+    op.authorize(principal, intent, store);
+    return { outcome: 'OUTCOME_ALLOW', reason: 'allowed to the parent organization', evaluations: [] };
+  }
+  let fixedRules = true;
+  try {
+    op.authorize(principal, intent, store);
+  } catch (e) {
+    if (!(e instanceof ApiError) || e.code !== Grpc.PERMISSION_DENIED) throw e;
+    fixedRules = false;
+  }
+  // The common case, without reading policies: a root user of a quorum of one.
+  if (isRoot(principal) && organization.rootQuorumThreshold <= 1 && voters.length === 0) {
+    return { outcome: 'OUTCOME_ALLOW', reason: 'a root user (root quorum of one)', evaluations: [] };
+  }
+  const approvers = [principal.user, ...voters.filter((u) => u.id !== principal.user.id)];
+  return decide({
+    organization,
+    policies: store.policies.list(organization.id),
+    approvers: approvers.map((u) => ({ user: u, value: userValue(u, store.tags.tagsOf(u.id)) })),
+    condition: conditionScope(store, organization.id, type, op.policyTargets?.(intent, store, organization.id)),
+    selfService: fixedRules && !principal.user.isRoot,
+  });
+}
+
+/** The v1Vote record of a user's vote. */
+export function voteRecord(
+  store: Store, id: string, user: UserRow, activityId: string, selection: VoteRow['selection'],
+  fingerprint: string, voucher: Voucher | undefined, nowMs: number,
+): Record<string, unknown> {
+  return {
+    id,
+    userId: user.id,
+    user: userRecord(store, user),
+    activityId,
+    selection,
+    message: fingerprint,
+    publicKey: voucher?.publicKey ?? '',
+    signature: voucher?.signature ?? '',
+    scheme: voucher?.scheme ?? '',
+    createdAt: timestamp(nowMs),
+  };
+}

@@ -1,0 +1,255 @@
+/**
+ * Policies: create_policy (V3), create_policies, update_policy (V2, V1), delete_policy,
+ * delete_policies; queries get_policy, list_policies. And the votes on
+ * activities awaiting consensus: approve_activity, reject_activity (engine.ts castVote).
+ *
+ * `condition` and `consensus` are checked when stored: they must parse (policy/language.ts) and
+ * use only the keywords of their field, so a typo is a 400 now rather than a policy that never
+ * applies. Who may change policies: root users by the fixed rules; anyone else as the
+ * organization's policies allow (resource POLICY), or after approvals.
+ */
+import { failedPrecondition, notFound } from '../../errors.js';
+import { requireRoot } from '../../domain/principal.js';
+import { timestamp } from '../../domain/records.js';
+import type { PolicyRow, Store } from '../../storage/types.js';
+import { freeNames, parse, SyntaxError as PolicySyntaxError, MAX_SOURCE } from '../../policy/language.js';
+import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
+import { MAX_ARRAY, MAX_NAME, Validator, type Obj } from '../validate.js';
+
+const EFFECTS = ['EFFECT_ALLOW', 'EFFECT_DENY'] as const;
+/** The keywords each expression may use. `solana` is accepted and never bound (no Solana transaction parsing yet). */
+const KEYWORDS = {
+  condition: new Set(['activity', 'eth', 'solana', 'wallet', 'private_key', 'wallet_account']),
+  consensus: new Set(['approvers']),
+};
+/** Policies per organization at most. */
+export const MAX_POLICIES = 500;
+
+/** Checks one expression; '' (none) is fine. */
+function readExpression(v: Validator, o: Obj, key: string, field: string, kind: 'condition' | 'consensus'): string | undefined {
+  const src = v.string(o, key, field, { max: MAX_SOURCE });
+  if (src === undefined || src.trim() === '') return src;
+  try {
+    const unknown = [...freeNames(parse(src))].filter((n) => !KEYWORDS[kind].has(n));
+    if (unknown.length > 0) {
+      v.fail(field, `uses ${unknown.map((n) => `'${n}'`).join(', ')}: a ${kind} may use only ${[...KEYWORDS[kind]].join(', ')}`);
+    }
+  } catch (e) {
+    if (!(e instanceof PolicySyntaxError)) throw e;
+    v.fail(field, `does not parse: ${e.message}`);
+  }
+  return src;
+}
+
+interface PolicyParams { policyName: string; effect: PolicyRow['effect']; condition: string; consensus: string; notes: string }
+
+function readPolicy(v: Validator, o: Obj, prefix: string): PolicyParams {
+  const f = (k: string) => (prefix ? `${prefix}.${k}` : k);
+  const policyName = v.string(o, 'policyName', f('policyName'), { required: true, nonEmpty: true, max: MAX_NAME });
+  const effect = v.enumOf(o, 'effect', f('effect'), EFFECTS);
+  const condition = readExpression(v, o, 'condition', f('condition'), 'condition') ?? '';
+  const consensus = readExpression(v, o, 'consensus', f('consensus'), 'consensus') ?? '';
+  const notes = v.string(o, 'notes', f('notes'), { max: 4096 }) ?? '';
+  if (typeof o.time === 'string' && o.time.trim() !== '') v.fail(f('time'), 'time expressions are not supported yet; leave it out');
+  return { policyName: policyName!, effect: effect!, condition, consensus, notes };
+}
+
+export function policyRecord(p: PolicyRow): Record<string, unknown> {
+  return {
+    policyId: p.id, policyName: p.name, effect: p.effect, createdAt: timestamp(p.createdMs), updatedAt: timestamp(p.updatedMs),
+    notes: p.notes, consensus: p.consensus, condition: p.condition,
+  };
+}
+
+function requirePolicy(store: Store, organizationId: string, id: string, field = 'policyId'): PolicyRow {
+  const p = store.policies.get(organizationId, id);
+  if (!p) throw notFound(`${field}: policy ${id.slice(0, 100)} not found in this organization`, 'POLICY_NOT_FOUND');
+  return p;
+}
+
+function insertPolicies(store: Store, organizationId: string, list: PolicyParams[], newId: () => string, nowMs: number): string[] {
+  if (store.policies.list(organizationId).length + list.length > MAX_POLICIES) {
+    throw failedPrecondition(`an organization holds at most ${MAX_POLICIES} policies`);
+  }
+  return list.map((p) => {
+    const id = newId();
+    store.policies.insert({ id, organizationId, name: p.policyName, effect: p.effect, condition: p.condition, consensus: p.consensus, notes: p.notes, createdMs: nowMs, updatedMs: nowMs });
+    return id;
+  });
+}
+
+const rootRule = (what: string) => (p: Parameters<typeof requireRoot>[0]) => requireRoot(p, what);
+
+export const createPolicy: SubmitOperation<PolicyParams, { policyId: string }> = {
+  kind: 'submit',
+  path: 'create_policy',
+  types: { ACTIVITY_TYPE_CREATE_POLICY_V3: keysFor('ACTIVITY_TYPE_CREATE_POLICY_V3', { resultKey: 'createPolicyResult', specResultKey: 'createPolicyResult' }) },
+  validate(params: Obj) {
+    const v = new Validator();
+    const p = readPolicy(v, params, '');
+    v.done();
+    return p;
+  },
+  authorize: rootRule('create policies'),
+  execute(ctx, intent) {
+    return { policyId: insertPolicies(ctx.store, ctx.organization.id, [intent], ctx.newId, ctx.nowMs)[0]! };
+  },
+};
+
+export const createPolicies: SubmitOperation<{ policies: PolicyParams[] }, { policyIds: string[] }> = {
+  kind: 'submit',
+  path: 'create_policies',
+  types: { ACTIVITY_TYPE_CREATE_POLICIES: keysFor('ACTIVITY_TYPE_CREATE_POLICIES') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const list = v.array(params, 'policies', 'policies', { required: true, nonEmpty: true, max: MAX_ARRAY }) ?? [];
+    const policies: PolicyParams[] = [];
+    list.forEach((item, i) => {
+      const o = v.object(item, `policies[${i}]`);
+      if (o) policies.push(readPolicy(v, o, `policies[${i}]`));
+    });
+    v.done();
+    return { policies };
+  },
+  authorize: rootRule('create policies'),
+  execute(ctx, intent) {
+    return { policyIds: insertPolicies(ctx.store, ctx.organization.id, intent.policies, ctx.newId, ctx.nowMs) };
+  },
+};
+
+interface UpdatePolicy {
+  policyId: string; policyName?: string; policyEffect?: PolicyRow['effect'];
+  policyCondition?: string; policyConsensus?: string; policyNotes?: string;
+}
+
+export const updatePolicy: SubmitOperation<UpdatePolicy, { policyId: string }> = {
+  kind: 'submit',
+  path: 'update_policy',
+  types: {
+    ACTIVITY_TYPE_UPDATE_POLICY_V2: keysFor('ACTIVITY_TYPE_UPDATE_POLICY_V2'),
+    ACTIVITY_TYPE_UPDATE_POLICY: keysFor('ACTIVITY_TYPE_UPDATE_POLICY'),
+  },
+  validate(params: Obj) {
+    const v = new Validator();
+    const policyId = v.string(params, 'policyId', 'policyId', { required: true, nonEmpty: true, max: 100 });
+    const out: UpdatePolicy = { policyId: policyId! };
+    const name = v.string(params, 'policyName', 'policyName', { nonEmpty: true, max: MAX_NAME });
+    if (name !== undefined) out.policyName = name;
+    const effect = v.enumOf(params, 'policyEffect', 'policyEffect', EFFECTS, false);
+    if (effect !== undefined) out.policyEffect = effect;
+    const condition = readExpression(v, params, 'policyCondition', 'policyCondition', 'condition');
+    if (condition !== undefined) out.policyCondition = condition;
+    const consensus = readExpression(v, params, 'policyConsensus', 'policyConsensus', 'consensus');
+    if (consensus !== undefined) out.policyConsensus = consensus;
+    const notes = v.string(params, 'policyNotes', 'policyNotes', { max: 4096 });
+    if (notes !== undefined) out.policyNotes = notes;
+    if (typeof params.time === 'string' && params.time.trim() !== '') v.fail('time', 'time expressions are not supported yet; leave it out');
+    v.done();
+    return out;
+  },
+  authorize: rootRule('update policies'),
+  execute(ctx, intent) {
+    const p = requirePolicy(ctx.store, ctx.organization.id, intent.policyId);
+    ctx.store.policies.update({
+      ...p,
+      name: intent.policyName ?? p.name,
+      effect: intent.policyEffect ?? p.effect,
+      condition: intent.policyCondition ?? p.condition,
+      consensus: intent.policyConsensus ?? p.consensus,
+      notes: intent.policyNotes ?? p.notes,
+      updatedMs: ctx.nowMs,
+    });
+    return { policyId: p.id };
+  },
+};
+
+export const deletePolicy: SubmitOperation<{ policyId: string }, { policyId: string }> = {
+  kind: 'submit',
+  path: 'delete_policy',
+  types: { ACTIVITY_TYPE_DELETE_POLICY: keysFor('ACTIVITY_TYPE_DELETE_POLICY') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const policyId = v.string(params, 'policyId', 'policyId', { required: true, nonEmpty: true, max: 100 });
+    v.done();
+    return { policyId: policyId! };
+  },
+  authorize: rootRule('delete policies'),
+  execute(ctx, intent) {
+    requirePolicy(ctx.store, ctx.organization.id, intent.policyId);
+    ctx.store.policies.delete(ctx.organization.id, intent.policyId);
+    return { policyId: intent.policyId };
+  },
+};
+
+export const deletePolicies: SubmitOperation<{ policyIds: string[] }, { policyIds: string[] }> = {
+  kind: 'submit',
+  path: 'delete_policies',
+  types: { ACTIVITY_TYPE_DELETE_POLICIES: keysFor('ACTIVITY_TYPE_DELETE_POLICIES') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const policyIds = v.stringArray(params, 'policyIds', 'policyIds', { required: true, nonEmpty: true, max: MAX_ARRAY }) ?? [];
+    if (new Set(policyIds).size !== policyIds.length) v.fail('policyIds', 'lists a policy twice');
+    v.done();
+    return { policyIds };
+  },
+  authorize: rootRule('delete policies'),
+  execute(ctx, intent) {
+    intent.policyIds.forEach((id, i) => requirePolicy(ctx.store, ctx.organization.id, id, `policyIds[${i}]`));
+    for (const id of intent.policyIds) ctx.store.policies.delete(ctx.organization.id, id);
+    return { policyIds: intent.policyIds };
+  },
+};
+
+export const getPolicy: QueryOperation<{ policyId: string }> = {
+  kind: 'query',
+  path: 'get_policy',
+  parentMayRead: true,
+  specWrapper: 'wrap',
+  validate(body: Obj) {
+    const v = new Validator();
+    const policyId = v.string(body, 'policyId', 'policyId', { required: true, nonEmpty: true, max: 100 });
+    v.done();
+    return { policyId: policyId! };
+  },
+  execute(ctx, q) {
+    return { policy: policyRecord(requirePolicy(ctx.store, ctx.organization.id, q.policyId)) };
+  },
+};
+
+export const listPolicies: QueryOperation<object> = {
+  kind: 'query',
+  path: 'list_policies',
+  parentMayRead: true,
+  specWrapper: 'wrap',
+  validate: () => ({}),
+  execute(ctx) {
+    return { policies: ctx.store.policies.list(ctx.organization.id).map(policyRecord) };
+  },
+};
+
+function readFingerprint(params: Obj): { fingerprint: string } {
+  const v = new Validator();
+  const fingerprint = v.string(params, 'fingerprint', 'fingerprint', { required: true, nonEmpty: true, max: 100, pattern: /^sha256:[0-9a-f]{64}$/, patternDesc: 'sha256:<64 lowercase hex digits> (the activity\'s fingerprint)' });
+  v.done();
+  return { fingerprint: fingerprint! };
+}
+
+export const approveActivity: SubmitOperation<{ fingerprint: string }, never> = {
+  kind: 'submit',
+  path: 'approve_activity',
+  types: { ACTIVITY_TYPE_APPROVE_ACTIVITY: keysFor('ACTIVITY_TYPE_APPROVE_ACTIVITY') },
+  validate: readFingerprint,
+  authorize() { /* every user of the organization may vote; whether the vote counts is the policies' call */ },
+  execute() { throw new Error('votes are cast by the engine'); },
+  vote: 'VOTE_SELECTION_APPROVED',
+};
+
+export const rejectActivity: SubmitOperation<{ fingerprint: string }, never> = {
+  kind: 'submit',
+  path: 'reject_activity',
+  types: { ACTIVITY_TYPE_REJECT_ACTIVITY: keysFor('ACTIVITY_TYPE_REJECT_ACTIVITY') },
+  validate: readFingerprint,
+  authorize() { /* every user of the organization may vote; a rejection settles it only from a root user or the requester */ },
+  execute() { throw new Error('votes are cast by the engine'); },
+  vote: 'VOTE_SELECTION_REJECTED',
+};

@@ -1,0 +1,94 @@
+/**
+ * Policy evaluation: what the organization's policies and root quorum say about one activity.
+ *
+ * Order (Turnkey's documented rules):
+ * 1. enough root users among the approvers (≥ the root quorum threshold) → allow;
+ * 2. else an applicable EFFECT_DENY policy → explicit deny;
+ * 3. else an applicable EFFECT_ALLOW policy → allow;
+ * 4. else implicit deny.
+ * A policy applies when its `condition` (about the activity) and its `consensus` (about the
+ * approvers) both hold; an empty expression holds. A policy whose expression cannot be evaluated
+ * for this activity (a keyword it does not have, a type mismatch) does not apply (OUTCOME_ERROR).
+ * kmas adds the built-in self-service rules (`selfService`: what a user may do to itself, see
+ * domain/principal.ts) as an allow that an explicit deny overrides.
+ */
+import type { OrganizationRow, PolicyRow, UserRow } from '../storage/types.js';
+import { EvalError, evaluateBool, parse, type Value } from './language.js';
+
+export type Outcome =
+  | 'OUTCOME_ALLOW' | 'OUTCOME_DENY_EXPLICIT' | 'OUTCOME_DENY_IMPLICIT' | 'OUTCOME_REQUIRES_CONSENSUS' | 'OUTCOME_ERROR';
+
+export interface PolicyEvaluation { policyId: string; outcome: Outcome }
+
+export interface Decision {
+  outcome: 'OUTCOME_ALLOW' | 'OUTCOME_DENY_EXPLICIT' | 'OUTCOME_DENY_IMPLICIT' | 'OUTCOME_REQUIRES_CONSENSUS';
+  /** Why, in one sentence (for errors and logs; never key material). */
+  reason: string;
+  evaluations: PolicyEvaluation[];
+}
+
+/** The `User` struct of the consensus keyword `approvers`. */
+export function userValue(u: UserRow, tagIds: string[]): Value {
+  return { id: u.id, name: u.name, email: u.email ?? "", tags: tagIds, is_root: u.isRoot };
+}
+
+export interface DecideInput {
+  organization: OrganizationRow;
+  policies: PolicyRow[];
+  /** Users who approved, the requester first; with their `approvers` struct values. */
+  approvers: { user: UserRow; value: Value }[];
+  /** The condition keywords bound for this activity (activity, wallet, private_key, eth.tx …). */
+  condition: ReadonlyMap<string, Value>;
+  /** The built-in rules allow this activity to the requester. */
+  selfService: boolean;
+  /** An allow could still come from more approvals (the root quorum, or a consensus expression). */
+}
+
+function holds(src: string, scope: ReadonlyMap<string, Value>): boolean {
+  return src.trim() === '' ? true : evaluateBool(parse(src), scope);
+}
+
+export function decide(input: DecideInput): Decision {
+  const { organization, policies, approvers } = input;
+  const roots = approvers.filter((a) => a.user.isRoot).length;
+  const threshold = Math.max(1, organization.rootQuorumThreshold);
+  const evaluations: PolicyEvaluation[] = [];
+  if (roots >= threshold) {
+    return { outcome: 'OUTCOME_ALLOW', reason: `the root quorum approved (${roots} of ${threshold} needed)`, evaluations };
+  }
+  const consensusScope = new Map<string, Value>([['approvers', approvers.map((a) => a.value)]]);
+  let deny: PolicyRow | undefined;
+  let allow: PolicyRow | undefined;
+  let waiting: PolicyRow | undefined;
+  for (const p of policies) {
+    let outcome: Outcome;
+    try {
+      if (!holds(p.condition, input.condition)) {
+        outcome = 'OUTCOME_DENY_IMPLICIT';
+      } else if (!holds(p.consensus, consensusScope)) {
+        // The condition matches; more approvers may still satisfy the consensus.
+        outcome = p.effect === 'EFFECT_ALLOW' ? 'OUTCOME_REQUIRES_CONSENSUS' : 'OUTCOME_DENY_IMPLICIT';
+        if (p.effect === 'EFFECT_ALLOW') waiting ??= p;
+      } else if (p.effect === 'EFFECT_DENY') {
+        outcome = 'OUTCOME_DENY_EXPLICIT';
+        deny ??= p;
+      } else {
+        outcome = 'OUTCOME_ALLOW';
+        allow ??= p;
+      }
+    } catch (e) {
+      if (!(e instanceof EvalError)) throw e;
+      outcome = 'OUTCOME_ERROR';
+    }
+    evaluations.push({ policyId: p.id, outcome });
+  }
+  if (deny) return { outcome: 'OUTCOME_DENY_EXPLICIT', reason: `denied by policy ${deny.id} (${deny.name})`, evaluations };
+  if (allow) return { outcome: 'OUTCOME_ALLOW', reason: `allowed by policy ${allow.id} (${allow.name})`, evaluations };
+  if (input.selfService) return { outcome: 'OUTCOME_ALLOW', reason: 'a user may do this to itself', evaluations };
+  const byQuorum = `${threshold - roots} more root user approval${threshold - roots === 1 ? '' : 's'}`;
+  return {
+    outcome: 'OUTCOME_REQUIRES_CONSENSUS',
+    reason: waiting ? `policy ${waiting.id} (${waiting.name}) needs more approvals, or ${byQuorum}` : `no policy allows it: it needs ${byQuorum}`,
+    evaluations,
+  };
+}

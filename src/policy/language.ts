@@ -1,0 +1,392 @@
+/**
+ * The policy language of `condition` and `consensus` (Turnkey's documented grammar): a small,
+ * strongly typed expression language.
+ *
+ *   expr     := or
+ *   or       := and ('||' and)*
+ *   and      := not ('&&' not)*
+ *   not      := '!' not | cmp
+ *   cmp      := postfix (('==' | '!=' | '<' | '<=' | '>' | '>=' | 'in') postfix)?
+ *   postfix  := primary ('.' name ['(' args ')'] | '[' expr ['..' expr] ']')*
+ *   primary  := 'true' | 'false' | int | 'string' | '[' [expr (',' expr)*] ']' | name | '(' expr ')'
+ *
+ * Values: booleans, integers (bigint: the documented int type is 256 bits wide), strings (single
+ * quotes only, no escapes), lists and structs (the keywords' records). Methods of lists: `all`,
+ * `any`, `filter` (item name + predicate), `contains`, `count`; of strings: `contains`,
+ * `startsWith`, `endsWith`, `count` (length). A type mismatch, a missing field or an index out of
+ * range is an EvalError: the caller decides what a policy that cannot be evaluated means.
+ *
+ * The parser works on the source as given (at most MAX_SOURCE characters, nesting at most
+ * MAX_DEPTH), so a stored policy is parsed again when evaluated; `parse` results are cached.
+ */
+
+export const MAX_SOURCE = 4096;
+const MAX_DEPTH = 64;
+
+export type Value = boolean | bigint | string | Value[] | { readonly [field: string]: Value | undefined };
+
+export type Node =
+  | { k: 'lit'; v: Value }
+  | { k: 'list'; items: Node[] }
+  | { k: 'name'; name: string }
+  | { k: 'field'; of: Node; name: string }
+  | { k: 'index'; of: Node; index: Node }
+  | { k: 'slice'; of: Node; from: Node; to: Node }
+  | { k: 'call'; of: Node; name: string; param?: string; args: Node[] }
+  | { k: 'not'; of: Node }
+  | { k: 'bin'; op: string; a: Node; b: Node };
+
+/** A source that does not parse: `at` is the character offset. */
+export class SyntaxError extends Error {
+  constructor(message: string, readonly at: number) { super(`${message} at character ${at + 1}`); }
+}
+
+/** An expression that parsed but cannot be evaluated against the given values. */
+export class EvalError extends Error {}
+
+interface Token { t: 'num' | 'str' | 'id' | 'op' | 'end'; v: string; at: number }
+
+const OPS = ['&&', '||', '==', '!=', '<=', '>=', '..', '<', '>', '!', '.', ',', '(', ')', '[', ']'];
+
+function tokenize(src: string): Token[] {
+  const out: Token[] = [];
+  let i = 0;
+  while (i < src.length) {
+    const c = src[i]!;
+    if (c === ' ' || c === '\t' || c === '\n' || c === '\r') { i++; continue; }
+    const at = i;
+    if (c >= '0' && c <= '9') {
+      while (i < src.length && src[i]! >= '0' && src[i]! <= '9') i++;
+      out.push({ t: 'num', v: src.slice(at, i), at });
+      continue;
+    }
+    if (c === '\'') {
+      const end = src.indexOf('\'', i + 1);
+      if (end < 0) throw new SyntaxError('unterminated string', at);
+      out.push({ t: 'str', v: src.slice(i + 1, end), at });
+      i = end + 1;
+      continue;
+    }
+    if (/[A-Za-z_]/.test(c)) {
+      while (i < src.length && /[A-Za-z0-9_]/.test(src[i]!)) i++;
+      out.push({ t: 'id', v: src.slice(at, i), at });
+      continue;
+    }
+    const op = OPS.find((o) => src.startsWith(o, i));
+    if (!op) throw new SyntaxError(c === '"' ? 'strings take single quotes' : `unexpected character '${c}'`, at);
+    out.push({ t: 'op', v: op, at });
+    i += op.length;
+  }
+  out.push({ t: 'end', v: '', at: src.length });
+  return out;
+}
+
+const CMP = new Set(['==', '!=', '<', '<=', '>', '>=']);
+const LAMBDA_METHODS = new Set(['all', 'any', 'filter']);
+
+class Parser {
+  private i = 0;
+  private depth = 0;
+  constructor(private readonly toks: Token[]) {}
+
+  private peek(): Token { return this.toks[this.i]!; }
+  private next(): Token { return this.toks[this.i++]!; }
+  private isOp(v: string): boolean { const t = this.peek(); return t.t === 'op' && t.v === v; }
+  private expect(v: string): void {
+    const t = this.next();
+    if (t.t !== 'op' || t.v !== v) throw new SyntaxError(`expected '${v}'${t.t === 'end' ? ' before the end' : ` but found '${t.v}'`}`, t.at);
+  }
+
+  parseAll(): Node {
+    const n = this.expr();
+    const t = this.peek();
+    if (t.t !== 'end') throw new SyntaxError(`unexpected '${t.v}'`, t.at);
+    return n;
+  }
+
+  private expr(): Node {
+    if (++this.depth > MAX_DEPTH) throw new SyntaxError('expression nested too deeply', this.peek().at);
+    try { return this.or(); } finally { this.depth--; }
+  }
+
+  private or(): Node {
+    let a = this.and();
+    while (this.isOp('||')) { this.next(); a = { k: 'bin', op: '||', a, b: this.and() }; }
+    return a;
+  }
+
+  private and(): Node {
+    let a = this.not();
+    while (this.isOp('&&')) { this.next(); a = { k: 'bin', op: '&&', a, b: this.not() }; }
+    return a;
+  }
+
+  private not(): Node {
+    if (this.isOp('!')) {
+      this.next();
+      if (++this.depth > MAX_DEPTH) throw new SyntaxError('expression nested too deeply', this.peek().at);
+      try { return { k: 'not', of: this.not() }; } finally { this.depth--; }
+    }
+    return this.cmp();
+  }
+
+  private cmp(): Node {
+    const a = this.postfix();
+    const t = this.peek();
+    if ((t.t === 'op' && CMP.has(t.v)) || (t.t === 'id' && t.v === 'in')) {
+      this.next();
+      const b = this.postfix();
+      const u = this.peek();
+      if ((u.t === 'op' && CMP.has(u.v)) || (u.t === 'id' && u.v === 'in')) {
+        throw new SyntaxError(`comparisons do not chain: put '${t.v}' or '${u.v}' in parentheses`, u.at);
+      }
+      return { k: 'bin', op: t.v, a, b };
+    }
+    return a;
+  }
+
+  private postfix(): Node {
+    let n = this.primary();
+    for (;;) {
+      if (this.isOp('.')) {
+        this.next();
+        const t = this.next();
+        if (t.t !== 'id') throw new SyntaxError('expected a field or method name after \'.\'', t.at);
+        if (this.isOp('(')) {
+          this.next();
+          if (LAMBDA_METHODS.has(t.v)) {
+            const p = this.next();
+            if (p.t !== 'id' || KEYWORDS.has(p.v)) throw new SyntaxError(`${t.v}() takes an item name first, e.g. ${t.v}(x, <predicate>)`, p.at);
+            this.expect(',');
+            const body = this.expr();
+            this.expect(')');
+            n = { k: 'call', of: n, name: t.v, param: p.v, args: [body] };
+          } else {
+            const args: Node[] = [];
+            if (!this.isOp(')')) {
+              args.push(this.expr());
+              while (this.isOp(',')) { this.next(); args.push(this.expr()); }
+            }
+            this.expect(')');
+            n = { k: 'call', of: n, name: t.v, args };
+          }
+        } else {
+          n = { k: 'field', of: n, name: t.v };
+        }
+      } else if (this.isOp('[')) {
+        this.next();
+        const index = this.expr();
+        if (this.isOp('..')) {
+          this.next();
+          const to = this.expr();
+          this.expect(']');
+          n = { k: 'slice', of: n, from: index, to };
+        } else {
+          this.expect(']');
+          n = { k: 'index', of: n, index };
+        }
+      } else {
+        return n;
+      }
+    }
+  }
+
+  private primary(): Node {
+    const t = this.next();
+    switch (t.t) {
+      case 'num': return { k: 'lit', v: BigInt(t.v) };
+      case 'str': return { k: 'lit', v: t.v };
+      case 'id':
+        if (t.v === 'true') return { k: 'lit', v: true };
+        if (t.v === 'false') return { k: 'lit', v: false };
+        if (t.v === 'in') throw new SyntaxError('unexpected \'in\'', t.at);
+        return { k: 'name', name: t.v };
+      case 'op':
+        if (t.v === '(') { const n = this.expr(); this.expect(')'); return n; }
+        if (t.v === '[') {
+          const items: Node[] = [];
+          if (!this.isOp(']')) {
+            items.push(this.expr());
+            while (this.isOp(',')) { this.next(); items.push(this.expr()); }
+          }
+          this.expect(']');
+          return { k: 'list', items };
+        }
+        throw new SyntaxError(`unexpected '${t.v}'`, t.at);
+      default:
+        throw new SyntaxError('unexpected end of expression', t.at);
+    }
+  }
+}
+
+const KEYWORDS = new Set(['true', 'false', 'in']);
+
+const cache = new Map<string, Node>();
+
+/** Parses a policy expression (throws SyntaxError). */
+export function parse(src: string): Node {
+  const hit = cache.get(src);
+  if (hit) return hit;
+  if (src.length > MAX_SOURCE) throw new SyntaxError(`longer than ${MAX_SOURCE} characters`, MAX_SOURCE);
+  const n = new Parser(tokenize(src)).parseAll();
+  if (cache.size >= 1024) cache.clear();
+  cache.set(src, n);
+  return n;
+}
+
+/** The free names an expression refers to (keywords it needs bound), without lambda parameters. */
+export function freeNames(n: Node, bound: ReadonlySet<string> = new Set()): Set<string> {
+  const out = new Set<string>();
+  const walk = (m: Node, b: ReadonlySet<string>): void => {
+    switch (m.k) {
+      case 'lit': return;
+      case 'list': m.items.forEach((x) => walk(x, b)); return;
+      case 'name': if (!b.has(m.name)) out.add(m.name); return;
+      case 'field': walk(m.of, b); return;
+      case 'index': walk(m.of, b); walk(m.index, b); return;
+      case 'slice': walk(m.of, b); walk(m.from, b); walk(m.to, b); return;
+      case 'not': walk(m.of, b); return;
+      case 'bin': walk(m.a, b); walk(m.b, b); return;
+      case 'call': {
+        walk(m.of, b);
+        const inner = m.param ? new Set([...b, m.param]) : b;
+        m.args.forEach((x) => walk(x, inner));
+      }
+    }
+  };
+  walk(n, bound);
+  return out;
+}
+
+const isList = (v: Value): v is Value[] => Array.isArray(v);
+const isStruct = (v: Value): v is { readonly [f: string]: Value | undefined } =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function typeName(v: Value): string {
+  if (typeof v === 'boolean') return 'bool';
+  if (typeof v === 'bigint') return 'int';
+  if (typeof v === 'string') return 'string';
+  return isList(v) ? 'list' : 'struct';
+}
+
+function equal(a: Value, b: Value): boolean {
+  if (typeof a !== typeof b || isList(a) !== isList(b)) {
+    throw new EvalError(`cannot compare ${typeName(a)} with ${typeName(b)}`);
+  }
+  if (isList(a)) {
+    const bl = b as Value[];
+    return a.length === bl.length && a.every((x, i) => equal(x, bl[i]!));
+  }
+  if (isStruct(a)) throw new EvalError('structs cannot be compared');
+  return a === b;
+}
+
+function toIndex(v: Value, len: number, what: string, allowEnd = false): number {
+  if (typeof v !== 'bigint') throw new EvalError(`${what} must be an int, not ${typeName(v)}`);
+  if (v < 0n || v > BigInt(allowEnd ? len : len - 1)) throw new EvalError(`${what} ${v} is out of range (length ${len})`);
+  return Number(v);
+}
+
+/** Evaluates `n` with `scope` binding the keywords; the result may be any value. */
+export function evaluate(n: Node, scope: ReadonlyMap<string, Value>): Value {
+  switch (n.k) {
+    case 'lit': return n.v;
+    case 'list': return n.items.map((x) => evaluate(x, scope));
+    case 'name': {
+      const v = scope.get(n.name);
+      if (v === undefined) throw new EvalError(`'${n.name}' is not defined here`);
+      return v;
+    }
+    case 'field': {
+      const of = evaluate(n.of, scope);
+      if (!isStruct(of)) throw new EvalError(`a ${typeName(of)} has no field '${n.name}'`);
+      const v = Object.prototype.hasOwnProperty.call(of, n.name) ? of[n.name] : undefined;
+      if (v === undefined) throw new EvalError(`no field '${n.name}' here`);
+      return v;
+    }
+    case 'index': {
+      const of = evaluate(n.of, scope);
+      const ix = evaluate(n.index, scope);
+      if (isList(of)) return of[toIndex(ix, of.length, 'index')]!;
+      if (typeof of === 'string') return of[toIndex(ix, of.length, 'index')]!;
+      throw new EvalError(`a ${typeName(of)} cannot be indexed`);
+    }
+    case 'slice': {
+      const of = evaluate(n.of, scope);
+      if (!isList(of) && typeof of !== 'string') throw new EvalError(`a ${typeName(of)} cannot be sliced`);
+      const from = toIndex(evaluate(n.from, scope), of.length, 'slice start', true);
+      const to = toIndex(evaluate(n.to, scope), of.length, 'slice end', true);
+      if (to < from) throw new EvalError(`slice end ${to} is before its start ${from}`);
+      return of.slice(from, to);
+    }
+    case 'not': return !truth(evaluate(n.of, scope), '!');
+    case 'bin': return binary(n.op, n.a, n.b, scope);
+    case 'call': return call(n, scope);
+  }
+}
+
+function truth(v: Value, what: string): boolean {
+  if (typeof v !== 'boolean') throw new EvalError(`${what} needs a bool, not ${typeName(v)}`);
+  return v;
+}
+
+function binary(op: string, an: Node, bn: Node, scope: ReadonlyMap<string, Value>): Value {
+  if (op === '&&') return truth(evaluate(an, scope), '&&') && truth(evaluate(bn, scope), '&&');
+  if (op === '||') return truth(evaluate(an, scope), '||') || truth(evaluate(bn, scope), '||');
+  const a = evaluate(an, scope);
+  const b = evaluate(bn, scope);
+  switch (op) {
+    case '==': return equal(a, b);
+    case '!=': return !equal(a, b);
+    case 'in':
+      if (!isList(b)) throw new EvalError(`'in' needs a list on its right, not ${typeName(b)}`);
+      return b.some((x) => equal(a, x));
+    default: {
+      if (typeof a !== 'bigint' || typeof b !== 'bigint') throw new EvalError(`'${op}' compares ints, not ${typeName(a)} and ${typeName(b)}`);
+      if (op === '<') return a < b;
+      if (op === '<=') return a <= b;
+      if (op === '>') return a > b;
+      return a >= b;
+    }
+  }
+}
+
+function call(n: Extract<Node, { k: 'call' }>, scope: ReadonlyMap<string, Value>): Value {
+  const of = evaluate(n.of, scope);
+  const arity = (k: number): void => {
+    if (n.args.length !== k) throw new EvalError(`${n.name}() takes ${k} argument${k === 1 ? '' : 's'}`);
+  };
+  if (typeof of === 'string') {
+    switch (n.name) {
+      case 'count': arity(0); return BigInt(of.length);
+      case 'contains': case 'startsWith': case 'endsWith': {
+        arity(1);
+        const s = evaluate(n.args[0]!, scope);
+        if (typeof s !== 'string') throw new EvalError(`${n.name}() of a string takes a string`);
+        return n.name === 'contains' ? of.includes(s) : n.name === 'startsWith' ? of.startsWith(s) : of.endsWith(s);
+      }
+      default: throw new EvalError(`a string has no method ${n.name}()`);
+    }
+  }
+  if (!isList(of)) throw new EvalError(`a ${typeName(of)} has no method ${n.name}()`);
+  switch (n.name) {
+    case 'count': arity(0); return BigInt(of.length);
+    case 'contains': { arity(1); const x = evaluate(n.args[0]!, scope); return of.some((y) => equal(y, x)); }
+    case 'all': case 'any': case 'filter': {
+      const test = (item: Value): boolean => {
+        const inner = new Map(scope);
+        inner.set(n.param!, item);
+        return truth(evaluate(n.args[0]!, inner), `${n.name}()`);
+      };
+      if (n.name === 'all') return of.every(test);
+      if (n.name === 'any') return of.some(test);
+      return of.filter(test);
+    }
+    default: throw new EvalError(`a list has no method ${n.name}()`);
+  }
+}
+
+/** Evaluates an expression that must give a bool. */
+export function evaluateBool(n: Node, scope: ReadonlyMap<string, Value>): boolean {
+  return truth(evaluate(n, scope), 'a policy expression');
+}

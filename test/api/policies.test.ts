@@ -1,0 +1,234 @@
+// Policies and consensus with the real clients (@turnkey/sdk-server, @turnkey/http): policy CRUD,
+// activities that wait for approvals (ACTIVITY_STATUS_CONSENSUS_NEEDED), approve_activity /
+// reject_activity, conditions on the key and the Ethereum transaction, explicit deny, a root
+// quorum of two. Signatures made after an approval verify with @noble/curves.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { hexToBytes } from '@noble/hashes/utils.js';
+import { serializeTransaction, recoverTransactionAddress, parseEther } from 'viem';
+import { TurnkeyActivityError, createActivityPoller } from '@turnkey/http';
+import { startTestServer, newP256Key, submitBody, sdkClient, httpClient, uniqueName, allActivities, type TestServer, type RawKey } from '../server/harness.js';
+import { checkError, expectFieldViolation, SUBMIT } from '../server/checks.js';
+
+let ts: TestServer;
+interface Member { id: string; key: RawKey; sdk: ReturnType<typeof sdkClient> }
+let carol: Member;
+let dave: Member;
+let erin: Member;
+let tagId: string;
+let keyA: { id: string; address: string; publicKey: string };
+let keyB: { id: string; address: string };
+
+async function createUser(name: string, tags: string[] = []): Promise<Member> {
+  const key = newP256Key();
+  const r: any = await ts.sdk.createUsers({ users: [{ userName: name, apiKeys: [{ apiKeyName: name, publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: tags }] } as any);
+  return { id: r.userIds[0], key, sdk: sdkClient(ts.url, key, ts.orgId) };
+}
+
+async function ethKey(name: string) {
+  const r: any = await ts.sdk.createPrivateKeys({ privateKeys: [{ privateKeyName: uniqueName(name), curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] }] } as any);
+  const pk = r.privateKeys[0];
+  const got: any = await ts.sdk.getPrivateKey({ privateKeyId: pk.privateKeyId });
+  return { id: pk.privateKeyId as string, address: pk.addresses[0].address as string, publicKey: got.privateKey.publicKey as string };
+}
+
+const digest = () => Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('hex');
+const signParams = (signWith: string, payload = digest()) => ({ signWith, payload, encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' });
+
+async function policyIds(): Promise<string[]> {
+  const r: any = await ts.sdk.getPolicies({});
+  return r.policies.map((p: any) => p.policyId);
+}
+
+beforeAll(async () => {
+  ts = await startTestServer();
+  const t: any = await ts.sdk.createUserTag({ userTagName: uniqueName('signers'), userIds: [] });
+  tagId = t.userTagId;
+  carol = await createUser(uniqueName('carol'), [tagId]);
+  dave = await createUser(uniqueName('dave'), [tagId]);
+  erin = await createUser(uniqueName('erin'));
+  keyA = await ethKey('a');
+  keyB = await ethKey('b');
+});
+afterAll(async () => { await ts?.stop(); });
+
+describe('policy records', () => {
+  it('create_policy, get_policy, list_policies, update_policy, delete_policy with the sdk-server client', async () => {
+    const c: any = await ts.sdk.createPolicy({ policyName: 'p1', effect: 'EFFECT_ALLOW', consensus: `approvers.any(user, user.id == '${erin.id}')`, condition: "activity.resource == 'WALLET'", notes: 'n' });
+    expect(c.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(c.policyId).toMatch(/^[0-9a-f-]{36}$/);
+    const g: any = await ts.sdk.getPolicy({ policyId: c.policyId });
+    expect(g.policy).toMatchObject({ policyId: c.policyId, policyName: 'p1', effect: 'EFFECT_ALLOW', notes: 'n', condition: "activity.resource == 'WALLET'" });
+    await ts.sdk.updatePolicy({ policyId: c.policyId, policyName: 'p1b', policyEffect: 'EFFECT_DENY' } as any);
+    const g2: any = await ts.sdk.getPolicy({ policyId: c.policyId });
+    expect(g2.policy).toMatchObject({ policyName: 'p1b', effect: 'EFFECT_DENY', notes: 'n', consensus: `approvers.any(user, user.id == '${erin.id}')` });
+    const many: any = await ts.sdk.createPolicies({ policies: [
+      { policyName: 'p2', effect: 'EFFECT_ALLOW', condition: '', consensus: '', notes: '' },
+      { policyName: 'p3', effect: 'EFFECT_DENY', condition: "activity.action == 'EXPORT'", consensus: `approvers.any(user, user.id == '${erin.id}')`, notes: '' },
+    ] } as any);
+    expect(many.policyIds).toHaveLength(2);
+    expect(await policyIds()).toEqual(expect.arrayContaining([c.policyId, ...many.policyIds]));
+    await ts.sdk.deletePolicy({ policyId: c.policyId });
+    await ts.sdk.deletePolicies({ policyIds: many.policyIds } as any);
+    expect(await policyIds()).toEqual([]);
+  });
+
+  it('a policy that does not parse, or uses a keyword its field does not have, is a 400 naming the field and stores nothing', async () => {
+    const before = (await allActivities(ts)).length;
+    const bad: [Record<string, unknown>, string][] = [
+      [{ condition: "activity.type == 'x" }, 'condition'],
+      [{ condition: 'approvers.count() > 1' }, 'condition'],
+      [{ consensus: "activity.type == 'x'" }, 'consensus'],
+      [{ consensus: 'approvers.any(user, user.id ==)' }, 'consensus'],
+      [{ effect: 'EFFECT_MAYBE' }, 'effect'],
+    ];
+    for (const [over, field] of bad) {
+      const r = await ts.raw(SUBMIT('create_policy'), submitBody('ACTIVITY_TYPE_CREATE_POLICY_V3', ts.orgId, { policyName: 'bad', effect: 'EFFECT_ALLOW', notes: '', ...over }));
+      checkError(r, 400, field);
+      expectFieldViolation(r, field);
+    }
+    const u = await ts.raw(SUBMIT('update_policy'), submitBody('ACTIVITY_TYPE_UPDATE_POLICY_V2', ts.orgId, { policyId: 'nope', policyCondition: '((' }));
+    checkError(u, 400, 'update_policy');
+    expect((await allActivities(ts)).length).toBe(before);
+    expect(await policyIds()).toEqual([]);
+  });
+});
+
+describe('consensus', () => {
+  it('a non-root user\'s signature waits for approval; the root user approves it and it is signed', async () => {
+    const r: any = await carol.sdk.signRawPayload(signParams(keyA.id) as any);
+    // sdk-server returns a non-terminal activity as it stands after its polls.
+    expect(r.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    expect(r.activity.result).toEqual({});
+    expect(r.activity.votes).toHaveLength(1);
+    expect(r.activity.votes[0]).toMatchObject({ userId: carol.id, selection: 'VOTE_SELECTION_APPROVED', publicKey: carol.key.publicKey });
+    const payload = r.activity.intent.signRawPayloadIntentV2.payload;
+
+    const a: any = await ts.sdk.approveActivity({ fingerprint: r.activity.fingerprint });
+    expect(a.activity.id).toBe(r.activity.id);
+    expect(a.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(a.activity.votes.map((v: any) => v.userId)).toEqual([carol.id, ts.rootUserId]);
+    const sig = a.signRawPayloadResult;
+    expect(secp256k1.verify(hexToBytes(sig.r + sig.s), hexToBytes(payload), hexToBytes(keyA.publicKey), { prehash: false })).toBe(true);
+    const got: any = await ts.sdk.getActivity({ activityId: r.activity.id });
+    expect(got.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(got.activity.result.signRawPayloadResult).toEqual(sig);
+
+    // settled: a second vote finds nothing awaiting consensus
+    const again = await ts.raw(SUBMIT('approve_activity'), submitBody('ACTIVITY_TYPE_APPROVE_ACTIVITY', ts.orgId, { fingerprint: r.activity.fingerprint }), { key: dave.key });
+    checkError(again, 404, 'approve a settled activity');
+  });
+
+  it('@turnkey/http\'s createActivityPoller throws TurnkeyActivityError for an activity awaiting consensus', async () => {
+    const client = httpClient(ts.url, carol.key);
+    const poll = createActivityPoller({ client, requestFn: client.createWallet });
+    const err = await poll({ type: 'ACTIVITY_TYPE_CREATE_WALLET', timestampMs: String(Date.now()), organizationId: ts.orgId, parameters: { walletName: uniqueName('w'), accounts: [] } } as any)
+      .then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(TurnkeyActivityError);
+    expect((err as TurnkeyActivityError).activityStatus).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+  });
+
+  it('a policy lets a user sign with one key at once; another key still waits', async () => {
+    const p: any = await ts.sdk.createPolicy({ policyName: 'carol signs with A', effect: 'EFFECT_ALLOW', consensus: `approvers.any(user, user.id == '${carol.id}')`, condition: `activity.action == 'SIGN' && private_key.id == '${keyA.id}'`, notes: '' });
+    const ok: any = await carol.sdk.signRawPayload(signParams(keyA.address) as any);
+    expect(ok.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const waiting: any = await carol.sdk.signRawPayload(signParams(keyB.id) as any);
+    expect(waiting.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    const other: any = await dave.sdk.signRawPayload(signParams(keyA.id) as any);
+    expect(other.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    await ts.sdk.deletePolicy({ policyId: p.policyId });
+  });
+
+  it('eth.tx conditions: a transaction to the allowed address is signed at once, one elsewhere waits', async () => {
+    const allowed = '0x000000000000000000000000000000000000dead';
+    const p: any = await ts.sdk.createPolicy({ policyName: 'to dead only', effect: 'EFFECT_ALLOW', consensus: `approvers.any(user, user.id == '${carol.id}')`, condition: `eth.tx.to == '${allowed}' && eth.tx.value <= ${parseEther('1')} && eth.tx.chain_id == 1`, notes: '' });
+    const tx = (to: `0x${string}`, value: bigint) => serializeTransaction({ type: 'eip1559', chainId: 1, nonce: 0, to, value, gas: 21000n, maxFeePerGas: 10n ** 9n, maxPriorityFeePerGas: 10n ** 9n });
+    const ok: any = await carol.sdk.signTransaction({ signWith: keyA.address, type: 'TRANSACTION_TYPE_ETHEREUM', unsignedTransaction: tx(allowed, parseEther('0.5')) } as any);
+    expect(ok.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect((await recoverTransactionAddress({ serializedTransaction: `0x${ok.signedTransaction}` as any })).toLowerCase()).toBe(keyA.address.toLowerCase());
+    const tooMuch: any = await carol.sdk.signTransaction({ signWith: keyA.address, type: 'TRANSACTION_TYPE_ETHEREUM', unsignedTransaction: tx(allowed, parseEther('2')) } as any);
+    expect(tooMuch.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    const elsewhere: any = await carol.sdk.signTransaction({ signWith: keyA.address, type: 'TRANSACTION_TYPE_ETHEREUM', unsignedTransaction: tx('0x000000000000000000000000000000000000beef', 1n) } as any);
+    expect(elsewhere.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    // sign_raw_payload has no eth.tx: the policy does not apply to it
+    const raw: any = await carol.sdk.signRawPayload(signParams(keyA.id) as any);
+    expect(raw.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    await ts.sdk.deletePolicy({ policyId: p.policyId });
+  });
+
+  it('two users of a tag must approve: the second approval creates the wallet', async () => {
+    const p: any = await ts.sdk.createPolicy({ policyName: 'two signers create wallets', effect: 'EFFECT_ALLOW', consensus: `approvers.filter(user, user.tags.contains('${tagId}')).count() >= 2`, condition: "activity.resource == 'WALLET' && activity.action == 'CREATE'", notes: '' });
+    const name = uniqueName('shared');
+    const w: any = await carol.sdk.createWallet({ walletName: name, accounts: [] } as any);
+    expect(w.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    // erin is not in the tag: her approval is recorded and does not settle it
+    const e: any = await erin.sdk.approveActivity({ fingerprint: w.activity.fingerprint });
+    expect(e.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    const dup = await ts.raw(SUBMIT('approve_activity'), submitBody('ACTIVITY_TYPE_APPROVE_ACTIVITY', ts.orgId, { fingerprint: w.activity.fingerprint }), { key: erin.key });
+    checkError(dup, 409, 'second vote');
+    const d: any = await dave.sdk.approveActivity({ fingerprint: w.activity.fingerprint });
+    expect(d.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(d.createWalletResult.walletId).toBeTruthy();
+    const list: any = await ts.sdk.getWallets({});
+    expect(list.wallets.map((x: any) => x.walletName)).toContain(name);
+    await ts.sdk.deletePolicy({ policyId: p.policyId });
+  });
+
+  it('a rejection by the root user settles the activity as REJECTED and changes nothing', async () => {
+    const name = uniqueName('never');
+    const w: any = await carol.sdk.createWallet({ walletName: name, accounts: [] } as any);
+    expect(w.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    const r: any = await ts.sdk.rejectActivity({ fingerprint: w.activity.fingerprint });
+    expect(r.activity.status).toBe('ACTIVITY_STATUS_REJECTED');
+    expect(r.activity.votes.map((v: any) => v.selection)).toEqual(['VOTE_SELECTION_APPROVED', 'VOTE_SELECTION_REJECTED']);
+    const late = await ts.raw(SUBMIT('approve_activity'), submitBody('ACTIVITY_TYPE_APPROVE_ACTIVITY', ts.orgId, { fingerprint: w.activity.fingerprint }), { key: dave.key });
+    checkError(late, 404, 'approve a rejected activity');
+    const list: any = await ts.sdk.getWallets({});
+    expect(list.wallets.map((x: any) => x.walletName)).not.toContain(name);
+  });
+
+  it('an unknown or malformed fingerprint is refused and stores nothing', async () => {
+    const before = (await allActivities(ts)).length;
+    const unknown = await ts.raw(SUBMIT('approve_activity'), submitBody('ACTIVITY_TYPE_APPROVE_ACTIVITY', ts.orgId, { fingerprint: `sha256:${'0'.repeat(64)}` }));
+    checkError(unknown, 404, 'unknown fingerprint');
+    const bad = await ts.raw(SUBMIT('reject_activity'), submitBody('ACTIVITY_TYPE_REJECT_ACTIVITY', ts.orgId, { fingerprint: 'abc' }));
+    checkError(bad, 400, 'malformed fingerprint');
+    expectFieldViolation(bad, 'fingerprint');
+    expect((await allActivities(ts)).length).toBe(before);
+  });
+});
+
+describe('explicit deny and the root quorum', () => {
+  it('an EFFECT_DENY policy refuses with 403 and stores nothing; it does not bind the root quorum', async () => {
+    const allow: any = await ts.sdk.createPolicy({ policyName: 'carol tags', effect: 'EFFECT_ALLOW', consensus: `approvers.any(user, user.id == '${carol.id}')`, condition: "activity.resource == 'PRIVATE_KEY_TAG'", notes: '' });
+    const deny: any = await ts.sdk.createPolicy({ policyName: 'no deletes', effect: 'EFFECT_DENY', consensus: '', condition: "activity.action == 'DELETE'", notes: '' });
+    const made: any = await carol.sdk.createPrivateKeyTag({ privateKeyTagName: uniqueName('t'), privateKeyIds: [] });
+    expect(made.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const before = (await allActivities(ts)).length;
+    const r = await ts.raw(SUBMIT('delete_private_key_tags'), submitBody('ACTIVITY_TYPE_DELETE_PRIVATE_KEY_TAGS', ts.orgId, { privateKeyTagIds: [made.privateKeyTagId] }), { key: carol.key });
+    checkError(r, 403, 'denied by policy');
+    expect(r.json.message).toContain(deny.policyId);
+    expect((await allActivities(ts)).length).toBe(before);
+    const root: any = await ts.sdk.deletePrivateKeyTags({ privateKeyTagIds: [made.privateKeyTagId] });
+    expect(root.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    await ts.sdk.deletePolicies({ policyIds: [allow.policyId, deny.policyId] } as any);
+  });
+
+  it('with a root quorum of two, a root user\'s activity waits for the second root user', async () => {
+    const bob = await createUser(uniqueName('bob'));
+    const q: any = await ts.sdk.updateRootQuorum({ threshold: 2, userIds: [ts.rootUserId, bob.id] } as any);
+    expect(q.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const t: any = await ts.sdk.createUserTag({ userTagName: uniqueName('q2'), userIds: [] });
+    expect(t.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    const ok: any = await bob.sdk.approveActivity({ fingerprint: t.activity.fingerprint });
+    expect(ok.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(ok.createUserTagResult.userTagId).toBeTruthy();
+    // back to one root user, which itself needs both
+    const back: any = await bob.sdk.updateRootQuorum({ threshold: 1, userIds: [ts.rootUserId] } as any);
+    expect(back.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    const done: any = await ts.sdk.approveActivity({ fingerprint: back.activity.fingerprint });
+    expect(done.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const cfg: any = await ts.sdk.getOrganizationConfigs({ organizationId: ts.orgId });
+    expect(cfg.configs.quorum).toEqual({ threshold: 1, userIds: [ts.rootUserId] });
+  });
+});

@@ -1,0 +1,86 @@
+// The policy language (src/policy/language.ts) against the grammar table of Turnkey's policy
+// language documentation: every documented operation, with the value it must give.
+import { describe, it, expect } from 'vitest';
+import { evaluate, evaluateBool, parse, freeNames, EvalError, SyntaxError as PolicySyntaxError, type Value } from '../../src/policy/language.js';
+
+const run = (src: string, scope: Record<string, Value> = {}) => evaluate(parse(src), new Map(Object.entries(scope)));
+
+describe('policy language: the documented operations', () => {
+  const cases: [string, Value][] = [
+    ['true && false', false],
+    ['true || false', true],
+    ['1 < 2', true],
+    ['2 <= 1', false],
+    ['3 >= 3', true],
+    ['4 > 5', false],
+    ['1 == 1', true],
+    ["'a' != 'b'", true],
+    ["'a' == 'a'", true],
+    ['1 in [1, 2, 3]', true],
+    ["'z' in ['x', 'y']", false],
+    ['[1,2,3][0]', 1n],
+    ["'abc'[0]", 'a'],
+    ['[1,2,3][0..2]', [1n, 2n]],
+    ["'abc'[0..2]", 'ab'],
+    ['[1,1,1].all(x, x == 1)', true],
+    ['[1,2,3].all(x, x == 1)', false],
+    ['[1,2,3].any(x, x == 1)', true],
+    ['[1,2,3].contains(1)', true],
+    ['[1,2,3].count()', 3n],
+    ['[1,2,3].filter(x, x == 1)', [1n]],
+    ['[1,2,3].filter(x, x > 1).count() >= 2', true],
+    // ints are 256 bits wide: no loss above 2^53
+    ['115792089237316195423570985008687907853269984665640564039457584007913129639935 > 9007199254740993', true],
+    ['!(1 == 2)', true],
+    ['(true || false) && false', false],
+    ['true || false && false', true],
+  ];
+  for (const [src, want] of cases) {
+    it(src, () => { expect(run(src)).toEqual(want); });
+  }
+
+  it('reads struct fields and binds the item of all/any/filter', () => {
+    const approvers: Value = [
+      { id: 'u1', tags: ['t1'] },
+      { id: 'u2', tags: ['t1', 't2'] },
+    ];
+    expect(run("approvers.any(user, user.id == 'u2')", { approvers })).toBe(true);
+    expect(run("approvers.filter(user, user.tags.contains('t1')).count() >= 2", { approvers })).toBe(true);
+    expect(run("approvers.all(user, user.tags.contains('t2'))", { approvers })).toBe(false);
+    expect(run("eth.tx.to == '0xabc' && eth.tx.value <= 100", { eth: { tx: { to: '0xabc', value: 100n } } })).toBe(true);
+    expect(run("eth.tx.data[0..10] == '0xa9059cbb'", { eth: { tx: { data: '0xa9059cbb0000' } } })).toBe(true);
+  });
+
+  it('lists the free names, not the bound item', () => {
+    expect([...freeNames(parse("approvers.any(user, user.id == 'x') && activity.type == 'T'"))].sort()).toEqual(['activity', 'approvers']);
+  });
+});
+
+describe('policy language: errors', () => {
+  const syntax = ['', '1 +', "'open", '1 == 2 == 3', '(true', 'a.', '[1,2', '"double"', 'x.any(1, true)', 'true &&'];
+  for (const src of syntax) {
+    it(`does not parse: ${JSON.stringify(src)}`, () => { expect(() => parse(src)).toThrow(PolicySyntaxError); });
+  }
+  const evalErrors: [string, Record<string, Value>][] = [
+    ["1 == 'a'", {}],
+    ["'a' < 'b'", {}],
+    ['1 && true', {}],
+    ['[1][1]', {}],
+    ['[1,2][1..0]', {}],
+    ['nope == 1', {}],
+    ['x.missing == 1', { x: { present: 1n } }],
+    ['[1].all(i, i)', {}],
+    ['1.count()', {}],
+  ];
+  for (const [src, scope] of evalErrors) {
+    it(`cannot be evaluated: ${src}`, () => { expect(() => run(src, scope)).toThrow(EvalError); });
+  }
+  it('a policy expression must give a bool', () => {
+    expect(() => evaluateBool(parse('1'), new Map())).toThrow(EvalError);
+  });
+  it('refuses deep nesting and long sources instead of overflowing the stack', () => {
+    expect(() => parse('('.repeat(200) + 'true' + ')'.repeat(200))).toThrow(PolicySyntaxError);
+    expect(() => parse('!'.repeat(200) + 'true')).toThrow(PolicySyntaxError);
+    expect(() => parse(`'${'a'.repeat(5000)}' == 'a'`)).toThrow(PolicySyntaxError);
+  });
+});
