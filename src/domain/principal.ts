@@ -1,5 +1,5 @@
 /**
- * Who is acting, and the authorization rules that hold until policies exist:
+ * Who is acting, and the fixed authorization rules (policies and approvals extend them: activities/consensus.ts):
  * - a credential acts only inside its own organization;
  * - a parent organization's credential may read (queries only) its direct sub-organizations;
  * - root users (members of the root quorum) may do everything inside their organization;

@@ -149,7 +149,6 @@ describe('create_sub_organization', () => {
       ['no root users', { ...base, rootUsers: [] }, 'rootUsers'],
       ['threshold 0', { ...base, rootQuorumThreshold: 0 }, 'rootQuorumThreshold'],
       ['threshold above the root users', { ...base, rootQuorumThreshold: 2 }, 'rootQuorumThreshold'],
-      ['threshold 2 of 2 (needs consensus)', { ...base, rootUsers: [user(), user({ apiKeys: [] })], rootQuorumThreshold: 2 }, 'rootQuorumThreshold'],
       ['threshold not an integer', { ...base, rootQuorumThreshold: 1.5 }, 'rootQuorumThreshold'],
       ['bad e-mail', { ...base, rootUsers: [user({ userEmail: 'nope' })] }, 'rootUsers[0].userEmail'],
       ['bad phone', { ...base, rootUsers: [user({ userPhoneNumber: '555' })] }, 'rootUsers[0].userPhoneNumber'],

@@ -81,7 +81,7 @@ export function readTargetPublicKey(v: Validator, o: Obj): string | undefined {
   return t;
 }
 
-/** Keys and wallets are changed and used only by root users (no policies yet); see docs/keys.md. */
+/** The fixed rule for keys and wallets: root users; anyone else as policies allow or after approvals (activities/consensus.ts). */
 export function requireKeyAdmin(p: Principal, what: string): void {
   if (!isRoot(p)) throw permissionDenied(`only a root user of the organization may ${what}`);
 }

@@ -72,11 +72,6 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
     const subOrganizationName = v.string(params, 'subOrganizationName', 'subOrganizationName', { required: true, nonEmpty: true, max: MAX_NAME });
     const rootUsers = readRootUsers(v, params);
     const rootQuorumThreshold = v.int(params, 'rootQuorumThreshold', 'rootQuorumThreshold', 1, Math.max(rootUsers.length, 1));
-    // A threshold above 1 means activities wait for approvals (consensus), which kmas has not yet:
-    // refused rather than silently completing what the organization meant to hold for approval.
-    if (rootQuorumThreshold !== undefined && rootQuorumThreshold > 1) {
-      v.fail('rootQuorumThreshold', 'must be 1 for now: thresholds above 1 need consensus (approve_activity), which kmas does not support yet');
-    }
     let wallet: CreateWallet | undefined;
     if (params.wallet !== undefined && params.wallet !== null) {
       const w = v.object(params.wallet, 'wallet');
