@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { sha256 } from '../crypto/curves.js';
 import { bytesToHex } from '../crypto/bytes.js';
-import { ApiError, Grpc, invalidArgument, notFound, permissionDenied } from '../errors.js';
+import { ApiError, Grpc, failedPrecondition, invalidArgument, notFound, permissionDenied } from '../errors.js';
 import { timestamp } from '../domain/records.js';
 import type { Principal } from '../domain/principal.js';
 import type { ActivityRow, OrganizationRow, Store, UserRow, VoteRow } from '../storage/types.js';
@@ -225,13 +225,17 @@ function castVote(
   const type = row.type;
   const keys = target?.types[type];
   const intentOf = (row.record.intent as Record<string, unknown>)[keys?.intentKey ?? ''];
+  let credential: Principal['credential'] | undefined;
   if (selection === 'VOTE_SELECTION_REJECTED') {
     if (principal.user.isRoot || principal.user.id === pending.userId) settle(STATUS_REJECTED, {});
   } else if (!requester || !target || !keys || intentOf === undefined) {
-    settle(STATUS_FAILED, { failure: new ApiError(Grpc.FAILED_PRECONDITION, 'the user who requested this activity no longer exists').toStatus() });
+    settle(STATUS_FAILED, { failure: failedPrecondition('the user who requested this activity no longer exists').toStatus() });
+  } else if (!(credential = store.apiKeys.get(organization.id, pending.credentialId) ?? store.authenticators.get(organization.id, pending.credentialId))
+    || credential.userId !== requester.id) {
+    // A revoked key does not get its request run later.
+    settle(STATUS_FAILED, { failure: failedPrecondition('the API key or passkey that requested this activity has been deleted since').toStatus() });
   } else {
-    const credential = store.apiKeys.get(organization.id, pending.credentialId) ?? store.authenticators.get(organization.id, pending.credentialId);
-    const asRequester: Principal = { organization, user: requester, credential: credential ?? principal.credential, access: 'member' };
+    const asRequester: Principal = { organization, user: requester, credential, access: 'member' };
     const approvers = votes.concat([{ userId: principal.user.id, selection } as VoteRow])
       .filter((v) => v.selection === 'VOTE_SELECTION_APPROVED' && v.userId !== requester.id)
       .map((v) => store.users.get(organization.id, v.userId)).filter((u): u is UserRow => u !== undefined);

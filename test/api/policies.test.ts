@@ -5,7 +5,8 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { hexToBytes } from '@noble/hashes/utils.js';
-import { serializeTransaction, recoverTransactionAddress, parseEther } from 'viem';
+import { serializeTransaction, recoverTransactionAddress, parseEther, verifyMessage } from 'viem';
+import { createAccount, TurnkeyConsensusNeededError } from '@turnkey/viem';
 import { TurnkeyActivityError, createActivityPoller } from '@turnkey/http';
 import { startTestServer, newP256Key, submitBody, sdkClient, httpClient, uniqueName, allActivities, type TestServer, type RawKey } from '../server/harness.js';
 import { checkError, expectFieldViolation, SUBMIT } from '../server/checks.js';
@@ -126,6 +127,33 @@ describe('consensus', () => {
       .then(() => undefined, (e: unknown) => e);
     expect(err).toBeInstanceOf(TurnkeyActivityError);
     expect((err as TurnkeyActivityError).activityStatus).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+  });
+
+  it('a @turnkey/viem account of a non-root user throws TurnkeyConsensusNeededError; once approved, the signature verifies with viem', async () => {
+    const account = await createAccount({ client: carol.sdk as any, organizationId: ts.orgId, signWith: keyA.address });
+    const message = `pay 1 to ${erin.id}`;
+    const err: any = await account.signMessage({ message }).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(TurnkeyConsensusNeededError);
+    expect(err.activityStatus).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    const pending: any = await ts.sdk.getActivity({ activityId: err.activityId });
+    const approved: any = await ts.sdk.approveActivity({ fingerprint: pending.activity.fingerprint });
+    expect(approved.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const { r, s: sv, v } = approved.signRawPayloadResult;
+    const signature = `0x${r}${sv}${(27 + Number(v)).toString(16)}` as `0x${string}`;
+    expect(await verifyMessage({ address: keyA.address as `0x${string}`, message, signature })).toBe(true);
+  });
+
+  it('an activity whose requesting key was deleted since is not run by a later approval (FAILED)', async () => {
+    const frank = await createUser(uniqueName('frank'));
+    const r = await ts.raw(SUBMIT('create_user_tag'), submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', ts.orgId, { userTagName: uniqueName('late'), userIds: [] }), { key: frank.key });
+    expect(r.json.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    const keys: any = await ts.sdk.getApiKeys({ userId: frank.id } as any);
+    await ts.sdk.deleteApiKeys({ userId: frank.id, apiKeyIds: keys.apiKeys.map((k: any) => k.apiKeyId) } as any);
+    const a: any = await ts.sdk.approveActivity({ fingerprint: r.json.activity.fingerprint });
+    expect(a.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+    expect(a.activity.failure.message).toMatch(/deleted since/);
+    const tags: any = await ts.sdk.listUserTags({});
+    expect(tags.userTags.map((t: any) => t.userTagName)).not.toContain(r.json.activity.intent.createUserTagIntent.userTagName);
   });
 
   it('a policy lets a user sign with one key at once; another key still waits', async () => {
