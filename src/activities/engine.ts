@@ -131,10 +131,7 @@ export function submitInTransaction(
     record.canReject = true;
     store.votes.insert({ id: vote.id as string, activityId: id, organizationId: organization.id, userId: principal.user.id, selection: 'VOTE_SELECTION_APPROVED', record: vote, createdMs: nowMs });
     store.pending.insert({ activityId: id, organizationId: organization.id, fingerprint, path: op.path, userId: principal.user.id, credentialId: principal.credential.id, createdMs: nowMs });
-    const recordJson = JSON.stringify(record);
-    store.activities.insert({ id, organizationId: organization.id, type: env.type, status: STATUS_CONSENSUS_NEEDED, fingerprint, requestMs, createdMs: nowMs, updatedMs: nowMs, record, recordJson });
-    enqueueActivityEvents(store, organization, id, recordJson, nowMs);
-    return { activity: record, activityJson: recordJson, reused: false };
+    return storeActivity(store, organization, record, fingerprint, requestMs, nowMs);
   }
   const ran = runOperation(store, op, intent, principal, organization, nowMs, pre);
   const record = activityRecord({
@@ -147,13 +144,20 @@ export function submitInTransaction(
     result: ran.failure ? {} : resultOf(op, keys, env.type, intent, ran.result),
   }, fingerprint, nowMs);
   if (ran.failure) record.failure = ran.failure.toStatus();
+  return storeActivity(store, organization, record, fingerprint, requestMs, nowMs);
+}
+
+/** Inserts a new activity and announces it to the webhook addresses of the organization and its parent (outbox, same transaction). */
+function storeActivity(
+  store: Store, organization: OrganizationRow, record: Record<string, unknown>, fingerprint: string, requestMs: number, nowMs: number,
+): SubmitOutcome {
   const recordJson = JSON.stringify(record);
+  const id = record.id as string;
   const row: ActivityRow = {
-    id, organizationId: organization.id, type: env.type, status: record.status as string, fingerprint, requestMs,
+    id, organizationId: organization.id, type: record.type as string, status: record.status as string, fingerprint, requestMs,
     createdMs: nowMs, updatedMs: nowMs, record, recordJson,
   };
   store.activities.insert(row);
-  // Announced to the webhook addresses of the organization and its parent, in this same transaction (outbox).
   enqueueActivityEvents(store, organization, id, recordJson, nowMs);
   return { activity: record, activityJson: recordJson, reused: false };
 }

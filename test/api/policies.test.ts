@@ -259,4 +259,20 @@ describe('explicit deny and the root quorum', () => {
     const cfg: any = await ts.sdk.getOrganizationConfigs({ organizationId: ts.orgId });
     expect(cfg.configs.quorum).toEqual({ threshold: 1, userIds: [ts.rootUserId] });
   });
+
+  it('a sub-organization created with rootQuorumThreshold 2 runs an activity once both root users approved', async () => {
+    const [k1, k2] = [newP256Key(), newP256Key()];
+    const rootUser = (name: string, key: RawKey) => ({ userName: name, apiKeys: [{ apiKeyName: name, publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [] });
+    const sub: any = await ts.sdk.createSubOrganization({ subOrganizationName: uniqueName('two-keys'), rootQuorumThreshold: 2, rootUsers: [rootUser('one', k1), rootUser('two', k2)] } as any);
+    expect(sub.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const subId = sub.subOrganizationId;
+    const name = uniqueName('vault');
+    const w = await ts.raw(SUBMIT('create_wallet'), submitBody('ACTIVITY_TYPE_CREATE_WALLET', subId, { walletName: name, accounts: [] }), { key: k1 });
+    expect(w.json.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    const ok = await ts.raw(SUBMIT('approve_activity'), submitBody('ACTIVITY_TYPE_APPROVE_ACTIVITY', subId, { fingerprint: w.json.activity.fingerprint }), { key: k2 });
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.json.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const wallets: any = await sdkClient(ts.url, k2, subId).getWallets({});
+    expect(wallets.wallets.map((x: any) => x.walletName)).toEqual([name]);
+  });
 });

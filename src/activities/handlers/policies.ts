@@ -234,22 +234,18 @@ function readFingerprint(params: Obj): { fingerprint: string } {
   return { fingerprint: fingerprint! };
 }
 
-export const approveActivity: SubmitOperation<{ fingerprint: string }, never> = {
-  kind: 'submit',
-  path: 'approve_activity',
-  types: { ACTIVITY_TYPE_APPROVE_ACTIVITY: keysFor('ACTIVITY_TYPE_APPROVE_ACTIVITY') },
-  validate: readFingerprint,
-  authorize() { /* every user of the organization may vote; whether the vote counts is the policies' call */ },
-  execute() { throw new Error('votes are cast by the engine'); },
-  vote: 'VOTE_SELECTION_APPROVED',
-};
+/** approve_activity / reject_activity: every user of the organization may vote; whether a vote counts is decided in engine.ts castVote. */
+function voteOperation(path: string, type: string, vote: NonNullable<SubmitOperation['vote']>): SubmitOperation<{ fingerprint: string }, never> {
+  return {
+    kind: 'submit',
+    path,
+    types: { [type]: keysFor(type) },
+    validate: readFingerprint,
+    authorize() { /* any user of the organization */ },
+    execute() { throw new Error('votes are cast by the engine'); },
+    vote,
+  };
+}
 
-export const rejectActivity: SubmitOperation<{ fingerprint: string }, never> = {
-  kind: 'submit',
-  path: 'reject_activity',
-  types: { ACTIVITY_TYPE_REJECT_ACTIVITY: keysFor('ACTIVITY_TYPE_REJECT_ACTIVITY') },
-  validate: readFingerprint,
-  authorize() { /* every user of the organization may vote; a rejection settles it only from a root user or the requester */ },
-  execute() { throw new Error('votes are cast by the engine'); },
-  vote: 'VOTE_SELECTION_REJECTED',
-};
+export const approveActivity = voteOperation('approve_activity', 'ACTIVITY_TYPE_APPROVE_ACTIVITY', 'VOTE_SELECTION_APPROVED');
+export const rejectActivity = voteOperation('reject_activity', 'ACTIVITY_TYPE_REJECT_ACTIVITY', 'VOTE_SELECTION_REJECTED');
