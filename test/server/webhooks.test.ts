@@ -108,7 +108,8 @@ describe('webhooks', () => {
     const v = verify(r!);
     expect(v).toMatchObject({ ok: true, eventId: r!.headers['x-turnkey-event-id'], keyId: keys[0]!.keyId });
     // The oracle refuses a changed body and an unknown key.
-    const tampered = Buffer.from(r!.body.toString('utf8').replace(w.walletId, w.walletId.replace(/.$/, '0')));
+    const changedId = w.walletId.replace(/.$/, (c: string) => (c === '0' ? '1' : '0'));
+    const tampered = Buffer.from(r!.body.toString('utf8').replace(w.walletId, changedId));
     expect(verify(r!, tampered).ok).toBe(false);
     expect(verifyTurnkeyWebhookSignature({ headers: r!.headers as any, body: new Uint8Array(r!.body), verificationKeys: [{ keyId: keys[0]!.keyId, publicKey: '11'.repeat(32) }], maxTimestampAgeMs: 60_000 }).ok).toBe(false);
   });
