@@ -12,6 +12,7 @@ import type { Principal } from '../domain/principal.js';
 import type { ActivityRow, OrganizationRow, Store, UserRow, VoteRow } from '../storage/types.js';
 import type { ExecContext, QueryOperation, SubmitOperation, TypeVersion } from './types.js';
 import { authorizeSubmit, voteRecord, type Voucher } from './consensus.js';
+import type { Decision } from '../policy/decide.js';
 import type { StampCheck } from '../crypto/signpool.js';
 import type { Obj } from './validate.js';
 import { enqueueActivityEvents } from '../webhooks.js';
@@ -127,12 +128,14 @@ export function submitInTransaction(
     }, fingerprint, nowMs);
     const vote = voteRecord(store, randomUUID(), principal.user, id, 'VOTE_SELECTION_APPROVED', fingerprint, voucher, nowMs);
     record.votes = [vote];
+    recordEvaluations(store, decision, id, organization.id, vote.id as string, nowMs);
     record.canApprove = true;
     record.canReject = true;
     store.votes.insert({ id: vote.id as string, activityId: id, organizationId: organization.id, userId: principal.user.id, selection: 'VOTE_SELECTION_APPROVED', record: vote, createdMs: nowMs });
     store.pending.insert({ activityId: id, organizationId: organization.id, fingerprint, path: op.path, userId: principal.user.id, credentialId: principal.credential.id, createdMs: nowMs });
     return storeActivity(store, organization, record, fingerprint, requestMs, nowMs);
   }
+  recordEvaluations(store, decision, id, organization.id, '', nowMs);
   const ran = runOperation(store, op, intent, principal, organization, nowMs, pre);
   const record = activityRecord({
     id,
@@ -145,6 +148,12 @@ export function submitInTransaction(
   }, fingerprint, nowMs);
   if (ran.failure) record.failure = ran.failure.toStatus();
   return storeActivity(store, organization, record, fingerprint, requestMs, nowMs);
+}
+
+/** Keeps how the policies evaluated for a decision that consulted them (get_policy_evaluations). */
+function recordEvaluations(store: Store, decision: Decision, activityId: string, organizationId: string, voteId: string, nowMs: number): void {
+  if (decision.evaluations.length === 0) return;
+  store.policyEvaluations.insert({ id: randomUUID(), activityId, organizationId, voteId, evaluations: decision.evaluations, createdMs: nowMs });
 }
 
 /** Inserts a new activity and announces it to the webhook addresses of the organization and its parent (outbox, same transaction). */
@@ -251,6 +260,7 @@ function castVote(
       decision = undefined;
       settle(STATUS_FAILED, { failure: e.toStatus() });
     }
+    if (decision) recordEvaluations(store, decision, row.id, organization.id, vote.id as string, nowMs);
     if (decision?.outcome === 'OUTCOME_DENY_EXPLICIT') {
       settle(STATUS_FAILED, { failure: permissionDenied(decision.reason, 'POLICY_DENIED').toStatus() });
     } else if (decision?.outcome === 'OUTCOME_ALLOW') {

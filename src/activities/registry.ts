@@ -16,14 +16,14 @@ import { createOauthProviders, deleteOauthProviders, getOauthProviders, oauth, o
 import { emailAuth, initOtpAuth, initUserEmailRecovery, otpAuth, recoverUser } from './handlers/emailAuth.js';
 import { initOtp, otpLogin, verifyOtp } from './handlers/otp.js';
 import { createAuthenticators, deleteAuthenticators, getAuthenticator, getAuthenticators } from './handlers/authenticators.js';
-import { approveActivity, createPolicies, createPolicy, deletePolicies, deletePolicy, getPolicy, listPolicies, rejectActivity, updatePolicy } from './handlers/policies.js';
+import { approveActivity, createPolicies, createPolicy, deletePolicies, deletePolicy, getPolicy, getPolicyEvaluations, listPolicies, rejectActivity, updatePolicy } from './handlers/policies.js';
 import { setSubmitLookup } from './engine.js';
 import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookEndpoints, updateWebhookEndpoint } from './handlers/webhookEndpoints.js';
 
 const QUERIES: QueryOperation<any>[] = [
   getActivity, listActivities, whoami, getOrganization, getOrganizationConfigs,
   listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags, listSubOrgs, listWebhookEndpoints, getAuthenticator, getAuthenticators,
-  getOauthProviders, listVerifiedSubOrgs, getPolicy, listPolicies,
+  getOauthProviders, listVerifiedSubOrgs, getPolicy, listPolicies, getPolicyEvaluations,
   ...KEY_QUERIES,
 ];
 const SUBMITS: SubmitOperation<any, any>[] = [

@@ -254,7 +254,7 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 17,
-    name: 'policies, activities awaiting consensus, votes',
+    name: 'policies, activities awaiting consensus, votes, policy evaluations',
     sql: `
       CREATE TABLE policies (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -289,6 +289,16 @@ export const MIGRATIONS: readonly Migration[] = [
         created_ms INTEGER NOT NULL,
         UNIQUE (activity_id, user_id)
       );
+      CREATE TABLE policy_evaluations (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        activity_id TEXT NOT NULL,
+        organization_id TEXT NOT NULL,
+        vote_id TEXT NOT NULL,
+        evaluations TEXT NOT NULL,
+        created_ms INTEGER NOT NULL
+      );
+      CREATE INDEX policy_evaluations_activity ON policy_evaluations(activity_id, seq);
     `,
   },
 ];

@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import type {
-  PolicyRow, PendingActivityRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, FeatureRow, OauthProviderRow, OrganizationRow, OtpRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
+  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, FeatureRow, OauthProviderRow, OrganizationRow, OtpRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
@@ -206,6 +206,8 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     penDelete: q('DELETE FROM pending_activities WHERE activity_id = ?'),
     voteList: q('SELECT * FROM votes WHERE activity_id = ? ORDER BY created_ms, rowid'),
     voteInsert: q('INSERT INTO votes (id, activity_id, organization_id, user_id, selection, record, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+    pevList: q('SELECT * FROM policy_evaluations WHERE activity_id = ? ORDER BY seq'),
+    pevInsert: q('INSERT INTO policy_evaluations (id, activity_id, organization_id, vote_id, evaluations, created_ms) VALUES (?, ?, ?, ?, ?, ?)'),
     actUpdate: q('UPDATE activities SET status = ?, updated_ms = ?, record = ? WHERE id = ?'),
     actInsert: q('INSERT INTO activities (id, organization_id, type, status, request_ms, fingerprint, created_ms, updated_ms, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     actCount: q<{ n: number }>('SELECT COUNT(*) AS n FROM activities WHERE organization_id = ?'),
@@ -406,6 +408,13 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     votes: {
       list: (activityId) => s.voteList.all(activityId).map(voteFrom),
       insert: (v) => { s.voteInsert.run(v.id, v.activityId, v.organizationId, v.userId, v.selection, JSON.stringify(v.record), v.createdMs); },
+    },
+    policyEvaluations: {
+      list: (activityId) => s.pevList.all(activityId).map((r) => ({
+        id: r.id as string, activityId: r.activity_id as string, organizationId: r.organization_id as string, voteId: r.vote_id as string,
+        evaluations: JSON.parse(r.evaluations as string) as PolicyEvaluationRow['evaluations'], createdMs: r.created_ms as number,
+      })),
+      insert: (e) => { s.pevInsert.run(e.id, e.activityId, e.organizationId, e.voteId, JSON.stringify(e.evaluations), e.createdMs); },
     },
     activities: {
       get: (org, id) => { const r = s.actGet.get(org, id); return r ? activityFrom(r) : undefined; },

@@ -212,6 +212,17 @@ export interface VoteRow {
   createdMs: number;
 }
 
+/** How the policies evaluated when an activity was decided (get_policy_evaluations). */
+export interface PolicyEvaluationRow {
+  id: string;
+  activityId: string;
+  organizationId: string;
+  /** The vote that led to this evaluation ('' when the activity ran at once). */
+  voteId: string;
+  evaluations: { policyId: string; outcome: string }[];
+  createdMs: number;
+}
+
 export interface Store {
   /** Runs fn inside one write transaction (all or nothing). */
   transaction<T>(fn: () => T): T;
@@ -373,6 +384,10 @@ export interface Store {
   votes: {
     list(activityId: string): VoteRow[];
     insert(row: VoteRow): void;
+  };
+  policyEvaluations: {
+    list(activityId: string): PolicyEvaluationRow[];
+    insert(row: PolicyEvaluationRow): void;
   };
   activities: {
     get(organizationId: string, id: string): ActivityRow | undefined;

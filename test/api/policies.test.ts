@@ -160,6 +160,10 @@ describe('consensus', () => {
     const p: any = await ts.sdk.createPolicy({ policyName: 'carol signs with A', effect: 'EFFECT_ALLOW', consensus: `approvers.any(user, user.id == '${carol.id}')`, condition: `activity.action == 'SIGN' && private_key.id == '${keyA.id}'`, notes: '' });
     const ok: any = await carol.sdk.signRawPayload(signParams(keyA.address) as any);
     expect(ok.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const ev: any = await ts.sdk.getPolicyEvaluations({ activityId: ok.activity.id } as any);
+    expect(ev.policyEvaluations).toHaveLength(1);
+    expect(ev.policyEvaluations[0]).toMatchObject({ activityId: ok.activity.id, organizationId: ts.orgId, voteId: '' });
+    expect(ev.policyEvaluations[0].policyEvaluations).toEqual([{ policyId: p.policyId, outcome: 'OUTCOME_ALLOW' }]);
     const waiting: any = await carol.sdk.signRawPayload(signParams(keyB.id) as any);
     expect(waiting.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
     const other: any = await dave.sdk.signRawPayload(signParams(keyA.id) as any);
@@ -197,6 +201,10 @@ describe('consensus', () => {
     const d: any = await dave.sdk.approveActivity({ fingerprint: w.activity.fingerprint });
     expect(d.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
     expect(d.createWalletResult.walletId).toBeTruthy();
+    // one evaluation per decision: at submit (carol), erin's vote, dave's vote
+    const ev: any = await ts.sdk.getPolicyEvaluations({ activityId: w.activity.id } as any);
+    expect(ev.policyEvaluations.map((x: any) => x.policyEvaluations[0].outcome)).toEqual(['OUTCOME_REQUIRES_CONSENSUS', 'OUTCOME_REQUIRES_CONSENSUS', 'OUTCOME_ALLOW']);
+    expect(ev.policyEvaluations.map((x: any) => x.voteId)).toEqual(d.activity.votes.map((v: any) => v.id));
     const list: any = await ts.sdk.getWallets({});
     expect(list.wallets.map((x: any) => x.walletName)).toContain(name);
     await ts.sdk.deletePolicy({ policyId: p.policyId });

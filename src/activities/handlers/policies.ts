@@ -1,6 +1,6 @@
 /**
  * Policies: create_policy (V3), create_policies, update_policy (V2, V1), delete_policy,
- * delete_policies; queries get_policy, list_policies. And the votes on
+ * delete_policies; queries get_policy, list_policies, get_policy_evaluations. And the votes on
  * activities awaiting consensus: approve_activity, reject_activity (engine.ts castVote).
  *
  * `condition` and `consensus` are checked when stored: they must parse (policy/language.ts) and
@@ -224,6 +224,29 @@ export const listPolicies: QueryOperation<object> = {
   validate: () => ({}),
   execute(ctx) {
     return { policies: ctx.store.policies.list(ctx.organization.id).map(policyRecord) };
+  },
+};
+
+/** get_policy_evaluations: how the policies evaluated each time the activity was decided (at submit, at each vote). */
+export const getPolicyEvaluations: QueryOperation<{ activityId: string }> = {
+  kind: 'query',
+  path: 'get_policy_evaluations',
+  parentMayRead: true,
+  specWrapper: 'wrap',
+  validate(body: Obj) {
+    const v = new Validator();
+    const activityId = v.string(body, 'activityId', 'activityId', { required: true, nonEmpty: true, max: 100 });
+    v.done();
+    return { activityId: activityId! };
+  },
+  execute(ctx, q) {
+    if (!ctx.store.activities.get(ctx.organization.id, q.activityId)) throw notFound(`activity ${q.activityId.slice(0, 100)} not found`, 'ACTIVITY_NOT_FOUND');
+    return {
+      policyEvaluations: ctx.store.policyEvaluations.list(q.activityId).map((e) => ({
+        id: e.id, activityId: e.activityId, organizationId: e.organizationId, voteId: e.voteId,
+        policyEvaluations: e.evaluations, createdAt: timestamp(e.createdMs),
+      })),
+    };
   },
 };
 
