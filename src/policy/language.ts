@@ -73,7 +73,10 @@ function tokenize(src: string): Token[] {
       continue;
     }
     const op = OPS.find((o) => src.startsWith(o, i));
-    if (!op) throw new SyntaxError(c === '"' ? 'strings take single quotes' : `unexpected character '${c}'`, at);
+    if (!op) {
+      const hint = c === '"' ? 'strings take single quotes' : c === '=' ? "'=' is not an operator: compare with '=='" : `unexpected character '${c}'`;
+      throw new SyntaxError(hint, at);
+    }
     out.push({ t: 'op', v: op, at });
     i += op.length;
   }

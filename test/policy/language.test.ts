@@ -75,6 +75,9 @@ describe('policy language: errors', () => {
   for (const [src, scope] of evalErrors) {
     it(`cannot be evaluated: ${src}`, () => { expect(() => run(src, scope)).toThrow(EvalError); });
   }
+  it('says how to compare when given a single =', () => {
+    expect(() => parse("user.id = 'x'")).toThrow(/compare with '=='/);
+  });
   it('a policy expression must give a bool', () => {
     expect(() => evaluateBool(parse('1'), new Map())).toThrow(EvalError);
   });
