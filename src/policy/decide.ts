@@ -29,7 +29,7 @@ export interface Decision {
 
 /** The `User` struct of the consensus keyword `approvers`. */
 export function userValue(u: UserRow, tagIds: string[]): Value {
-  return { id: u.id, name: u.name, email: u.email ?? "", tags: tagIds, is_root: u.isRoot };
+  return { id: u.id, name: u.name, email: u.email ?? '', tags: tagIds, is_root: u.isRoot };
 }
 
 export interface DecideInput {
@@ -41,7 +41,6 @@ export interface DecideInput {
   condition: ReadonlyMap<string, Value>;
   /** The built-in rules allow this activity to the requester. */
   selfService: boolean;
-  /** An allow could still come from more approvals (the root quorum, or a consensus expression). */
 }
 
 function holds(src: string, scope: ReadonlyMap<string, Value>): boolean {

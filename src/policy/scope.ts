@@ -17,14 +17,15 @@ export interface PolicyTargets {
   ethereumTransaction?: string;
 }
 
-const VERBS = ['CREATE', 'UPDATE', 'DELETE', 'SIGN', 'EXPORT', 'IMPORT', 'INIT_IMPORT', 'APPROVE', 'REJECT', 'SET', 'REMOVE'] as const;
+const VERBS = ['CREATE', 'UPDATE', 'DELETE', 'SIGN', 'EXPORT', 'IMPORT', 'APPROVE', 'REJECT', 'SET', 'REMOVE'] as const;
 
 /** activity.resource / activity.action, from the type's name (ACTIVITY_TYPE_<VERB>_<NOUN>[_Vn]). */
 export function resourceAction(type: string): { resource: string; action: string } {
   const name = type.replace(/^ACTIVITY_TYPE_/, '').replace(/_V\d+$/, '');
   const table: Record<string, [string, string]> = {
     SIGN_RAW_PAYLOAD: ['PRIVATE_KEY', 'SIGN'], SIGN_RAW_PAYLOADS: ['PRIVATE_KEY', 'SIGN'], SIGN_TRANSACTION: ['PRIVATE_KEY', 'SIGN'],
-    EXPORT_WALLET_ACCOUNT: ['WALLET', 'EXPORT'], CREATE_WALLET_ACCOUNTS: ['WALLET', 'CREATE'],
+    EXPORT_WALLET_ACCOUNT: ['WALLET', 'EXPORT'], CREATE_WALLET_ACCOUNTS: ['WALLET', 'CREATE'], DELETE_WALLET_ACCOUNTS: ['WALLET', 'DELETE'],
+    UPDATE_USER_NAME: ['USER', 'UPDATE'], UPDATE_USER_EMAIL: ['USER', 'UPDATE'], UPDATE_USER_PHONE_NUMBER: ['USER', 'UPDATE'],
     CREATE_SUB_ORGANIZATION: ['ORGANIZATION', 'CREATE'], DELETE_SUB_ORGANIZATION: ['ORGANIZATION', 'DELETE'],
     UPDATE_ROOT_QUORUM: ['ROOT_QUORUM', 'UPDATE'], SET_ORGANIZATION_FEATURE: ['ORGANIZATION', 'UPDATE'],
     REMOVE_ORGANIZATION_FEATURE: ['ORGANIZATION', 'UPDATE'], UPDATE_ORGANIZATION_NAME: ['ORGANIZATION', 'UPDATE'],
@@ -45,11 +46,9 @@ export function resourceAction(type: string): { resource: string; action: string
     .replace(/^(USERS|API_KEYS|AUTHENTICATORS|PRIVATE_KEYS|WALLETS|POLICIES|OAUTH_PROVIDERS|INVITATIONS|WEBHOOK_ENDPOINTS?)$/, (m) => ({
       USERS: 'USER', API_KEYS: 'CREDENTIAL', AUTHENTICATORS: 'CREDENTIAL', PRIVATE_KEYS: 'PRIVATE_KEY', WALLETS: 'WALLET',
       POLICIES: 'POLICY', OAUTH_PROVIDERS: 'CREDENTIAL', INVITATIONS: 'INVITATION', WEBHOOK_ENDPOINTS: 'WEBHOOK', WEBHOOK_ENDPOINT: 'WEBHOOK',
-    } as Record<string, string>)[m]!)
-    .replace(/^(USER|PRIVATE_KEY)_TAG$/, '$1_TAG');
+    } as Record<string, string>)[m]!);
   return { resource: resource === 'API_KEY' ? 'CREDENTIAL' : resource, action: verb ?? 'UNKNOWN' };
 }
-
 
 /** The condition scope of an activity. */
 export function conditionScope(store: Store, organizationId: string, type: string, targets: PolicyTargets | undefined): Map<string, Value> {

@@ -87,3 +87,25 @@ describe('policy language: errors', () => {
     expect(() => parse(`'${'a'.repeat(5000)}' == 'a'`)).toThrow(PolicySyntaxError);
   });
 });
+
+describe('activity.resource and activity.action of every accepted activity type', () => {
+  it('name a known resource and action', async () => {
+    const { defaultRegistry } = await import('../../src/activities/registry.js');
+    const { resourceAction } = await import('../../src/policy/scope.js');
+    const registry = defaultRegistry();
+    const RESOURCES = new Set(['ORGANIZATION', 'ROOT_QUORUM', 'USER', 'CREDENTIAL', 'USER_TAG', 'PRIVATE_KEY', 'PRIVATE_KEY_TAG', 'WALLET', 'POLICY', 'AUTH', 'OTP', 'RECOVERY', 'ACTIVITY', 'WEBHOOK', 'ORGANIZATION_FEATURE']);
+    const ACTIONS = new Set(['CREATE', 'UPDATE', 'DELETE', 'SIGN', 'EXPORT', 'IMPORT', 'APPROVE', 'REJECT', 'VERIFY']);
+    const seen: string[] = [];
+    for (const path of registry.submitPaths()) {
+      for (const type of Object.keys(registry.submit(path)!.types)) {
+        const { resource, action } = resourceAction(type);
+        seen.push(`${type} → ${resource}/${action}`);
+        expect(RESOURCES.has(resource) && ACTIONS.has(action), `${type} → ${resource}/${action}`).toBe(true);
+      }
+    }
+    expect(resourceAction('ACTIVITY_TYPE_SIGN_TRANSACTION_V2')).toEqual({ resource: 'PRIVATE_KEY', action: 'SIGN' });
+    expect(resourceAction('ACTIVITY_TYPE_CREATE_WALLET')).toEqual({ resource: 'WALLET', action: 'CREATE' });
+    expect(resourceAction('ACTIVITY_TYPE_DELETE_USERS')).toEqual({ resource: 'USER', action: 'DELETE' });
+    expect(seen.length).toBeGreaterThan(50);
+  });
+});
