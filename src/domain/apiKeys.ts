@@ -88,10 +88,14 @@ export function insertApiKeys(store: Store, organizationId: string, userId: stri
 /** Refuses a change that would leave no root user holding an API key, a passkey or an OAuth identity (the organization would be locked out). */
 export function assertRootStillReachable(store: Store, organizationId: string): void {
   const reachable = store.users.rootUserIds(organizationId)
-    .some((id) => store.apiKeys.listByUser(organizationId, id).length > 0 || store.authenticators.listByUser(organizationId, id).length > 0
-      || store.oauthProviders.listByUser(organizationId, id).length > 0);
-  if (!reachable) {
-    throw failedPrecondition('this change would leave no root user with an API key, a passkey or an OAuth identity; the organization would be locked out');
+    .filter((id) => store.apiKeys.listByUser(organizationId, id).length > 0 || store.authenticators.listByUser(organizationId, id).length > 0
+      || store.oauthProviders.listByUser(organizationId, id).length > 0).length;
+  // A quorum of n needs n root users who can still sign in to approve anything.
+  const needed = Math.max(1, store.organizations.get(organizationId)?.rootQuorumThreshold ?? 1);
+  if (reachable < needed) {
+    throw failedPrecondition(reachable === 0
+      ? 'this change would leave no root user with an API key, a passkey or an OAuth identity; the organization would be locked out'
+      : `this change would leave ${reachable} root user(s) with an API key, a passkey or an OAuth identity, fewer than the root quorum's threshold of ${needed}; the organization would be locked out`);
   }
 }
 

@@ -251,6 +251,11 @@ describe('explicit deny and the root quorum', () => {
   });
 
   it('with a root quorum of two, a root user\'s activity waits for the second root user', async () => {
+    // a quorum of two with only one root user able to sign in would lock the organization out
+    const keyless: any = await ts.sdk.createUsers({ users: [{ userName: uniqueName('keyless'), apiKeys: [], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
+    const lock = await ts.raw(SUBMIT('update_root_quorum'), submitBody('ACTIVITY_TYPE_UPDATE_ROOT_QUORUM', ts.orgId, { threshold: 2, userIds: [ts.rootUserId, keyless.userIds[0]] }));
+    expect(lock.json.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+    expect(lock.json.activity.failure.message).toMatch(/fewer than the root quorum's threshold of 2/);
     const bob = await createUser(uniqueName('bob'));
     const q: any = await ts.sdk.updateRootQuorum({ threshold: 2, userIds: [ts.rootUserId, bob.id] } as any);
     expect(q.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
