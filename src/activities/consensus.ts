@@ -8,7 +8,7 @@ import { isRoot, type Principal } from '../domain/principal.js';
 import { userRecord, timestamp } from '../domain/records.js';
 import type { OrganizationRow, Store, UserRow, VoteRow } from '../storage/types.js';
 import { decide, userValue, type Decision } from '../policy/decide.js';
-import { conditionScope } from '../policy/scope.js';
+import { conditionScope, ROOT_QUORUM_ONLY } from '../policy/scope.js';
 import type { SubmitOperation } from './types.js';
 
 /** The stamp that cast a vote (the requester's, or an approver's). */
@@ -41,7 +41,8 @@ export function authorizeSubmit(
   const approvers = [principal.user, ...voters.filter((u) => u.id !== principal.user.id)];
   return decide({
     organization,
-    policies: store.policies.list(organization.id),
+    // A policy that allows a root-quorum-only type has no effect.
+    policies: ROOT_QUORUM_ONLY.has(type) ? [] : store.policies.list(organization.id),
     approvers: approvers.map((u) => ({ user: u, value: userValue(u, store.tags.tagsOf(u.id)) })),
     condition: conditionScope(store, organization.id, type, op.policyTargets?.(intent, store, organization.id)),
     selfService: fixedRules && !principal.user.isRoot,

@@ -27,9 +27,9 @@ export interface Decision {
   evaluations: PolicyEvaluation[];
 }
 
-/** The `User` struct of the consensus keyword `approvers`. */
+/** The `User` struct of the consensus keyword `approvers` (Turnkey's fields id, tags, email, alias; kmas adds name and is_root). */
 export function userValue(u: UserRow, tagIds: string[]): Value {
-  return { id: u.id, name: u.name, email: u.email ?? '', tags: tagIds, is_root: u.isRoot };
+  return { id: u.id, alias: u.name, name: u.name, email: u.email ?? '', tags: tagIds, is_root: u.isRoot };
 }
 
 export interface DecideInput {

@@ -14,7 +14,8 @@
  * quotes only, no escapes), lists and structs (the keywords' records). Methods of lists: `all`,
  * `any`, `filter` (item name + predicate), `contains`, `count`; of strings: `contains`,
  * `startsWith`, `endsWith`, `count` (length). A type mismatch, a missing field or an index out of
- * range is an EvalError: the caller decides what a policy that cannot be evaluated means.
+ * range is an EvalError, on either side of `&&` / `||` (no short-circuit, as Turnkey documents):
+ * the caller decides what a policy that cannot be evaluated means.
  *
  * The parser works on the source as given (at most MAX_SOURCE characters, nesting at most
  * MAX_DEPTH), so a stored policy is parsed again when evaluated; `parse` results are cached.
@@ -334,8 +335,13 @@ function truth(v: Value, what: string): boolean {
 }
 
 function binary(op: string, an: Node, bn: Node, scope: ReadonlyMap<string, Value>): Value {
-  if (op === '&&') return truth(evaluate(an, scope), '&&') && truth(evaluate(bn, scope), '&&');
-  if (op === '||') return truth(evaluate(an, scope), '||') || truth(evaluate(bn, scope), '||');
+  // Both sides are always evaluated (Turnkey's engine does not short-circuit): an error on either
+  // side makes the whole expression an error, e.g. `wallet.id == … || private_key.id == …`.
+  if (op === '&&' || op === '||') {
+    const a = truth(evaluate(an, scope), op);
+    const b = truth(evaluate(bn, scope), op);
+    return op === '&&' ? a && b : a || b;
+  }
   const a = evaluate(an, scope);
   const b = evaluate(bn, scope);
   switch (op) {

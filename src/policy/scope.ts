@@ -17,37 +17,55 @@ export interface PolicyTargets {
   ethereumTransaction?: string;
 }
 
-const VERBS = ['CREATE', 'UPDATE', 'DELETE', 'SIGN', 'EXPORT', 'IMPORT', 'APPROVE', 'REJECT', 'SET', 'REMOVE'] as const;
+/**
+ * activity.resource / activity.action as Turnkey's policy-language reference tabulates them (by the
+ * type without its version suffix); a type the table does not list falls back to its name
+ * (ACTIVITY_TYPE_<VERB>_<NOUN>).
+ */
+const TABLE: Record<string, [string, string]> = {
+  CREATE_SUB_ORGANIZATION: ['ORGANIZATION', 'CREATE'], DELETE_SUB_ORGANIZATION: ['ORGANIZATION', 'DELETE'],
+  CREATE_POLICY: ['POLICY', 'CREATE'], CREATE_POLICIES: ['POLICY', 'CREATE'], UPDATE_POLICY: ['POLICY', 'UPDATE'],
+  DELETE_POLICY: ['POLICY', 'DELETE'], DELETE_POLICIES: ['POLICY', 'DELETE'],
+  CREATE_WALLET: ['WALLET', 'CREATE'], CREATE_WALLET_ACCOUNTS: ['WALLET', 'CREATE'], EXPORT_WALLET: ['WALLET', 'EXPORT'],
+  EXPORT_WALLET_ACCOUNT: ['WALLET', 'EXPORT'], INIT_IMPORT_WALLET: ['WALLET', 'IMPORT'], IMPORT_WALLET: ['WALLET', 'IMPORT'],
+  DELETE_WALLETS: ['WALLET', 'DELETE'], UPDATE_WALLET: ['WALLET', 'UPDATE'], DELETE_WALLET_ACCOUNTS: ['WALLET', 'DELETE'],
+  CREATE_PRIVATE_KEYS: ['PRIVATE_KEY', 'CREATE'], CREATE_PRIVATE_KEY_TAG: ['PRIVATE_KEY', 'CREATE'],
+  UPDATE_PRIVATE_KEY_TAG: ['PRIVATE_KEY', 'UPDATE'], DELETE_PRIVATE_KEY_TAGS: ['PRIVATE_KEY', 'DELETE'],
+  DELETE_PRIVATE_KEYS: ['PRIVATE_KEY', 'DELETE'], EXPORT_PRIVATE_KEY: ['PRIVATE_KEY', 'EXPORT'],
+  INIT_IMPORT_PRIVATE_KEY: ['PRIVATE_KEY', 'IMPORT'], IMPORT_PRIVATE_KEY: ['PRIVATE_KEY', 'IMPORT'],
+  SIGN_RAW_PAYLOAD: ['PRIVATE_KEY', 'SIGN'], SIGN_RAW_PAYLOADS: ['PRIVATE_KEY', 'SIGN'], SIGN_TRANSACTION: ['PRIVATE_KEY', 'SIGN'],
+  CREATE_USERS: ['USER', 'CREATE'], CREATE_USER_TAG: ['USER', 'CREATE'], CREATE_API_ONLY_USERS: ['USER', 'CREATE'],
+  UPDATE_USER: ['USER', 'UPDATE'], UPDATE_USER_NAME: ['USER', 'UPDATE'], UPDATE_USER_EMAIL: ['USER', 'UPDATE'],
+  UPDATE_USER_PHONE_NUMBER: ['USER', 'UPDATE'], UPDATE_USER_TAG: ['USER', 'UPDATE'], DELETE_USERS: ['USER', 'DELETE'],
+  DELETE_USER_TAGS: ['USER', 'DELETE'],
+  CREATE_API_KEYS: ['CREDENTIAL', 'CREATE'], CREATE_AUTHENTICATORS: ['CREDENTIAL', 'CREATE'], DELETE_API_KEYS: ['CREDENTIAL', 'DELETE'],
+  DELETE_AUTHENTICATORS: ['CREDENTIAL', 'DELETE'], CREATE_OAUTH_PROVIDERS: ['CREDENTIAL', 'CREATE'], DELETE_OAUTH_PROVIDERS: ['CREDENTIAL', 'DELETE'],
+  INIT_USER_EMAIL_RECOVERY: ['RECOVERY', 'CREATE'], RECOVER_USER: ['RECOVERY', 'UPDATE'],
+  EMAIL_AUTH: ['AUTH', 'CREATE'], INIT_OTP_AUTH: ['AUTH', 'CREATE'], OTP_AUTH: ['AUTH', 'CREATE'], OAUTH: ['AUTH', 'CREATE'],
+  OAUTH_LOGIN: ['AUTH', 'CREATE'], OTP_LOGIN: ['AUTH', 'CREATE'], STAMP_LOGIN: ['AUTH', 'CREATE'], CREATE_READ_WRITE_SESSION: ['AUTH', 'CREATE'],
+  INIT_OTP: ['OTP', 'CREATE'], VERIFY_OTP: ['OTP', 'VERIFY'],
+  CREATE_WEBHOOK_ENDPOINT: ['WEBHOOK_ENDPOINT', 'CREATE'], UPDATE_WEBHOOK_ENDPOINT: ['WEBHOOK_ENDPOINT', 'UPDATE'],
+  DELETE_WEBHOOK_ENDPOINT: ['WEBHOOK_ENDPOINT', 'DELETE'],
+  // not in the table: the root quorum alone decides these (ROOT_QUORUM_ONLY)
+  UPDATE_ROOT_QUORUM: ['ORGANIZATION', 'UPDATE'], SET_ORGANIZATION_FEATURE: ['ORGANIZATION', 'UPDATE'],
+  REMOVE_ORGANIZATION_FEATURE: ['ORGANIZATION', 'UPDATE'], UPDATE_ORGANIZATION_NAME: ['ORGANIZATION', 'UPDATE'],
+  APPROVE_ACTIVITY: ['ACTIVITY', 'APPROVE'], REJECT_ACTIVITY: ['ACTIVITY', 'REJECT'],
+};
 
-/** activity.resource / activity.action, from the type's name (ACTIVITY_TYPE_<VERB>_<NOUN>[_Vn]). */
+/** Types only the root quorum may run: a policy that allows them has no effect (Turnkey's policy-language reference). */
+export const ROOT_QUORUM_ONLY = new Set([
+  'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM', 'ACTIVITY_TYPE_SET_ORGANIZATION_FEATURE',
+  'ACTIVITY_TYPE_REMOVE_ORGANIZATION_FEATURE', 'ACTIVITY_TYPE_UPDATE_ORGANIZATION_NAME',
+]);
+
+const VERBS = ['CREATE', 'UPDATE', 'DELETE', 'SIGN', 'EXPORT', 'IMPORT', 'VERIFY'] as const;
+
 export function resourceAction(type: string): { resource: string; action: string } {
   const name = type.replace(/^ACTIVITY_TYPE_/, '').replace(/_V\d+$/, '');
-  const table: Record<string, [string, string]> = {
-    SIGN_RAW_PAYLOAD: ['PRIVATE_KEY', 'SIGN'], SIGN_RAW_PAYLOADS: ['PRIVATE_KEY', 'SIGN'], SIGN_TRANSACTION: ['PRIVATE_KEY', 'SIGN'],
-    EXPORT_WALLET_ACCOUNT: ['WALLET', 'EXPORT'], CREATE_WALLET_ACCOUNTS: ['WALLET', 'CREATE'], DELETE_WALLET_ACCOUNTS: ['WALLET', 'DELETE'],
-    UPDATE_USER_NAME: ['USER', 'UPDATE'], UPDATE_USER_EMAIL: ['USER', 'UPDATE'], UPDATE_USER_PHONE_NUMBER: ['USER', 'UPDATE'],
-    CREATE_SUB_ORGANIZATION: ['ORGANIZATION', 'CREATE'], DELETE_SUB_ORGANIZATION: ['ORGANIZATION', 'DELETE'],
-    UPDATE_ROOT_QUORUM: ['ROOT_QUORUM', 'UPDATE'], SET_ORGANIZATION_FEATURE: ['ORGANIZATION', 'UPDATE'],
-    REMOVE_ORGANIZATION_FEATURE: ['ORGANIZATION', 'UPDATE'], UPDATE_ORGANIZATION_NAME: ['ORGANIZATION', 'UPDATE'],
-    CREATE_API_ONLY_USERS: ['USER', 'CREATE'], CREATE_READ_WRITE_SESSION: ['AUTH', 'CREATE'],
-    EMAIL_AUTH: ['AUTH', 'CREATE'], OTP_AUTH: ['AUTH', 'CREATE'], INIT_OTP_AUTH: ['AUTH', 'CREATE'], OAUTH: ['AUTH', 'CREATE'],
-    OAUTH_LOGIN: ['AUTH', 'CREATE'], OTP_LOGIN: ['AUTH', 'CREATE'], STAMP_LOGIN: ['AUTH', 'CREATE'],
-    INIT_OTP: ['OTP', 'CREATE'], VERIFY_OTP: ['OTP', 'VERIFY'],
-    INIT_USER_EMAIL_RECOVERY: ['RECOVERY', 'CREATE'], RECOVER_USER: ['RECOVERY', 'UPDATE'],
-    INIT_IMPORT_WALLET: ['WALLET', 'IMPORT'], INIT_IMPORT_PRIVATE_KEY: ['PRIVATE_KEY', 'IMPORT'],
-    APPROVE_ACTIVITY: ['ACTIVITY', 'APPROVE'], REJECT_ACTIVITY: ['ACTIVITY', 'REJECT'],
-  };
-  const hit = table[name];
+  const hit = TABLE[name];
   if (hit) return { resource: hit[0], action: hit[1] };
   const verb = VERBS.find((v) => name.startsWith(`${v}_`));
-  const noun = verb ? name.slice(verb.length + 1) : name;
-  const resource = noun
-    .replace(/_TAGS?$/, '_TAG')
-    .replace(/^(USERS|API_KEYS|AUTHENTICATORS|PRIVATE_KEYS|WALLETS|POLICIES|OAUTH_PROVIDERS|INVITATIONS|WEBHOOK_ENDPOINTS?)$/, (m) => ({
-      USERS: 'USER', API_KEYS: 'CREDENTIAL', AUTHENTICATORS: 'CREDENTIAL', PRIVATE_KEYS: 'PRIVATE_KEY', WALLETS: 'WALLET',
-      POLICIES: 'POLICY', OAUTH_PROVIDERS: 'CREDENTIAL', INVITATIONS: 'INVITATION', WEBHOOK_ENDPOINTS: 'WEBHOOK', WEBHOOK_ENDPOINT: 'WEBHOOK',
-    } as Record<string, string>)[m]!);
-  return { resource: resource === 'API_KEY' ? 'CREDENTIAL' : resource, action: verb ?? 'UNKNOWN' };
+  return { resource: (verb ? name.slice(verb.length + 1) : name).replace(/S$/, ''), action: verb ?? 'UNKNOWN' };
 }
 
 /** The condition scope of an activity. */
@@ -57,7 +75,7 @@ export function conditionScope(store: Store, organizationId: string, type: strin
   if (!targets) return scope;
   if (targets.privateKeyId) {
     const pk = store.keys.privateKeys.get(organizationId, targets.privateKeyId);
-    if (pk) scope.set('private_key', { id: pk.id, name: pk.name, curve: pk.curve, tags: store.tags.tagsOf(pk.id) });
+    if (pk) scope.set('private_key', { id: pk.id, label: pk.name, tags: store.tags.tagsOf(pk.id), imported: pk.imported, exported: pk.exported, curve: pk.curve });
   }
   let walletId = targets.walletId;
   if (targets.walletAccountAddress) {
@@ -69,7 +87,7 @@ export function conditionScope(store: Store, organizationId: string, type: strin
   }
   if (walletId) {
     const w = store.keys.wallets.get(organizationId, walletId);
-    if (w) scope.set('wallet', { id: w.id, name: w.name, exported: w.exported, imported: w.imported });
+    if (w) scope.set('wallet', { id: w.id, label: w.name, imported: w.imported, exported: w.exported });
   }
   if (targets.ethereumTransaction !== undefined) {
     try {

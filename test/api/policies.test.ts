@@ -236,7 +236,7 @@ describe('consensus', () => {
 
 describe('explicit deny and the root quorum', () => {
   it('an EFFECT_DENY policy refuses with 403 and stores nothing; it does not bind the root quorum', async () => {
-    const allow: any = await ts.sdk.createPolicy({ policyName: 'carol tags', effect: 'EFFECT_ALLOW', consensus: `approvers.any(user, user.id == '${carol.id}')`, condition: "activity.resource == 'PRIVATE_KEY_TAG'", notes: '' });
+    const allow: any = await ts.sdk.createPolicy({ policyName: 'carol tags', effect: 'EFFECT_ALLOW', consensus: `approvers.any(user, user.id == '${carol.id}')`, condition: "activity.type == 'ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG'", notes: '' });
     const deny: any = await ts.sdk.createPolicy({ policyName: 'no deletes', effect: 'EFFECT_DENY', consensus: '', condition: "activity.action == 'DELETE'", notes: '' });
     const made: any = await carol.sdk.createPrivateKeyTag({ privateKeyTagName: uniqueName('t'), privateKeyIds: [] });
     expect(made.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
@@ -248,6 +248,20 @@ describe('explicit deny and the root quorum', () => {
     const root: any = await ts.sdk.deletePrivateKeyTags({ privateKeyTagIds: [made.privateKeyTagId] });
     expect(root.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
     await ts.sdk.deletePolicies({ policyIds: [allow.policyId, deny.policyId] } as any);
+  });
+
+  it('a policy cannot open a root-quorum-only activity (update_root_quorum) to a non-root user', async () => {
+    const p: any = await ts.sdk.createPolicy({ policyName: 'carol runs the quorum', effect: 'EFFECT_ALLOW', consensus: `approvers.any(user, user.id == '${carol.id}')`, condition: '', notes: '' });
+    const r = await ts.raw(SUBMIT('update_root_quorum'), submitBody('ACTIVITY_TYPE_UPDATE_ROOT_QUORUM', ts.orgId, { threshold: 1, userIds: [carol.id] }), { key: carol.key });
+    expect(r.json.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    // the same policy does let carol create a user tag at once
+    const t: any = await carol.sdk.createUserTag({ userTagName: uniqueName('by-policy'), userIds: [] });
+    expect(t.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    // policy names are unique in an organization
+    const dup = await ts.raw(SUBMIT('create_policy'), submitBody('ACTIVITY_TYPE_CREATE_POLICY_V3', ts.orgId, { policyName: 'carol runs the quorum', effect: 'EFFECT_DENY', notes: '' }));
+    expect(dup.json.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+    expect(dup.json.activity.failure.message).toMatch(/unique/);
+    await ts.sdk.deletePolicy({ policyId: p.policyId });
   });
 
   it('with a root quorum of two, a root user\'s activity waits for the second root user', async () => {

@@ -78,6 +78,12 @@ describe('policy language: errors', () => {
   it('says how to compare when given a single =', () => {
     expect(() => parse("user.id = 'x'")).toThrow(/compare with '=='/);
   });
+  it('does not short-circuit: an error on either side of || or && is an error (the documented wallet/private_key example)', () => {
+    const signingWithKey = { private_key: { id: 'k' } };
+    expect(() => run("wallet.id == 'w' || private_key.id == 'k'", signingWithKey)).toThrow(EvalError);
+    expect(() => run("false && wallet.id == 'w'", signingWithKey)).toThrow(EvalError);
+    expect(run("private_key.id == 'k' || private_key.id == 'x'", signingWithKey)).toBe(true);
+  });
   it('a policy expression must give a bool', () => {
     expect(() => evaluateBool(parse('1'), new Map())).toThrow(EvalError);
   });
@@ -93,7 +99,7 @@ describe('activity.resource and activity.action of every accepted activity type'
     const { defaultRegistry } = await import('../../src/activities/registry.js');
     const { resourceAction } = await import('../../src/policy/scope.js');
     const registry = defaultRegistry();
-    const RESOURCES = new Set(['ORGANIZATION', 'ROOT_QUORUM', 'USER', 'CREDENTIAL', 'USER_TAG', 'PRIVATE_KEY', 'PRIVATE_KEY_TAG', 'WALLET', 'POLICY', 'AUTH', 'OTP', 'RECOVERY', 'ACTIVITY', 'WEBHOOK', 'ORGANIZATION_FEATURE']);
+    const RESOURCES = new Set(['ORGANIZATION', 'USER', 'CREDENTIAL', 'PRIVATE_KEY', 'WALLET', 'POLICY', 'AUTH', 'OTP', 'RECOVERY', 'ACTIVITY', 'WEBHOOK_ENDPOINT']);
     const ACTIONS = new Set(['CREATE', 'UPDATE', 'DELETE', 'SIGN', 'EXPORT', 'IMPORT', 'APPROVE', 'REJECT', 'VERIFY']);
     const seen: string[] = [];
     for (const path of registry.submitPaths()) {
@@ -106,6 +112,12 @@ describe('activity.resource and activity.action of every accepted activity type'
     expect(resourceAction('ACTIVITY_TYPE_SIGN_TRANSACTION_V2')).toEqual({ resource: 'PRIVATE_KEY', action: 'SIGN' });
     expect(resourceAction('ACTIVITY_TYPE_CREATE_WALLET')).toEqual({ resource: 'WALLET', action: 'CREATE' });
     expect(resourceAction('ACTIVITY_TYPE_DELETE_USERS')).toEqual({ resource: 'USER', action: 'DELETE' });
+    // rows of the documented table that a name alone would get wrong
+    expect(resourceAction('ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG')).toEqual({ resource: 'PRIVATE_KEY', action: 'CREATE' });
+    expect(resourceAction('ACTIVITY_TYPE_DELETE_USER_TAGS')).toEqual({ resource: 'USER', action: 'DELETE' });
+    expect(resourceAction('ACTIVITY_TYPE_CREATE_API_KEYS_V2')).toEqual({ resource: 'CREDENTIAL', action: 'CREATE' });
+    expect(resourceAction('ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2')).toEqual({ resource: 'AUTH', action: 'CREATE' });
+    expect(resourceAction('ACTIVITY_TYPE_VERIFY_OTP')).toEqual({ resource: 'OTP', action: 'VERIFY' });
     expect(seen.length).toBeGreaterThan(50);
   });
 });

@@ -100,7 +100,7 @@ describe('non-root user', () => {
   });
 
   it('the sdk-server client surfaces a policy\'s explicit deny (403) as TurnkeyRequestError code 7', async () => {
-    const p: any = await ts.sdk.createPolicy({ policyName: 'no tags', effect: 'EFFECT_DENY', condition: "activity.resource == 'USER_TAG'", consensus: '', notes: '' });
+    const p: any = await ts.sdk.createPolicy({ policyName: 'no tags', effect: 'EFFECT_DENY', condition: "activity.type == 'ACTIVITY_TYPE_CREATE_USER_TAG'", consensus: '', notes: '' });
     const c = sdkClient(ts.url, carol.key, ts.orgId);
     await expect(c.createUserTag({ userTagName: 'nope', userIds: [] })).rejects.toMatchObject({ code: 7 });
     await ts.sdk.deletePolicy({ policyId: p.policyId });

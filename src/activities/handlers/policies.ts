@@ -8,7 +8,7 @@
  * applies. Who may change policies: root users by the fixed rules; anyone else as the
  * organization's policies allow (resource POLICY), or after approvals.
  */
-import { failedPrecondition, notFound } from '../../errors.js';
+import { failedPrecondition, invalidArgument, notFound } from '../../errors.js';
 import { requireRoot } from '../../domain/principal.js';
 import { timestamp } from '../../domain/records.js';
 import type { PolicyRow, Store } from '../../storage/types.js';
@@ -71,6 +71,11 @@ function insertPolicies(store: Store, organizationId: string, list: PolicyParams
   if (store.policies.list(organizationId).length + list.length > MAX_POLICIES) {
     throw failedPrecondition(`an organization holds at most ${MAX_POLICIES} policies`);
   }
+  const names = new Set(store.policies.list(organizationId).map((p) => p.name));
+  list.forEach((p, i) => {
+    if (names.has(p.policyName)) throw invalidArgument(`policy name ${p.policyName.slice(0, 100)} is taken: policy names are unique in an organization`, [{ field: list.length > 1 ? `policies[${i}].policyName` : 'policyName', description: 'must be unique in the organization' }]);
+    names.add(p.policyName);
+  });
   return list.map((p) => {
     const id = newId();
     store.policies.insert({ id, organizationId, name: p.policyName, effect: p.effect, condition: p.condition, consensus: p.consensus, notes: p.notes, createdMs: nowMs, updatedMs: nowMs });
@@ -150,6 +155,9 @@ export const updatePolicy: SubmitOperation<UpdatePolicy, { policyId: string }> =
   authorize: rootRule('update policies'),
   execute(ctx, intent) {
     const p = requirePolicy(ctx.store, ctx.organization.id, intent.policyId);
+    if (intent.policyName !== undefined && intent.policyName !== p.name && ctx.store.policies.list(ctx.organization.id).some((x) => x.name === intent.policyName)) {
+      throw invalidArgument(`policy name ${intent.policyName.slice(0, 100)} is taken: policy names are unique in an organization`, [{ field: 'policyName', description: 'must be unique in the organization' }]);
+    }
     ctx.store.policies.update({
       ...p,
       name: intent.policyName ?? p.name,
