@@ -77,12 +77,19 @@ export function conditionScope(store: Store, organizationId: string, type: strin
     const pk = store.keys.privateKeys.get(organizationId, targets.privateKeyId);
     if (pk) scope.set('private_key', { id: pk.id, label: pk.name, tags: store.tags.tagsOf(pk.id), imported: pk.imported, exported: pk.exported, curve: pk.curve });
   }
+  // eth.tx.from: the Ethereum address of the signing key
+  let from = '';
+  if (targets.privateKeyId) {
+    const pk = store.keys.privateKeys.get(organizationId, targets.privateKeyId);
+    from = pk?.addresses.find((a) => a.format === 'ADDRESS_FORMAT_ETHEREUM')?.address ?? '';
+  }
   let walletId = targets.walletId;
   if (targets.walletAccountAddress) {
     const acct = store.keys.accounts.byAddress(organizationId, targets.walletAccountAddress);
     if (acct) {
       walletId ??= acct.walletId;
       scope.set('wallet_account', { address: acct.address, curve: acct.curve, path: acct.path, address_format: acct.addressFormat });
+      if (acct.addressFormat === 'ADDRESS_FORMAT_ETHEREUM') from = acct.address;
     }
   }
   if (walletId) {
@@ -95,6 +102,7 @@ export function conditionScope(store: Store, organizationId: string, type: strin
       const data = (tx as { data?: string }).data ?? '0x';
       scope.set('eth', {
         tx: {
+          from: from.toLowerCase(),
           to: (tx.to ?? '').toLowerCase(),
           value: tx.value ?? 0n,
           nonce: BigInt(tx.nonce ?? 0),

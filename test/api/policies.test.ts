@@ -171,9 +171,9 @@ describe('consensus', () => {
     await ts.sdk.deletePolicy({ policyId: p.policyId });
   });
 
-  it('eth.tx conditions: a transaction to the allowed address is signed at once, one elsewhere waits', async () => {
+  it('eth.tx conditions (from, to, value, chain_id): a transaction to the allowed address is signed at once, one elsewhere waits', async () => {
     const allowed = '0x000000000000000000000000000000000000dead';
-    const p: any = await ts.sdk.createPolicy({ policyName: 'to dead only', effect: 'EFFECT_ALLOW', consensus: `approvers.any(user, user.id == '${carol.id}')`, condition: `eth.tx.to == '${allowed}' && eth.tx.value <= ${parseEther('1')} && eth.tx.chain_id == 1`, notes: '' });
+    const p: any = await ts.sdk.createPolicy({ policyName: 'to dead only', effect: 'EFFECT_ALLOW', consensus: `approvers.any(user, user.id == '${carol.id}')`, condition: `eth.tx.from == '${keyA.address.toLowerCase()}' && eth.tx.to == '${allowed}' && eth.tx.value <= ${parseEther('1')} && eth.tx.chain_id == 1`, notes: '' });
     const tx = (to: `0x${string}`, value: bigint) => serializeTransaction({ type: 'eip1559', chainId: 1, nonce: 0, to, value, gas: 21000n, maxFeePerGas: 10n ** 9n, maxPriorityFeePerGas: 10n ** 9n });
     const ok: any = await carol.sdk.signTransaction({ signWith: keyA.address, type: 'TRANSACTION_TYPE_ETHEREUM', unsignedTransaction: tx(allowed, parseEther('0.5')) } as any);
     expect(ok.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
