@@ -3,6 +3,7 @@
  * root quorum, the organization's policies and the built-in self-service rules (policy/decide.ts).
  * An activity no rule allows yet waits for approvals (ACTIVITY_STATUS_CONSENSUS_NEEDED).
  */
+import { randomUUID } from 'node:crypto';
 import { ApiError, Grpc } from '../errors.js';
 import { isRoot, type Principal } from '../domain/principal.js';
 import { userRecord, timestamp } from '../domain/records.js';
@@ -49,12 +50,13 @@ export function authorizeSubmit(
   });
 }
 
-/** The v1Vote record of a user's vote. */
-export function voteRecord(
-  store: Store, id: string, user: UserRow, activityId: string, selection: VoteRow['selection'],
+/** Stores a user's vote on an activity and returns its v1Vote record (`message` is the activity's fingerprint). */
+export function castVoteRow(
+  store: Store, user: UserRow, activityId: string, organizationId: string, selection: VoteRow['selection'],
   fingerprint: string, voucher: Voucher | undefined, nowMs: number,
 ): Record<string, unknown> {
-  return {
+  const id = randomUUID();
+  const record = {
     id,
     userId: user.id,
     user: userRecord(store, user),
@@ -66,4 +68,6 @@ export function voteRecord(
     scheme: voucher?.scheme ?? '',
     createdAt: timestamp(nowMs),
   };
+  store.votes.insert({ id, activityId, organizationId, userId: user.id, selection, record, createdMs: nowMs });
+  return record;
 }

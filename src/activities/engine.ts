@@ -9,9 +9,9 @@ import { bytesToHex } from '../crypto/bytes.js';
 import { ApiError, Grpc, failedPrecondition, invalidArgument, notFound, permissionDenied } from '../errors.js';
 import { timestamp } from '../domain/records.js';
 import type { Principal } from '../domain/principal.js';
-import type { ActivityRow, OrganizationRow, Store, UserRow, VoteRow } from '../storage/types.js';
+import type { ActivityRow, OrganizationRow, Store, UserRow } from '../storage/types.js';
 import type { ExecContext, QueryOperation, SubmitOperation, TypeVersion } from './types.js';
-import { authorizeSubmit, voteRecord, type Voucher } from './consensus.js';
+import { authorizeSubmit, castVoteRow, type Voucher } from './consensus.js';
 import type { Decision } from '../policy/decide.js';
 import type { StampCheck } from '../crypto/signpool.js';
 import type { Obj } from './validate.js';
@@ -126,12 +126,11 @@ export function submitInTransaction(
       id, organizationId: organization.id, status: STATUS_CONSENSUS_NEEDED, type: env.type, timestampMs: env.timestampMs,
       intent: { [keys.intentKey]: intent }, result: {},
     }, fingerprint, nowMs);
-    const vote = voteRecord(store, randomUUID(), principal.user, id, 'VOTE_SELECTION_APPROVED', fingerprint, voucher, nowMs);
+    const vote = castVoteRow(store, principal.user, id, organization.id, 'VOTE_SELECTION_APPROVED', fingerprint, voucher, nowMs);
     record.votes = [vote];
     recordEvaluations(store, decision, id, organization.id, vote.id as string, nowMs);
     record.canApprove = true;
     record.canReject = true;
-    store.votes.insert({ id: vote.id as string, activityId: id, organizationId: organization.id, userId: principal.user.id, selection: 'VOTE_SELECTION_APPROVED', record: vote, createdMs: nowMs });
     store.pending.insert({ activityId: id, organizationId: organization.id, fingerprint, path: op.path, userId: principal.user.id, credentialId: principal.credential.id, createdMs: nowMs });
     return storeActivity(store, organization, record, fingerprint, requestMs, nowMs);
   }
@@ -226,8 +225,7 @@ function castVote(
     throw new ApiError(Grpc.ALREADY_EXISTS, `user ${principal.user.id} has already voted on activity ${row.id}`, { turnkeyErrorCode: 'ALREADY_VOTED' });
   }
   const selection = op.vote!;
-  const vote = voteRecord(store, randomUUID(), principal.user, row.id, selection, intent.fingerprint, voucher, nowMs);
-  store.votes.insert({ id: vote.id as string, activityId: row.id, organizationId: organization.id, userId: principal.user.id, selection, record: vote, createdMs: nowMs });
+  const vote = castVoteRow(store, principal.user, row.id, organization.id, selection, intent.fingerprint, voucher, nowMs);
   const record: Record<string, unknown> = { ...row.record, votes: [...votes.map((v) => v.record), vote], updatedAt: timestamp(nowMs) };
   const settle = (status: string, fields: Record<string, unknown>): void => {
     Object.assign(record, fields, { status, canApprove: false, canReject: false });
@@ -249,9 +247,10 @@ function castVote(
     settle(STATUS_FAILED, { failure: failedPrecondition('the API key or passkey that requested this activity has been deleted since').toStatus() });
   } else {
     const asRequester: Principal = { organization, user: requester, credential, access: 'member' };
-    const approvers = votes.concat([{ userId: principal.user.id, selection } as VoteRow])
-      .filter((v) => v.selection === 'VOTE_SELECTION_APPROVED' && v.userId !== requester.id)
-      .map((v) => store.users.get(organization.id, v.userId)).filter((u): u is UserRow => u !== undefined);
+    // Everyone who approved so far (this vote is an approval), besides the requester.
+    const approverIds = [...votes.filter((v) => v.selection === 'VOTE_SELECTION_APPROVED').map((v) => v.userId), principal.user.id];
+    const approvers = approverIds.filter((id) => id !== requester.id)
+      .map((id) => store.users.get(organization.id, id)).filter((u): u is UserRow => u !== undefined);
     let decision;
     try {
       decision = authorizeSubmit(store, target, asRequester, intentOf, type, organization, approvers);

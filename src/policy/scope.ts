@@ -73,15 +73,12 @@ export function conditionScope(store: Store, organizationId: string, type: strin
   const { resource, action } = resourceAction(type);
   const scope = new Map<string, Value>([['activity', { type, resource, action }]]);
   if (!targets) return scope;
-  if (targets.privateKeyId) {
-    const pk = store.keys.privateKeys.get(organizationId, targets.privateKeyId);
-    if (pk) scope.set('private_key', { id: pk.id, label: pk.name, tags: store.tags.tagsOf(pk.id), imported: pk.imported, exported: pk.exported, curve: pk.curve });
-  }
   // eth.tx.from: the Ethereum address of the signing key
   let from = '';
-  if (targets.privateKeyId) {
-    const pk = store.keys.privateKeys.get(organizationId, targets.privateKeyId);
-    from = pk?.addresses.find((a) => a.format === 'ADDRESS_FORMAT_ETHEREUM')?.address ?? '';
+  const pk = targets.privateKeyId ? store.keys.privateKeys.get(organizationId, targets.privateKeyId) : undefined;
+  if (pk) {
+    scope.set('private_key', { id: pk.id, label: pk.name, tags: store.tags.tagsOf(pk.id), imported: pk.imported, exported: pk.exported, curve: pk.curve });
+    from = pk.addresses.find((a) => a.format === 'ADDRESS_FORMAT_ETHEREUM')?.address ?? '';
   }
   let walletId = targets.walletId;
   if (targets.walletAccountAddress) {

@@ -41,6 +41,18 @@ function readExpression(v: Validator, o: Obj, key: string, field: string, kind: 
   return src;
 }
 
+/** Policy `time` windows are not implemented: a non-empty one is refused rather than ignored. */
+function refuseTime(v: Validator, o: Obj, field: string): void {
+  if (typeof o.time === 'string' && o.time.trim() !== '') v.fail(field, 'time expressions are not supported yet; leave it out');
+}
+
+/** Policy names are unique in an organization (400 naming `field`). */
+function requireFreeName(taken: ReadonlySet<string>, name: string, field: string): void {
+  if (taken.has(name)) {
+    throw invalidArgument(`policy name ${name.slice(0, 100)} is taken: policy names are unique in an organization`, [{ field, description: 'must be unique in the organization' }]);
+  }
+}
+
 interface PolicyParams { policyName: string; effect: PolicyRow['effect']; condition: string; consensus: string; notes: string }
 
 function readPolicy(v: Validator, o: Obj, prefix: string): PolicyParams {
@@ -50,7 +62,7 @@ function readPolicy(v: Validator, o: Obj, prefix: string): PolicyParams {
   const condition = readExpression(v, o, 'condition', f('condition'), 'condition') ?? '';
   const consensus = readExpression(v, o, 'consensus', f('consensus'), 'consensus') ?? '';
   const notes = v.string(o, 'notes', f('notes'), { max: 4096 }) ?? '';
-  if (typeof o.time === 'string' && o.time.trim() !== '') v.fail(f('time'), 'time expressions are not supported yet; leave it out');
+  refuseTime(v, o, f('time'));
   return { policyName: policyName!, effect: effect!, condition, consensus, notes };
 }
 
@@ -68,12 +80,13 @@ function requirePolicy(store: Store, organizationId: string, id: string, field =
 }
 
 function insertPolicies(store: Store, organizationId: string, list: PolicyParams[], newId: () => string, nowMs: number): string[] {
-  if (store.policies.list(organizationId).length + list.length > MAX_POLICIES) {
+  const existing = store.policies.list(organizationId);
+  if (existing.length + list.length > MAX_POLICIES) {
     throw failedPrecondition(`an organization holds at most ${MAX_POLICIES} policies`);
   }
-  const names = new Set(store.policies.list(organizationId).map((p) => p.name));
+  const names = new Set(existing.map((p) => p.name));
   list.forEach((p, i) => {
-    if (names.has(p.policyName)) throw invalidArgument(`policy name ${p.policyName.slice(0, 100)} is taken: policy names are unique in an organization`, [{ field: list.length > 1 ? `policies[${i}].policyName` : 'policyName', description: 'must be unique in the organization' }]);
+    requireFreeName(names, p.policyName, list.length > 1 ? `policies[${i}].policyName` : 'policyName');
     names.add(p.policyName);
   });
   return list.map((p) => {
@@ -148,15 +161,15 @@ export const updatePolicy: SubmitOperation<UpdatePolicy, { policyId: string }> =
     if (consensus !== undefined) out.policyConsensus = consensus;
     const notes = v.string(params, 'policyNotes', 'policyNotes', { max: 4096 });
     if (notes !== undefined) out.policyNotes = notes;
-    if (typeof params.time === 'string' && params.time.trim() !== '') v.fail('time', 'time expressions are not supported yet; leave it out');
+    refuseTime(v, params, 'time');
     v.done();
     return out;
   },
   authorize: rootRule('update policies'),
   execute(ctx, intent) {
     const p = requirePolicy(ctx.store, ctx.organization.id, intent.policyId);
-    if (intent.policyName !== undefined && intent.policyName !== p.name && ctx.store.policies.list(ctx.organization.id).some((x) => x.name === intent.policyName)) {
-      throw invalidArgument(`policy name ${intent.policyName.slice(0, 100)} is taken: policy names are unique in an organization`, [{ field: 'policyName', description: 'must be unique in the organization' }]);
+    if (intent.policyName !== undefined && intent.policyName !== p.name) {
+      requireFreeName(new Set(ctx.store.policies.list(ctx.organization.id).map((x) => x.name)), intent.policyName, 'policyName');
     }
     ctx.store.policies.update({
       ...p,
