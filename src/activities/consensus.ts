@@ -4,7 +4,7 @@
  * An activity no rule allows yet waits for approvals (ACTIVITY_STATUS_CONSENSUS_NEEDED).
  */
 import { randomUUID } from 'node:crypto';
-import { ApiError, Grpc } from '../errors.js';
+import { ApiError, Grpc, permissionDenied } from '../errors.js';
 import { isRoot, type Principal } from '../domain/principal.js';
 import { userRecord, timestamp } from '../domain/records.js';
 import type { OrganizationRow, Store, UserRow, VoteRow } from '../storage/types.js';
@@ -48,6 +48,14 @@ export function authorizeSubmit(
     condition: conditionScope(store, organization.id, type, op.policyTargets?.(intent, store, organization.id)),
     selfService: fixedRules && !principal.user.isRoot,
   });
+}
+
+/**
+ * The refusal of a submit that may not run now: an explicit deny, or (for an activity that cannot
+ * wait for approvals) any outcome but ALLOW. 403 POLICY_DENIED with the decision's reason.
+ */
+export function refusal(decision: Decision, path: string): ApiError {
+  return permissionDenied(decision.outcome === 'OUTCOME_DENY_EXPLICIT' ? decision.reason : `${decision.reason}; ${path} cannot wait for approvals`, 'POLICY_DENIED');
 }
 
 /** Stores a user's vote on an activity and returns its v1Vote record (`message` is the activity's fingerprint). */

@@ -11,7 +11,7 @@ import { timestamp } from '../domain/records.js';
 import type { Principal } from '../domain/principal.js';
 import type { ActivityRow, OrganizationRow, Store, UserRow } from '../storage/types.js';
 import type { ExecContext, QueryOperation, SubmitOperation, TypeVersion } from './types.js';
-import { authorizeSubmit, castVoteRow, type Voucher } from './consensus.js';
+import { authorizeSubmit, castVoteRow, refusal, type Voucher } from './consensus.js';
 import type { Decision } from '../policy/decide.js';
 import type { StampCheck } from '../crypto/signpool.js';
 import type { Obj } from './validate.js';
@@ -115,12 +115,12 @@ export function submitInTransaction(
   const intent = pre?.intent ?? op.validate(env.parameters, env.type);
   if (op.vote) return castVote(store, op, intent as { fingerprint: string }, principal, organization, nowMs, voucher);
   const decision = authorizeSubmit(store, op, principal, intent, env.type, organization);
-  if (decision.outcome === 'OUTCOME_DENY_EXPLICIT') throw permissionDenied(decision.reason, 'POLICY_DENIED');
+  if (decision.outcome === 'OUTCOME_DENY_EXPLICIT') throw refusal(decision, op.path);
   const id = uuidV7(nowMs);
   if (decision.outcome !== 'OUTCOME_ALLOW') {
     // Waits for approvals: stored with the requester's vote; approve_activity runs it later.
     if (op.external || principal.access !== 'member') {
-      throw permissionDenied(`${decision.reason}; ${op.path} cannot wait for approvals`, 'POLICY_DENIED');
+      throw refusal(decision, op.path);
     }
     const record = activityRecord({
       id, organizationId: organization.id, status: STATUS_CONSENSUS_NEEDED, type: env.type, timestampMs: env.timestampMs,
@@ -261,7 +261,7 @@ function castVote(
     }
     if (decision) recordEvaluations(store, decision, row.id, organization.id, vote.id as string, nowMs);
     if (decision?.outcome === 'OUTCOME_DENY_EXPLICIT') {
-      settle(STATUS_FAILED, { failure: permissionDenied(decision.reason, 'POLICY_DENIED').toStatus() });
+      settle(STATUS_FAILED, { failure: refusal(decision, type).toStatus() });
     } else if (decision?.outcome === 'OUTCOME_ALLOW') {
       const ran = runOperation(store, target, intentOf, asRequester, organization, nowMs);
       if (ran.failure) settle(STATUS_FAILED, { failure: ran.failure.toStatus() });

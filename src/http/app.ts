@@ -12,7 +12,7 @@ import type { Socket } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import zlib from 'node:zlib';
 import type { Readable, Transform } from 'node:stream';
-import { ApiError, Grpc, invalidArgument, notFound, permissionDenied, unauthenticated } from '../errors.js';
+import { ApiError, Grpc, invalidArgument, notFound, unauthenticated } from '../errors.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { ApiKeyCurve, ApiKeyRow, AuthenticatorRow, Store } from '../storage/types.js';
@@ -22,7 +22,7 @@ import { parseStamp, SCHEME_CURVE, verifyStamp, type Stamp } from './stamp.js';
 import type { StampCheck } from '../crypto/signpool.js';
 import type { StampVerifier } from './verifypool.js';
 import { candidateKeys, resolvePrincipal } from '../domain/credentials.js';
-import { authorizeSubmit, type Voucher } from '../activities/consensus.js';
+import { authorizeSubmit, refusal, type Voucher } from '../activities/consensus.js';
 import { checkTimestamp, commitQueue, fingerprintOf, parseEnvelope, prepareSubmit, runQuery, submitInTransaction, type Envelope, type Prepared } from '../activities/engine.js';
 import type { Obj } from '../activities/validate.js';
 import type { SubmitOperation } from '../activities/types.js';
@@ -250,7 +250,7 @@ export function createApp(deps: AppDeps): express.Express {
         const decision = authorizeSubmit(store, op, principal, intent, env.type, organization);
         if (decision.outcome !== 'OUTCOME_ALLOW') {
           // Such an activity cannot wait for approvals: what it checked outside would be stale by then.
-          throw permissionDenied(decision.outcome === 'OUTCOME_DENY_EXPLICIT' ? decision.reason : `${decision.reason}; ${op.path} cannot wait for approvals`, 'POLICY_DENIED');
+          throw refusal(decision, op.path);
         }
         pre = { ...pre, intent, external: await op.external(intent, store) };
       }
