@@ -8,6 +8,7 @@ export * from './bundles.js';
 export * from './atrest.js';
 export * from './ethereum.js';
 export * from './payload.js';
+export * from './solana.js';
 export * from './wallets.js';
 export * from './vault.js';
 export { bytesToHex, hexToBytes, wipe } from './bytes.js';

@@ -4,9 +4,10 @@
  * the same jobs on worker threads. Both paths share this code, so they cannot drift apart.
  */
 import { CryptoError, type CryptoErrorCode } from './errors.js';
-import { signDigest, type CurveId } from './curves.js';
+import { getPublicKey, signDigest, signEd25519, type CurveId } from './curves.js';
 import { signRawPayload, signRawPayloads, type RawPayloadRequest, type RawSignature } from './payload.js';
 import { parseUnsignedTransaction, serializeSignedTransaction, transactionSigningDigest } from './ethereum.js';
+import { parseSolanaTransaction, signSolanaTransaction } from './solana.js';
 
 export type SignJob =
   /** sign_raw_payload */
@@ -14,7 +15,9 @@ export type SignJob =
   /** sign_raw_payloads (ECDSA through the core's batch path); errors name `${fieldPrefix}[i]` */
   | { op: 'payloads'; curve: CurveId; payloads: string[]; encoding: string; hashFunction: string; fieldPrefix?: string; firstIndex?: number }
   /** sign_transaction, TRANSACTION_TYPE_ETHEREUM (secp256k1); hex without 0x */
-  | { op: 'transaction'; curve: CurveId; unsignedTransaction: string; field?: string };
+  | { op: 'transaction'; curve: CurveId; unsignedTransaction: string; field?: string }
+  /** sign_transaction, TRANSACTION_TYPE_SOLANA (Ed25519): the serialized transaction with the key's signature in its slot */
+  | { op: 'solana'; curve: CurveId; unsignedTransaction: string; field?: string };
 
 export type SignJobResult = RawSignature | RawSignature[] | string;
 
@@ -34,6 +37,11 @@ export function runSignJob(job: SignJob, open: () => Uint8Array): SignJobResult 
       const digest = transactionSigningDigest(tx);
       const sig = withKey(open, (sk) => signDigest('secp256k1', digest, sk));
       return serializeSignedTransaction(tx, sig);
+    }
+    case 'solana': {
+      if (job.curve !== 'ed25519') throw new CryptoError('UNSUPPORTED_COMBINATION', 'TRANSACTION_TYPE_SOLANA needs a CURVE_ED25519 key', 'signWith');
+      const tx = parseSolanaTransaction(job.unsignedTransaction, job.field ?? 'unsignedTransaction');
+      return withKey(open, (sk) => signSolanaTransaction(tx, getPublicKey('ed25519', sk), (message) => signEd25519(message, sk)));
     }
   }
 }

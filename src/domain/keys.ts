@@ -149,6 +149,8 @@ export interface SigningKey {
   privateKeyId: string;
   curve: CurveId;
   apiCurve: string;
+  /** hex, as stored (Ed25519: the raw 32 bytes) */
+  publicKey: string;
   sealed: Uint8Array;
   ctx: AtRestContext;
 }
@@ -157,11 +159,11 @@ export interface SigningKey {
 export function resolveSigningKey(store: Store, organizationId: string, signWith: string, field = 'signWith'): SigningKey {
   const pk = store.keys.privateKeys.get(organizationId, signWith) ?? store.keys.privateKeys.byAddress(organizationId, signWith);
   if (pk) {
-    return { kind: 'private_key', id: pk.id, privateKeyId: pk.id, curve: curveId(pk.curve), apiCurve: pk.curve, sealed: pk.sealed, ctx: ctxPrivateKey(organizationId, pk.id) };
+    return { kind: 'private_key', id: pk.id, privateKeyId: pk.id, curve: curveId(pk.curve), apiCurve: pk.curve, publicKey: pk.publicKey, sealed: pk.sealed, ctx: ctxPrivateKey(organizationId, pk.id) };
   }
   const acct = store.keys.accounts.byAddress(organizationId, signWith);
   if (acct) {
-    return { kind: 'wallet_account', id: acct.id, privateKeyId: acct.id, curve: curveId(acct.curve), apiCurve: acct.curve, sealed: acct.sealed, ctx: ctxAccount(organizationId, acct.id) };
+    return { kind: 'wallet_account', id: acct.id, privateKeyId: acct.id, curve: curveId(acct.curve), apiCurve: acct.curve, publicKey: acct.publicKey, sealed: acct.sealed, ctx: ctxAccount(organizationId, acct.id) };
   }
   throw new ApiError(Grpc.NOT_FOUND, `${field}: no private key or wallet account of this organization has the id or address ${signWith.slice(0, 128)}`,
     { turnkeyErrorCode: 'PRIVATE_KEY_NOT_FOUND', fieldViolations: [{ field, description: 'names no private key id, private key address or wallet account address of this organization' }] });

@@ -303,6 +303,8 @@ export function evaluate(n: Node, scope: ReadonlyMap<string, Value>): Value {
     }
     case 'field': {
       const of = evaluate(n.of, scope);
+      // Turnkey's Solana examples write `transfers.count == 1`: a list's count without parentheses.
+      if (isList(of) && n.name === 'count') return BigInt(of.length);
       if (!isStruct(of)) throw new EvalError(`a ${typeName(of)} has no field '${n.name}'`);
       const v = Object.prototype.hasOwnProperty.call(of, n.name) ? of[n.name] : undefined;
       if (v === undefined) throw new EvalError(`no field '${n.name}' here`);

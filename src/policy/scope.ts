@@ -2,11 +2,13 @@
  * The keywords a policy `condition` can use, bound for one activity:
  * - `activity`: {type, resource, action} of the request;
  * - `private_key` / `wallet` / `wallet_account`: the key a sign, export or account request names;
- * - `eth.tx`: the parsed unsigned Ethereum transaction of sign_transaction.
+ * - `eth.tx`: the parsed unsigned Ethereum transaction of sign_transaction;
+ * - `solana.tx`: the parsed Solana transaction of sign_transaction (src/crypto/solana.ts).
  * A keyword the activity does not have is left unbound: a policy that uses it does not apply.
  */
 import type { Store } from '../storage/types.js';
 import { parseUnsignedTransaction } from '../crypto/ethereum.js';
+import { parseSolanaTransaction, solanaPolicyView } from '../crypto/solana.js';
 import type { Value } from './language.js';
 
 /** What an operation tells the policy engine about the keys and transaction it targets. */
@@ -15,7 +17,11 @@ export interface PolicyTargets {
   walletId?: string;
   walletAccountAddress?: string;
   ethereumTransaction?: string;
+  solanaTransaction?: string;
 }
+
+/** viem's transaction types under the names Turnkey's policy reference gives `eth.tx.type`. */
+const ETH_TX_TYPES: Record<string, string> = { legacy: 'LEGACY', eip2930: 'TYPE_1', eip1559: 'TYPE_2', eip4844: 'TYPE_3', eip7702: 'TYPE_4' };
 
 /**
  * activity.resource / activity.action as Turnkey's policy-language reference tabulates them (by the
@@ -97,6 +103,7 @@ export function conditionScope(store: Store, organizationId: string, type: strin
     try {
       const tx = parseUnsignedTransaction(targets.ethereumTransaction);
       const data = (tx as { data?: string }).data ?? '0x';
+      const maxFee = (tx as { maxFeePerGas?: bigint }).maxFeePerGas;
       scope.set('eth', {
         tx: {
           from: from.toLowerCase(),
@@ -105,15 +112,23 @@ export function conditionScope(store: Store, organizationId: string, type: strin
           nonce: BigInt(tx.nonce ?? 0),
           chain_id: BigInt(tx.chainId ?? 0),
           gas: tx.gas ?? 0n,
-          gas_price: (tx as { gasPrice?: bigint }).gasPrice ?? 0n,
-          max_fee_per_gas: (tx as { maxFeePerGas?: bigint }).maxFeePerGas ?? 0n,
+          // EIP-1559 transactions have no gas price; Turnkey's reference fills it with the fee cap.
+          gas_price: (tx as { gasPrice?: bigint }).gasPrice ?? maxFee ?? 0n,
+          max_fee_per_gas: maxFee ?? 0n,
           max_priority_fee_per_gas: (tx as { maxPriorityFeePerGas?: bigint }).maxPriorityFeePerGas ?? 0n,
           data: data.toLowerCase(),
-          type: tx.type ?? 'legacy',
+          type: ETH_TX_TYPES[tx.type ?? 'legacy'] ?? String(tx.type),
         },
       });
     } catch {
       // An unparsable transaction binds no eth.tx; the operation itself refuses it later.
+    }
+  }
+  if (targets.solanaTransaction !== undefined) {
+    try {
+      scope.set('solana', { tx: solanaPolicyView(parseSolanaTransaction(targets.solanaTransaction)) });
+    } catch {
+      // as for eth.tx
     }
   }
   return scope;

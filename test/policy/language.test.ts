@@ -29,6 +29,8 @@ describe('policy language: the documented operations', () => {
     ['[1,2,3].count()', 3n],
     ['[1,2,3].filter(x, x == 1)', [1n]],
     ['[1,2,3].filter(x, x > 1).count() >= 2', true],
+    // a list's count without parentheses, as Turnkey's Solana examples write it
+    ['[1,2,3].count == 3', true],
     // ints are 256 bits wide: no loss above 2^53
     ['115792089237316195423570985008687907853269984665640564039457584007913129639935 > 9007199254740993', true],
     ['!(1 == 2)', true],
@@ -71,6 +73,7 @@ describe('policy language: errors', () => {
     ['x.missing == 1', { x: { present: 1n } }],
     ['[1].all(i, i)', {}],
     ['1.count()', {}],
+    ["'abc'.count == 3", {}],
   ];
   for (const [src, scope] of evalErrors) {
     it(`cannot be evaluated: ${src}`, () => { expect(() => run(src, scope)).toThrow(EvalError); });

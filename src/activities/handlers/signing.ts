@@ -6,7 +6,8 @@
  */
 import { invalidArgument } from '../../errors.js';
 import {
-  HASH_FUNCTIONS, PAYLOAD_ENCODINGS, parseUnsignedTransaction, preparePayload, type RawSignature,
+  HASH_FUNCTIONS, PAYLOAD_ENCODINGS, hexToBytes, parseSolanaTransaction, parseUnsignedTransaction, preparePayload, solanaSignerSlot,
+  type CurveId, type RawSignature,
 } from '../../crypto/index.js';
 import { cryptoCall, resolveSigningKey, vaultOf, type SigningKey } from '../../domain/keys.js';
 import type { Store } from '../../storage/types.js';
@@ -155,7 +156,17 @@ export const signRawPayloads: SubmitOperation<WithKey<SignRawPayloads>, { signat
 
 export const TRANSACTION_TYPES = ['TRANSACTION_TYPE_ETHEREUM', 'TRANSACTION_TYPE_SOLANA', 'TRANSACTION_TYPE_TRON', 'TRANSACTION_TYPE_BITCOIN', 'TRANSACTION_TYPE_TEMPO'] as const;
 
+/** The transaction types kmas signs, the curve each needs and how its transaction is parsed. */
+const SIGNED_TYPES: Record<string, { curve: CurveId; apiCurve: string; parse: (hex: string, field: string) => unknown }> = {
+  TRANSACTION_TYPE_ETHEREUM: { curve: 'secp256k1', apiCurve: 'CURVE_SECP256K1', parse: parseUnsignedTransaction },
+  TRANSACTION_TYPE_SOLANA: { curve: 'ed25519', apiCurve: 'CURVE_ED25519', parse: parseSolanaTransaction },
+};
+
 interface SignTransaction { signWith: string; unsignedTransaction: string; type: string }
+
+function transactionJob(intent: SignTransaction, key: SigningKey): SignJob {
+  return { op: intent.type === 'TRANSACTION_TYPE_SOLANA' ? 'solana' : 'transaction', curve: key.curve, unsignedTransaction: intent.unsignedTransaction };
+}
 
 export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signedTransaction: string }> = {
   kind: 'submit',
@@ -170,9 +181,10 @@ export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signed
     const signWith = v.string(params, 'signWith', 'signWith', { required: true, max: 200 });
     const unsignedTransaction = v.string(params, 'unsignedTransaction', 'unsignedTransaction', { required: true, max: 1 << 20 });
     const type = v.enumOf(params, 'type', 'type', TRANSACTION_TYPES);
-    if (type !== undefined && type !== 'TRANSACTION_TYPE_ETHEREUM') v.fail('type', `${type} is not supported yet; only TRANSACTION_TYPE_ETHEREUM`);
-    if (unsignedTransaction !== undefined && type === 'TRANSACTION_TYPE_ETHEREUM') {
-      try { parseUnsignedTransaction(unsignedTransaction, 'unsignedTransaction'); } catch (e) {
+    const signed = type === undefined ? undefined : SIGNED_TYPES[type];
+    if (type !== undefined && !signed) v.fail('type', `${type} is not supported yet; TRANSACTION_TYPE_ETHEREUM and TRANSACTION_TYPE_SOLANA are`);
+    if (unsignedTransaction !== undefined && signed) {
+      try { signed.parse(unsignedTransaction, 'unsignedTransaction'); } catch (e) {
         v.fail('unsignedTransaction', e instanceof Error ? e.message : 'cannot parse the transaction');
       }
     }
@@ -181,24 +193,35 @@ export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signed
   },
   authorize(p, intent, store) {
     const key = resolve(store, p.organization.id, intent.signWith);
-    if (key.curve !== 'secp256k1') {
-      throw invalidArgument(`signWith: TRANSACTION_TYPE_ETHEREUM needs a CURVE_SECP256K1 key; this key is ${key.apiCurve}`,
-        [{ field: 'signWith', description: 'must name a CURVE_SECP256K1 key for TRANSACTION_TYPE_ETHEREUM' }]);
+    const want = SIGNED_TYPES[intent.type]!;
+    if (key.curve !== want.curve) {
+      throw invalidArgument(`signWith: ${intent.type} needs a ${want.apiCurve} key; this key is ${key.apiCurve}`,
+        [{ field: 'signWith', description: `must name a ${want.apiCurve} key for ${intent.type}` }]);
+    }
+    if (intent.type === 'TRANSACTION_TYPE_SOLANA') {
+      const tx = parseSolanaTransaction(intent.unsignedTransaction);
+      if (solanaSignerSlot(tx, hexToBytes(key.publicKey)) < 0) {
+        throw invalidArgument(`signWith: the key ${intent.signWith} is not one of the transaction's ${tx.requiredSignatures} required signers`,
+          [{ field: 'signWith', description: 'must name a key whose address is a required signer of the transaction' }]);
+      }
     }
     remember(intent, key);
     requireKeyAdmin(p, 'sign with keys of the organization');
   },
   policyTargets(intent, store, organizationId) {
-    return { ...signingTargets(intent, store, organizationId), ethereumTransaction: intent.unsignedTransaction };
+    const targets = signingTargets(intent, store, organizationId);
+    return intent.type === 'TRANSACTION_TYPE_SOLANA'
+      ? { ...targets, solanaTransaction: intent.unsignedTransaction }
+      : { ...targets, ethereumTransaction: intent.unsignedTransaction };
   },
   prepare(ctx, intent) {
-    return presign(ctx, intent, (key) => ({ op: 'transaction', curve: key.curve, unsignedTransaction: intent.unsignedTransaction }));
+    return presign(ctx, intent, (key) => transactionJob(intent, key));
   },
   readOnly: true,
   execute(ctx, intent) {
     const key = resolved(ctx.store, ctx.organization.id, intent);
     const signedTransaction = presigned<string>(ctx, key)
-      ?? cryptoCall(() => vaultOf(ctx.store).signEthereumTransaction(key.sealed, key.ctx, key.curve, intent.unsignedTransaction));
+      ?? cryptoCall(() => vaultOf(ctx.store).sign(key.sealed, key.ctx, transactionJob(intent, key)) as string);
     return { signedTransaction };
   },
   specIntent(intent) {
