@@ -173,7 +173,7 @@ describe('consensus', () => {
 
   it('eth.tx conditions (from, to, value, chain_id): a transaction to the allowed address is signed at once, one elsewhere waits', async () => {
     const allowed = '0x000000000000000000000000000000000000dead';
-    const p: any = await ts.sdk.createPolicy({ policyName: 'to dead only', effect: 'EFFECT_ALLOW', consensus: `approvers.any(user, user.id == '${carol.id}')`, condition: `eth.tx.from == '${keyA.address.toLowerCase()}' && eth.tx.to == '${allowed}' && eth.tx.value <= ${parseEther('1')} && eth.tx.chain_id == 1`, notes: '' });
+    const p: any = await ts.sdk.createPolicy({ policyName: 'to dead only', effect: 'EFFECT_ALLOW', consensus: `approvers.any(user, user.id == '${carol.id}')`, condition: `eth.tx.from == '${keyA.address.toLowerCase()}' && eth.tx.to == '${allowed}' && eth.tx.value <= ${parseEther('1')} && eth.tx.chain_id == 1 && eth.tx.type == 'TYPE_2' && eth.tx.gas_price == 1000000000`, notes: '' });
     const tx = (to: `0x${string}`, value: bigint) => serializeTransaction({ type: 'eip1559', chainId: 1, nonce: 0, to, value, gas: 21000n, maxFeePerGas: 10n ** 9n, maxPriorityFeePerGas: 10n ** 9n });
     const ok: any = await carol.sdk.signTransaction({ signWith: keyA.address, type: 'TRANSACTION_TYPE_ETHEREUM', unsignedTransaction: tx(allowed, parseEther('0.5')) } as any);
     expect(ok.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
@@ -182,6 +182,10 @@ describe('consensus', () => {
     expect(tooMuch.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
     const elsewhere: any = await carol.sdk.signTransaction({ signWith: keyA.address, type: 'TRANSACTION_TYPE_ETHEREUM', unsignedTransaction: tx('0x000000000000000000000000000000000000beef', 1n) } as any);
     expect(elsewhere.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    // a legacy transaction is TYPE LEGACY, not TYPE_2
+    const legacy = serializeTransaction({ chainId: 1, nonce: 0, to: allowed, value: 1n, gas: 21000n, gasPrice: 10n ** 9n });
+    const old: any = await carol.sdk.signTransaction({ signWith: keyA.address, type: 'TRANSACTION_TYPE_ETHEREUM', unsignedTransaction: legacy } as any);
+    expect(old.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
     // sign_raw_payload has no eth.tx: the policy does not apply to it
     const raw: any = await carol.sdk.signRawPayload(signParams(keyA.id) as any);
     expect(raw.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
