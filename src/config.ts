@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { availableParallelism } from 'node:os';
+import { isIPv4, isIPv6 } from 'node:net';
 import { p256 } from '@noble/curves/nist.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -25,6 +26,8 @@ export interface Config {
   bodyLimit: number;
   sqliteSynchronous: SqliteSynchronous;
   corsOrigin: string;
+  /** Proxies whose X-Forwarded-For is believed (Express "trust proxy"): false, a hop count, or addresses / CIDRs / loopback, linklocal, uniquelocal. */
+  trustProxy: false | number | string[];
   /** Master key for keys at rest (64 hex or base64 of 32 bytes); unset → DATA_DIR/master.key (created 0600). */
   masterKey?: string;
   /** Server processes sharing the port (node:cluster); 1 = serve from the calling process. */
@@ -105,6 +108,22 @@ const threadCount = (raw: string, name: string): number => {
   return v === 'auto' || v === '-1' ? -1 : int(0, 16)(raw, name);
 };
 
+const trustProxy = (raw: string, name: string): false | number | string[] => {
+  const t = raw.trim();
+  if (t === '' || t === 'false') return false;
+  if (/^\d+$/.test(t)) return int(1, 64)(t, name);
+  const items = t.split(',').map((x) => x.trim()).filter((x) => x !== '');
+  for (const item of items) {
+    if (['loopback', 'linklocal', 'uniquelocal'].includes(item)) continue;
+    const [address, prefix, extra] = item.split('/');
+    const max = isIPv4(address!) ? 32 : isIPv6(address!) ? 128 : 0;
+    if (max === 0 || extra !== undefined || (prefix !== undefined && !(/^\d{1,3}$/.test(prefix) && Number(prefix) <= max))) {
+      throw new ConfigError(`${name}: '${item}' is not a hop count, an address, a CIDR block, loopback, linklocal or uniquelocal`);
+    }
+  }
+  return items;
+};
+
 const masterKeyText = (raw: string, name: string): string => {
   const v = raw.trim();
   const hex = /^(0x)?[0-9a-fA-F]{64}$/.test(v);
@@ -149,6 +168,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'bodyLimit', env: 'BODY_LIMIT', flag: '--body-limit', def: '1048576', doc: 'Largest accepted request body (bytes, or 512kb / 1mb)', parse: size },
   { key: 'sqliteSynchronous', env: 'SQLITE_SYNCHRONOUS', flag: '--sqlite-synchronous', def: 'FULL', doc: 'SQLite PRAGMA synchronous: FULL (durable at commit), NORMAL, OFF, EXTRA', parse: oneOf(['OFF', 'NORMAL', 'FULL', 'EXTRA'] as const, true) },
   { key: 'corsOrigin', env: 'CORS_ORIGIN', flag: '--cors-origin', def: '*', doc: 'Access-Control-Allow-Origin value for browser clients', parse: nonEmpty },
+  { key: 'trustProxy', env: 'TRUST_PROXY', flag: '--trust-proxy', def: 'false', doc: 'Reverse proxies whose X-Forwarded-For gives the client address (for IP allowlists and logs): false (the socket\'s address), a hop count, or a comma-separated list of addresses, CIDR blocks, loopback, linklocal, uniquelocal', parse: trustProxy },
   { key: 'masterKey', env: 'KMAS_MASTER_KEY', flag: '--master-key', def: undefined, doc: 'Master key encrypting private keys and mnemonics at rest (64 hex chars or base64 of 32 bytes; prefer the env variable); unset: DATA_DIR/master.key, created on first start with mode 0600', parse: masterKeyText },
   { key: 'workers', env: 'WORKERS', flag: '--workers', def: '1', doc: 'Server processes sharing the port (node:cluster; SQLite WAL shared); 1 = one process, auto = one per CPU', parse: workerCount },
   { key: 'signWorkers', env: 'SIGN_WORKERS', flag: '--sign-workers', def: 'auto', doc: 'Worker threads (each with its own wasm core) that open sealed keys and sign off the event loop (sign_raw_payload(s), sign_transaction; batches split across them); 0 = sign on the request thread; auto = 1 when the machine has more than one CPU and WORKERS is 1, else 0', parse: threadCount },
@@ -179,7 +199,7 @@ export function loadConfig(opts: {
     if (flags.has(s.flag)) { raw = flags.get(s.flag); name = s.flag; }
     const ov = opts.overrides?.[s.key];
     if (ov !== undefined && ov !== null) {
-      raw = typeof ov === 'string' ? ov : typeof ov === 'number' ? String(ov) : Array.isArray(ov) ? ov.join(',') : undefined;
+      raw = typeof ov === 'string' ? ov : typeof ov === 'number' || typeof ov === 'boolean' ? String(ov) : Array.isArray(ov) ? ov.join(',') : undefined;
       name = s.key;
       if (raw === undefined) throw new ConfigError(`${s.key} has an invalid value`);
     }

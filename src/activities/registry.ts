@@ -18,19 +18,20 @@ import { initOtp, otpLogin, verifyOtp } from './handlers/otp.js';
 import { createAuthenticators, deleteAuthenticators, getAuthenticator, getAuthenticators } from './handlers/authenticators.js';
 import { approveActivity, createPolicies, createPolicy, deletePolicies, deletePolicy, getPolicy, getPolicyEvaluations, listPolicies, rejectActivity, updatePolicy } from './handlers/policies.js';
 import { setSubmitLookup } from './engine.js';
+import { getIpAllowlist, removeIpAllowlist, setIpAllowlist } from './handlers/ipAllowlist.js';
 import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookEndpoints, updateWebhookEndpoint } from './handlers/webhookEndpoints.js';
 
 const QUERIES: QueryOperation<any>[] = [
   getActivity, listActivities, whoami, getOrganization, getOrganizationConfigs,
   listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags, listSubOrgs, listWebhookEndpoints, getAuthenticator, getAuthenticators,
-  getOauthProviders, listVerifiedSubOrgs, getPolicy, listPolicies, getPolicyEvaluations,
+  getOauthProviders, listVerifiedSubOrgs, getPolicy, listPolicies, getPolicyEvaluations, getIpAllowlist,
   ...KEY_QUERIES,
 ];
 const SUBMITS: SubmitOperation<any, any>[] = [
   createUsers, deleteUsers, updateUser, updateUserName, updateUserEmail, updateUserPhoneNumber,
   createApiKeys, deleteApiKeys,
   createUserTag, updateUserTag, deleteUserTags, createPrivateKeyTag, updatePrivateKeyTag, deletePrivateKeyTags,
-  setOrganizationFeature, removeOrganizationFeature,
+  setOrganizationFeature, removeOrganizationFeature, setIpAllowlist, removeIpAllowlist,
   createSubOrganization, deleteSubOrganization,
   createWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint,
   createReadWriteSession, updateRootQuorum, updateOrganizationName, createAuthenticators, deleteAuthenticators,

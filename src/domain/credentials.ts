@@ -2,6 +2,7 @@
 import { ApiError, Grpc, notFound, permissionDenied, unauthenticated } from '../errors.js';
 import type { ApiKeyCurve, ApiKeyRow, AuthenticatorRow, OrganizationRow, Store } from '../storage/types.js';
 import type { Principal } from './principal.js';
+import { checkClientAddress } from './ipAllowlist.js';
 
 /** Registered keys usable with a stamp (same public key, curve of the scheme). */
 export function candidateKeys(store: Store, publicKey: string, curve: ApiKeyCurve): ApiKeyRow[] {
@@ -17,13 +18,14 @@ export interface Resolution { principal: Principal; organization: OrganizationRo
 /**
  * Order: a key registered in the named organization; for whoami, a key in one of its
  * sub-organizations (the reply then names the sub-organization); for reads that allow it,
- * a key of the named organization's parent.
+ * a key of the named organization's parent. The credential's IP allowlist (ipAllowlist.ts) is
+ * checked against the client's address.
  */
 export function resolvePrincipal(
   store: Store,
   keys: (ApiKeyRow | AuthenticatorRow)[],
   organizationId: string,
-  opts: { parentMayRead: boolean; resolvesFromParent: boolean },
+  opts: { parentMayRead: boolean; resolvesFromParent: boolean; clientAddress: string | undefined },
   nowMs: number,
 ): Resolution {
   const build = (k: ApiKeyRow | AuthenticatorRow, access: 'member' | 'parent', organization: OrganizationRow): Resolution => {
@@ -31,7 +33,8 @@ export function resolvePrincipal(
     const own = access === 'member' ? organization : store.organizations.get(k.organizationId);
     const user = store.users.get(k.organizationId, k.userId);
     if (!own || !user) throw new ApiError(Grpc.UNAUTHENTICATED, 'credential not found', { turnkeyErrorCode: 'CREDENTIAL_NOT_FOUND' });
-    return { principal: { organization: own, user, credential: k, access }, organization };
+    checkClientAddress(store, k, opts.clientAddress);
+    return { principal: { organization: own, user, credential: k, access, clientAddress: opts.clientAddress }, organization };
   };
 
   const target = store.organizations.get(organizationId);

@@ -16,6 +16,8 @@ export interface Principal {
   credential: ApiKeyRow | AuthenticatorRow;
   /** 'member': target organization is the credential's own; 'parent': the credential's org is the target's parent. */
   access: 'member' | 'parent';
+  /** The request's client address (as the IP allowlists see it), when known. */
+  clientAddress?: string | undefined;
 }
 
 export function isRoot(p: Principal): boolean {

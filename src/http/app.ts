@@ -124,6 +124,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('query parser', false);
+  app.set('trust proxy', config.trustProxy);
 
   // The API first (every request but a preflight or a probe is one). The body is read here,
   // raw (the stamp covers its exact bytes), not by a body parser.
@@ -197,6 +198,8 @@ export function createApp(deps: AppDeps): express.Express {
 
   async function route(x: Exchange, kind: string, opName: string, raw: Buffer): Promise<Record<string, unknown> | Serialized> {
     const nowMs = now();
+    // The socket's address, or (behind trusted proxies) the client X-Forwarded-For names.
+    const clientAddress = config.trustProxy === false ? x.req.socket.remoteAddress : (x.req as Request).ip;
     if (kind === 'query') {
       const op = registry.query(opName);
       if (!op) throw unknownOperation(kind, opName);
@@ -204,7 +207,7 @@ export function createApp(deps: AppDeps): express.Express {
       const body = parseBody(raw);
       const orgId = requireOrganizationId(body);
       const { principal, organization } = resolvePrincipal(store, keys, orgId,
-        { parentMayRead: op.parentMayRead, resolvesFromParent: op.resolvesFromParent === true }, nowMs);
+        { parentMayRead: op.parentMayRead, resolvesFromParent: op.resolvesFromParent === true, clientAddress }, nowMs);
       const reply = runQuery(store, op, body, principal, organization, fingerprintOf(raw), nowMs);
       // What it read may include commits whose fsync is still under way: show it once on disk.
       const durable = store.durable?.();
@@ -236,7 +239,7 @@ export function createApp(deps: AppDeps): express.Express {
         const check: StampCheck = { stamp: cred.stamp, body: raw, verified: false };
         let who: ReturnType<typeof resolvePrincipal> | undefined;
         try {
-          who = resolvePrincipal(store, cred.keys, env.organizationId, { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false }, nowMs);
+          who = resolvePrincipal(store, cred.keys, env.organizationId, { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false, clientAddress }, nowMs);
         } catch { /* the transaction gives the answer */ }
         if (who) pre = await prepareSubmit(store, op, env, who.principal, who.organization, nowMs, check);
         if (!check.verified) await verify(cred, raw);
@@ -246,7 +249,7 @@ export function createApp(deps: AppDeps): express.Express {
         // Work outside the store (an OIDC issuer's keys) before the transaction; a refusal stores nothing.
         // Only for a caller the operation admits: no outside request on behalf of anyone else.
         const intent = pre?.intent ?? op.validate(env.parameters, env.type);
-        const { principal, organization } = resolvePrincipal(store, cred.keys, env.organizationId, { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false }, nowMs);
+        const { principal, organization } = resolvePrincipal(store, cred.keys, env.organizationId, { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false, clientAddress }, nowMs);
         const decision = authorizeSubmit(store, op, principal, intent, env.type, organization);
         if (decision.outcome !== 'OUTCOME_ALLOW') {
           // Such an activity cannot wait for approvals: what it checked outside would be stale by then.
@@ -260,7 +263,7 @@ export function createApp(deps: AppDeps): express.Express {
       const out = await submits.run(() => {
         const keys = cred.kind === 'key' ? registeredKeys(cred.stamp.publicKey, cred.curve) : stillRegistered(cred);
         const { principal, organization } = resolvePrincipal(store, keys, env.organizationId,
-          { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false }, nowMs);
+          { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false, clientAddress }, nowMs);
         // The queue runs this in a savepoint of its own, so a refusal leaves nothing behind.
         return submitInTransaction(store, op, env!, principal, organization, fingerprint, nowMs, pre, voucherOf(cred));
       });

@@ -301,4 +301,20 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX policy_evaluations_activity ON policy_evaluations(activity_id, seq);
     `,
   },
+  {
+    version: 18,
+    name: 'IP allowlists (organization-level and per API key)',
+    sql: `
+      CREATE TABLE ip_allowlists (
+        organization_id TEXT NOT NULL,
+        public_key TEXT NOT NULL,
+        enabled INTEGER NOT NULL,
+        on_evaluation_error TEXT NOT NULL,
+        rules TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        PRIMARY KEY (organization_id, public_key)
+      );
+    `,
+  },
 ];

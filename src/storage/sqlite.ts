@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import type {
-  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, FeatureRow, OauthProviderRow, OrganizationRow, OtpRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
+  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, FeatureRow, IpAllowlistRow, IpAllowlistRule, OauthProviderRow, OrganizationRow, OtpRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
@@ -51,6 +51,11 @@ const otpFrom = (r: Row): OtpRow => ({
 const endpointFrom = (r: Row): WebhookEndpointRow => ({
   id: r.id as string, organizationId: r.organization_id as string, url: r.url as string, name: r.name as string,
   isActive: r.is_active === 1, subscriptions: JSON.parse(r.subscriptions as string) as WebhookSubscription[],
+  createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
+});
+const allowlistFrom = (r: Row): IpAllowlistRow => ({
+  organizationId: r.organization_id as string, publicKey: r.public_key as string, enabled: r.enabled === 1,
+  onEvaluationError: r.on_evaluation_error === 'ALLOW' ? 'ALLOW' : 'DENY', rules: JSON.parse(r.rules as string) as IpAllowlistRule[],
   createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
 });
 const deliveryFrom = (r: Row): WebhookDeliveryRow => ({
@@ -182,6 +187,14 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     featRemove: q('DELETE FROM features WHERE organization_id = ? AND name = ?'),
     featGet: q<{ value: string }>('SELECT value FROM features WHERE organization_id = ? AND name = ?'),
 
+    ipGet: q('SELECT * FROM ip_allowlists WHERE organization_id = ? AND public_key = ?'),
+    ipSet: q(`INSERT INTO ip_allowlists (organization_id, public_key, enabled, on_evaluation_error, rules, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (organization_id, public_key) DO UPDATE SET enabled = excluded.enabled, on_evaluation_error = excluded.on_evaluation_error, rules = excluded.rules, updated_ms = excluded.updated_ms`),
+    ipRemove: q('DELETE FROM ip_allowlists WHERE organization_id = ? AND public_key = ?'),
+    // A key's list goes with the last API key of the organization that has its public key.
+    ipOrphan: q(`DELETE FROM ip_allowlists WHERE organization_id = ? AND public_key = ? AND public_key != ''
+      AND NOT EXISTS (SELECT 1 FROM api_keys WHERE organization_id = ? AND public_key = ?)`),
+
     whepList: q('SELECT * FROM webhook_endpoints WHERE organization_id = ? ORDER BY seq'),
     whepInsert: q('INSERT INTO webhook_endpoints (id, organization_id, url, name, is_active, subscriptions, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
     whepUpdate: q('UPDATE webhook_endpoints SET url = ?, name = ?, is_active = ?, subscriptions = ?, updated_ms = ? WHERE organization_id = ? AND id = ?'),
@@ -219,6 +232,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
   const userCache = cache.map<UserRow>();
   const featCache = cache.map<{ value: string | undefined }>();
   const endpointCache = cache.map<WebhookEndpointRow[]>();
+  const allowlistCache = cache.map<{ row: IpAllowlistRow | undefined }>();
   const clearCaches = () => cache.clear();
   const keysByPublicKey = (pk: string): ApiKeyRow[] => cache.get(keyCache, pk, () => s.keyByPub.all(pk).map(keyFrom))!;
 
@@ -314,7 +328,12 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
         s.keyInsert.run(k.id, k.organizationId, k.userId, k.name, k.publicKey, k.curve, k.credentialType,
           k.expirationSeconds, k.expiresAtMs, k.createdMs, k.updatedMs);
       },
-      delete: (org, id) => { clearCaches(); s.keyDelete.run(org, id); },
+      delete: (org, id) => {
+        clearCaches();
+        const key = s.keyGet.get(org, id) as Row | undefined;
+        s.keyDelete.run(org, id);
+        if (key) s.ipOrphan.run(org, key.public_key as string, org, key.public_key as string);
+      },
     },
     authenticators: {
       get: (org, id) => { const r = s.authGet.get(org, id); return r ? authenticatorFrom(r) : undefined; },
@@ -351,6 +370,17 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       list: (org) => s.featList.all(org).map((r) => ({ name: r.name, value: r.value })),
       set: (org, name, value) => { clearCaches(); s.featSet.run(org, name, value); },
       remove: (org, name) => { clearCaches(); return s.featRemove.run(org, name).changes > 0; },
+    },
+    ipAllowlists: {
+      get: (org, pk) => cache.get(allowlistCache, `${org}/${pk}`, () => {
+        const r = s.ipGet.get(org, pk) as Row | undefined;
+        return { row: r ? allowlistFrom(r) : undefined };
+      }, (c) => ({ row: c.row && { ...c.row, rules: c.row.rules.map((x) => ({ ...x })) } }))!.row,
+      set: (r) => {
+        clearCaches();
+        s.ipSet.run(r.organizationId, r.publicKey, r.enabled ? 1 : 0, r.onEvaluationError, JSON.stringify(r.rules), r.createdMs, r.updatedMs);
+      },
+      remove: (org, pk) => { clearCaches(); return s.ipRemove.run(org, pk).changes > 0; },
     },
     webhooks: {
       endpoints: (org) => cache.get(endpointCache, org, () => s.whepList.all(org).map(endpointFrom), (rows) => rows.map((r) => ({ ...r, subscriptions: r.subscriptions.map((x) => ({ ...x })) })))!,
@@ -446,6 +476,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     'DELETE FROM private_keys WHERE organization_id = ?',
     'DELETE FROM import_targets WHERE organization_id = ?',
     'DELETE FROM webhook_endpoints WHERE organization_id = ?',
+    'DELETE FROM ip_allowlists WHERE organization_id = ?',
     'DELETE FROM policies WHERE organization_id = ?',
     'DELETE FROM pending_activities WHERE organization_id = ?',
     'DELETE FROM organizations WHERE id = ?',

@@ -76,6 +76,21 @@ export interface TagRow {
 
 export interface FeatureRow { name: string; value: string }
 
+export interface IpAllowlistRule { cidr: string; label: string; createdMs: number }
+
+/** set_ip_allowlist: the organization's list (publicKey '') or one API key's. */
+export interface IpAllowlistRow {
+  organizationId: string;
+  /** the API key's public key (lowercase hex), or '' for the organization */
+  publicKey: string;
+  /** organization lists only; a key's list is enabled by being there */
+  enabled: boolean;
+  onEvaluationError: 'ALLOW' | 'DENY';
+  rules: IpAllowlistRule[];
+  createdMs: number;
+  updatedMs: number;
+}
+
 export interface ActivityRow {
   id: string;
   organizationId: string;
@@ -320,6 +335,13 @@ export interface Store {
     list(organizationId: string): FeatureRow[];
     set(organizationId: string, name: string, value: string): void;
     remove(organizationId: string, name: string): boolean;
+  };
+  ipAllowlists: {
+    /** The organization's list (publicKey '') or an API key's (cached: every request asks). */
+    get(organizationId: string, publicKey: string): IpAllowlistRow | undefined;
+    /** Creates or replaces. */
+    set(row: IpAllowlistRow): void;
+    remove(organizationId: string, publicKey: string): boolean;
   };
   webhooks: {
     /** The organization's endpoints, oldest first (cached: every submit asks). */

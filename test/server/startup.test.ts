@@ -97,6 +97,9 @@ describe('bad configuration stops start-up with a clear message', () => {
       [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
       [{ SQLITE_SYNCHRONOUS: 'MAYBE' }, /SQLITE_SYNCHRONOUS/],
       [{ BODY_LIMIT: 'huge' }, /BODY_LIMIT/],
+      [{ TRUST_PROXY: 'everyone' }, /TRUST_PROXY/],
+      [{ TRUST_PROXY: '10.0.0.0/40' }, /TRUST_PROXY/],
+      [{ TRUST_PROXY: '0' }, /TRUST_PROXY/],
     ];
     for (const [env, re] of cases) {
       let err: unknown;
@@ -106,6 +109,9 @@ describe('bad configuration stops start-up with a clear message', () => {
     }
     expect(loadConfig({ env: {} }).port).toBe(8080);
     expect(loadConfig({ env: {} }).host).toBe('127.0.0.1');
+    expect(loadConfig({ env: {} }).trustProxy).toBe(false);
+    expect(loadConfig({ env: { TRUST_PROXY: '2' } }).trustProxy).toBe(2);
+    expect(loadConfig({ env: { TRUST_PROXY: 'loopback, 10.0.0.0/8,fd00::1' } }).trustProxy).toEqual(['loopback', '10.0.0.0/8', 'fd00::1']);
   });
 
   it('startServer rejects a bad option without starting', async () => {
