@@ -18,6 +18,7 @@ import { initOtp, otpLogin, verifyOtp } from './handlers/otp.js';
 import { createAuthenticators, deleteAuthenticators, getAuthenticator, getAuthenticators } from './handlers/authenticators.js';
 import { approveActivity, createPolicies, createPolicy, deletePolicies, deletePolicy, getPolicy, getPolicyEvaluations, listPolicies, rejectActivity, updatePolicy } from './handlers/policies.js';
 import { setSubmitLookup } from './engine.js';
+import { createSmartContractInterface, deleteSmartContractInterface, getSmartContractInterface, listSmartContractInterfaces } from './handlers/contractInterfaces.js';
 import { getIpAllowlist, removeIpAllowlist, setIpAllowlist } from './handlers/ipAllowlist.js';
 import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookEndpoints, updateWebhookEndpoint } from './handlers/webhookEndpoints.js';
 
@@ -25,6 +26,7 @@ const QUERIES: QueryOperation<any>[] = [
   getActivity, listActivities, whoami, getOrganization, getOrganizationConfigs,
   listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags, listSubOrgs, listWebhookEndpoints, getAuthenticator, getAuthenticators,
   getOauthProviders, listVerifiedSubOrgs, getPolicy, listPolicies, getPolicyEvaluations, getIpAllowlist,
+  getSmartContractInterface, listSmartContractInterfaces,
   ...KEY_QUERIES,
 ];
 const SUBMITS: SubmitOperation<any, any>[] = [
@@ -32,6 +34,7 @@ const SUBMITS: SubmitOperation<any, any>[] = [
   createApiKeys, deleteApiKeys,
   createUserTag, updateUserTag, deleteUserTags, createPrivateKeyTag, updatePrivateKeyTag, deletePrivateKeyTags,
   setOrganizationFeature, removeOrganizationFeature, setIpAllowlist, removeIpAllowlist,
+  createSmartContractInterface, deleteSmartContractInterface,
   createSubOrganization, deleteSubOrganization,
   createWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint,
   createReadWriteSession, updateRootQuorum, updateOrganizationName, createAuthenticators, deleteAuthenticators,

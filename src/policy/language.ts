@@ -315,6 +315,12 @@ export function evaluate(n: Node, scope: ReadonlyMap<string, Value>): Value {
       const ix = evaluate(n.index, scope);
       if (isList(of)) return of[toIndex(ix, of.length, 'index')]!;
       if (typeof of === 'string') return of[toIndex(ix, of.length, 'index')]!;
+      // a map's entry by key: eth.tx.contract_call_args['to']
+      if (isStruct(of) && typeof ix === 'string') {
+        const v = Object.prototype.hasOwnProperty.call(of, ix) ? of[ix] : undefined;
+        if (v === undefined) throw new EvalError(`no key '${ix}' here`);
+        return v;
+      }
       throw new EvalError(`a ${typeName(of)} cannot be indexed`);
     }
     case 'slice': {

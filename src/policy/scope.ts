@@ -10,6 +10,7 @@ import type { Store } from '../storage/types.js';
 import { parseUnsignedTransaction } from '../crypto/ethereum.js';
 import { parseSolanaTransaction, solanaPolicyView } from '../crypto/solana.js';
 import type { Value } from './language.js';
+import { decodeCall } from './contracts.js';
 
 /** What an operation tells the policy engine about the keys and transaction it targets. */
 export interface PolicyTargets {
@@ -107,10 +108,14 @@ export function conditionScope(store: Store, organizationId: string, type: strin
       const tx = parseUnsignedTransaction(targets.ethereumTransaction);
       const data = (tx as { data?: string }).data ?? '0x';
       const maxFee = (tx as { maxFeePerGas?: bigint }).maxFeePerGas;
+      const to = (tx.to ?? '').toLowerCase();
+      // function_name, function_signature, contract_call_args: only with an ABI uploaded for `to`
+      const abi = to === '' ? undefined : store.contractInterfaces.byAddress(organizationId, 'SMART_CONTRACT_INTERFACE_TYPE_ETHEREUM', to);
+      const call = abi ? decodeCall(abi.interface, data) : undefined;
       scope.set('eth', {
         tx: {
           from: from.toLowerCase(),
-          to: (tx.to ?? '').toLowerCase(),
+          to,
           value: tx.value ?? 0n,
           nonce: BigInt(tx.nonce ?? 0),
           chain_id: BigInt(tx.chainId ?? 0),
@@ -121,6 +126,7 @@ export function conditionScope(store: Store, organizationId: string, type: strin
           max_priority_fee_per_gas: (tx as { maxPriorityFeePerGas?: bigint }).maxPriorityFeePerGas ?? 0n,
           data: data.toLowerCase(),
           type: ETH_TX_TYPES[tx.type ?? 'legacy'] ?? String(tx.type),
+          ...call,
         },
       });
     } catch {

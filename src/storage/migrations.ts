@@ -317,4 +317,24 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 19,
+    name: 'smart contract interfaces (ABIs and IDLs for policies)',
+    sql: `
+      CREATE TABLE smart_contract_interfaces (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        organization_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        address TEXT NOT NULL,
+        address_key TEXT NOT NULL,
+        interface TEXT NOT NULL,
+        label TEXT NOT NULL,
+        notes TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        UNIQUE (organization_id, type, address_key)
+      );
+    `,
+  },
 ];

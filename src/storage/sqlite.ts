@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import type {
-  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, FeatureRow, IpAllowlistRow, IpAllowlistRule, OauthProviderRow, OrganizationRow, OtpRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
+  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, ContractInterfaceRow, FeatureRow, IpAllowlistRow, IpAllowlistRule, OauthProviderRow, OrganizationRow, OtpRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
@@ -52,6 +52,11 @@ const endpointFrom = (r: Row): WebhookEndpointRow => ({
   id: r.id as string, organizationId: r.organization_id as string, url: r.url as string, name: r.name as string,
   isActive: r.is_active === 1, subscriptions: JSON.parse(r.subscriptions as string) as WebhookSubscription[],
   createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
+});
+const contractInterfaceFrom = (r: Row): ContractInterfaceRow => ({
+  id: r.id as string, organizationId: r.organization_id as string, type: r.type as ContractInterfaceRow['type'],
+  address: r.address as string, addressKey: r.address_key as string, interface: r.interface as string,
+  label: r.label as string, notes: r.notes as string, createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
 });
 const allowlistFrom = (r: Row): IpAllowlistRow => ({
   organizationId: r.organization_id as string, publicKey: r.public_key as string, enabled: r.enabled === 1,
@@ -187,6 +192,11 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     featRemove: q('DELETE FROM features WHERE organization_id = ? AND name = ?'),
     featGet: q<{ value: string }>('SELECT value FROM features WHERE organization_id = ? AND name = ?'),
 
+    sciGet: q('SELECT * FROM smart_contract_interfaces WHERE organization_id = ? AND id = ?'),
+    sciList: q('SELECT * FROM smart_contract_interfaces WHERE organization_id = ? ORDER BY seq DESC'),
+    sciByAddress: q('SELECT * FROM smart_contract_interfaces WHERE organization_id = ? AND type = ? AND address_key = ?'),
+    sciInsert: q('INSERT INTO smart_contract_interfaces (id, organization_id, type, address, address_key, interface, label, notes, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+    sciDelete: q('DELETE FROM smart_contract_interfaces WHERE organization_id = ? AND id = ?'),
     ipGet: q('SELECT * FROM ip_allowlists WHERE organization_id = ? AND public_key = ?'),
     ipSet: q(`INSERT INTO ip_allowlists (organization_id, public_key, enabled, on_evaluation_error, rules, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (organization_id, public_key) DO UPDATE SET enabled = excluded.enabled, on_evaluation_error = excluded.on_evaluation_error, rules = excluded.rules, updated_ms = excluded.updated_ms`),
@@ -371,6 +381,15 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       set: (org, name, value) => { clearCaches(); s.featSet.run(org, name, value); },
       remove: (org, name) => { clearCaches(); return s.featRemove.run(org, name).changes > 0; },
     },
+    contractInterfaces: {
+      get: (org, id) => { const r = s.sciGet.get(org, id) as Row | undefined; return r ? contractInterfaceFrom(r) : undefined; },
+      list: (org) => (s.sciList.all(org) as Row[]).map(contractInterfaceFrom),
+      byAddress: (org, type, key) => { const r = s.sciByAddress.get(org, type, key) as Row | undefined; return r ? contractInterfaceFrom(r) : undefined; },
+      insert: (r) => {
+        s.sciInsert.run(r.id, r.organizationId, r.type, r.address, r.addressKey, r.interface, r.label, r.notes, r.createdMs, r.updatedMs);
+      },
+      delete: (org, id) => s.sciDelete.run(org, id).changes > 0,
+    },
     ipAllowlists: {
       get: (org, pk) => cache.get(allowlistCache, `${org}/${pk}`, () => {
         const r = s.ipGet.get(org, pk) as Row | undefined;
@@ -477,6 +496,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     'DELETE FROM import_targets WHERE organization_id = ?',
     'DELETE FROM webhook_endpoints WHERE organization_id = ?',
     'DELETE FROM ip_allowlists WHERE organization_id = ?',
+    'DELETE FROM smart_contract_interfaces WHERE organization_id = ?',
     'DELETE FROM policies WHERE organization_id = ?',
     'DELETE FROM pending_activities WHERE organization_id = ?',
     'DELETE FROM organizations WHERE id = ?',

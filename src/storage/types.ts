@@ -76,6 +76,23 @@ export interface TagRow {
 
 export interface FeatureRow { name: string; value: string }
 
+/** create_smart_contract_interface: an ABI (Ethereum) or IDL (Solana) for policies to decode calls with. */
+export interface ContractInterfaceRow {
+  id: string;
+  organizationId: string;
+  type: 'SMART_CONTRACT_INTERFACE_TYPE_ETHEREUM' | 'SMART_CONTRACT_INTERFACE_TYPE_SOLANA';
+  /** as given */
+  address: string;
+  /** the address as looked up: lowercase for Ethereum, as given for Solana */
+  addressKey: string;
+  /** the JSON text as given */
+  interface: string;
+  label: string;
+  notes: string;
+  createdMs: number;
+  updatedMs: number;
+}
+
 export interface IpAllowlistRule { cidr: string; label: string; createdMs: number }
 
 /** set_ip_allowlist: the organization's list (publicKey '') or one API key's. */
@@ -335,6 +352,14 @@ export interface Store {
     list(organizationId: string): FeatureRow[];
     set(organizationId: string, name: string, value: string): void;
     remove(organizationId: string, name: string): boolean;
+  };
+  contractInterfaces: {
+    get(organizationId: string, id: string): ContractInterfaceRow | undefined;
+    /** Newest first. */
+    list(organizationId: string): ContractInterfaceRow[];
+    byAddress(organizationId: string, type: ContractInterfaceRow['type'], addressKey: string): ContractInterfaceRow | undefined;
+    insert(row: ContractInterfaceRow): void;
+    delete(organizationId: string, id: string): boolean;
   };
   ipAllowlists: {
     /** The organization's list (publicKey '') or an API key's (cached: every request asks). */

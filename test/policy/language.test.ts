@@ -74,10 +74,17 @@ describe('policy language: errors', () => {
     ['[1].all(i, i)', {}],
     ['1.count()', {}],
     ["'abc'.count == 3", {}],
+    ["m['missing'] == 1", { m: { present: 1n } }],
+    ['m[0] == 1', { m: { present: 1n } }],
   ];
   for (const [src, scope] of evalErrors) {
     it(`cannot be evaluated: ${src}`, () => { expect(() => run(src, scope)).toThrow(EvalError); });
   }
+  it('reads a map\'s entry by key, as eth.tx.contract_call_args is read', () => {
+    const scope = { args: { wad: 5n, dst: '0xAb', calls: [['0x1', 0n]] } };
+    expect(run("args['wad'] == 5 && args['dst'] == '0xAb'", scope)).toBe(true);
+    expect(run("args['calls'].all(c, c[1] == 0)", scope)).toBe(true);
+  });
   it('says how to compare when given a single =', () => {
     expect(() => parse("user.id = 'x'")).toThrow(/compare with '=='/);
   });
@@ -102,7 +109,7 @@ describe('activity.resource and activity.action of every accepted activity type'
     const { defaultRegistry } = await import('../../src/activities/registry.js');
     const { resourceAction } = await import('../../src/policy/scope.js');
     const registry = defaultRegistry();
-    const RESOURCES = new Set(['ORGANIZATION', 'USER', 'CREDENTIAL', 'PRIVATE_KEY', 'WALLET', 'POLICY', 'AUTH', 'OTP', 'RECOVERY', 'ACTIVITY', 'WEBHOOK_ENDPOINT']);
+    const RESOURCES = new Set(['ORGANIZATION', 'USER', 'CREDENTIAL', 'PRIVATE_KEY', 'WALLET', 'POLICY', 'AUTH', 'OTP', 'RECOVERY', 'ACTIVITY', 'WEBHOOK_ENDPOINT', 'SMART_CONTRACT_INTERFACE']);
     const ACTIONS = new Set(['CREATE', 'UPDATE', 'DELETE', 'SIGN', 'EXPORT', 'IMPORT', 'APPROVE', 'REJECT', 'VERIFY']);
     const seen: string[] = [];
     for (const path of registry.submitPaths()) {
@@ -121,6 +128,7 @@ describe('activity.resource and activity.action of every accepted activity type'
     expect(resourceAction('ACTIVITY_TYPE_CREATE_API_KEYS_V2')).toEqual({ resource: 'CREDENTIAL', action: 'CREATE' });
     expect(resourceAction('ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2')).toEqual({ resource: 'AUTH', action: 'CREATE' });
     expect(resourceAction('ACTIVITY_TYPE_VERIFY_OTP')).toEqual({ resource: 'OTP', action: 'VERIFY' });
+    expect(resourceAction('ACTIVITY_TYPE_DELETE_SMART_CONTRACT_INTERFACE')).toEqual({ resource: 'SMART_CONTRACT_INTERFACE', action: 'DELETE' });
     expect(seen.length).toBeGreaterThan(50);
   });
 });
