@@ -2,7 +2,7 @@
 import type { Operation, QueryOperation, SubmitOperation } from './types.js';
 import { getActivity, listActivities } from './handlers/activities.js';
 import { getOrganization, getOrganizationConfigs, updateOrganizationName, updateRootQuorum, whoami } from './handlers/organizations.js';
-import { createUsers, deleteUsers, getUser, listUsers, updateUser, updateUserEmail, updateUserName, updateUserPhoneNumber } from './handlers/users.js';
+import { createApiOnlyUsers, createUsers, deleteUsers, getUser, listUsers, updateUser, updateUserEmail, updateUserName, updateUserPhoneNumber } from './handlers/users.js';
 import { createApiKeys, deleteApiKeys, getApiKey, getApiKeys } from './handlers/apiKeys.js';
 import {
   createPrivateKeyTag, createUserTag, deletePrivateKeyTags, deleteUserTags, listPrivateKeyTags, listUserTags,
@@ -11,7 +11,7 @@ import {
 import { removeOrganizationFeature, setOrganizationFeature } from './handlers/features.js';
 import { KEY_QUERIES, KEY_SUBMITS } from './handlers/keyOperations.js';
 import { createSubOrganization, deleteSubOrganization, listSubOrgs, listVerifiedSubOrgs } from './handlers/subOrganizations.js';
-import { createReadWriteSession } from './handlers/sessions.js';
+import { createReadOnlySession, createReadWriteSession } from './handlers/sessions.js';
 import { createOauthProviders, deleteOauthProviders, getOauthProviders, oauth, oauthLogin, stampLogin } from './handlers/oauth.js';
 import { emailAuth, initOtpAuth, initUserEmailRecovery, otpAuth, recoverUser } from './handlers/emailAuth.js';
 import { initOtp, otpLogin, verifyOtp } from './handlers/otp.js';
@@ -30,14 +30,14 @@ const QUERIES: QueryOperation<any>[] = [
   ...KEY_QUERIES,
 ];
 const SUBMITS: SubmitOperation<any, any>[] = [
-  createUsers, deleteUsers, updateUser, updateUserName, updateUserEmail, updateUserPhoneNumber,
+  createUsers, createApiOnlyUsers, deleteUsers, updateUser, updateUserName, updateUserEmail, updateUserPhoneNumber,
   createApiKeys, deleteApiKeys,
   createUserTag, updateUserTag, deleteUserTags, createPrivateKeyTag, updatePrivateKeyTag, deletePrivateKeyTags,
   setOrganizationFeature, removeOrganizationFeature, setIpAllowlist, removeIpAllowlist,
   createSmartContractInterface, deleteSmartContractInterface,
   createSubOrganization, deleteSubOrganization,
   createWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint,
-  createReadWriteSession, updateRootQuorum, updateOrganizationName, createAuthenticators, deleteAuthenticators,
+  createReadWriteSession, createReadOnlySession, updateRootQuorum, updateOrganizationName, createAuthenticators, deleteAuthenticators,
   createOauthProviders, deleteOauthProviders, oauth, oauthLogin, stampLogin,
   emailAuth, initOtpAuth, otpAuth, initUserEmailRecovery, recoverUser, initOtp, verifyOtp, otpLogin,
   createPolicy, createPolicies, updatePolicy, deletePolicy, deletePolicies, approveActivity, rejectActivity,

@@ -112,9 +112,14 @@ export function issueSession(ctx: Issuing, user: UserRow, publicKey: string, o: 
     user_id: user.id,
     organization_id: user.organizationId,
   };
+  return { key, session: sessionJwt(ctx.store, claims) };
+}
+
+/** A session JWT over `claims`, signed by the session signer (verifySessionJwtSignature accepts it). */
+export function sessionJwt(store: Issuing['store'], claims: Record<string, string | number>): string {
   const signingInput = `${b64url(JSON.stringify({ alg: 'ES256', typ: 'JWT' }))}.${b64url(JSON.stringify(claims))}`;
-  const signature = cryptoCall(() => vaultOf(ctx.store).signSessionJwt(signingInput));
-  return { key, session: `${signingInput}.${Buffer.from(signature).toString('base64url')}` };
+  const signature = cryptoCall(() => vaultOf(store).signSessionJwt(signingInput));
+  return `${signingInput}.${Buffer.from(signature).toString('base64url')}`;
 }
 
 /**

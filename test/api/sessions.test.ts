@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { p256 } from '@noble/curves/nist.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { decryptCredentialBundle, generateP256KeyPair } from '@turnkey/crypto';
+import { decryptCredentialBundle, generateP256KeyPair, verifySessionJwtSignature } from '@turnkey/crypto';
 import { newP256Key, sdkClient, sleep, startTestServer, submitBody, uniqueName, type ApiKeyPair, type TestServer } from '../server/harness.js';
 import { checkAwaitsConsensus } from '../server/checks.js';
 
@@ -88,5 +88,32 @@ describe('create_read_write_session', () => {
       expect(r.json.details.flatMap((d: any) => (d.fieldViolations ?? []).map((v: any) => v.field))).toContain(field);
     }
     expect((await ts.sdk.getApiKeys({ userId: ts.rootUserId } as any) as any).apiKeys.length).toBe(before);
+  });
+});
+
+describe('create_read_only_session', () => {
+  it('gives the stamping user a one-hour read-only session JWT signed by the session signer; no key is made', async () => {
+    const before = (await ts.sdk.getApiKeys({ userId: ts.rootUserId } as any) as any).apiKeys.length;
+    const t0 = Math.floor(Date.now() / 1000);
+    const r: any = await ts.sdk.createReadOnlySession({});
+    expect(r.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(r.activity.type).toBe('ACTIVITY_TYPE_CREATE_READ_ONLY_SESSION');
+    const who: any = await ts.sdk.getWhoami({});
+    expect(r).toMatchObject({ organizationId: who.organizationId, organizationName: who.organizationName, userId: who.userId, username: who.username });
+    expect(Number(r.sessionExpiry)).toBeGreaterThanOrEqual(t0 + 3600);
+    expect(Number(r.sessionExpiry)).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + 3600);
+    expect(await verifySessionJwtSignature(r.session, ts.server.bootstrap.sessionSignerPublicKey!)).toBe(true);
+    const claims = JSON.parse(atob(r.session.split('.')[1]));
+    expect(claims).toEqual({ exp: Number(r.sessionExpiry), session_type: 'SESSION_TYPE_READ_ONLY', user_id: who.userId, organization_id: who.organizationId });
+    expect((await ts.sdk.getApiKeys({ userId: ts.rootUserId } as any) as any).apiKeys.length).toBe(before);
+  });
+
+  it('a non-root user opens one for itself', async () => {
+    const key = newP256Key();
+    const u: any = await ts.sdk.createUsers({ users: [{ userName: uniqueName('reader'), apiKeys: [{ apiKeyName: 'r', publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
+    const r: any = await sdkClient(ts.url, key, ts.orgId).createReadOnlySession({});
+    expect(r.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(r.userId).toBe(u.userIds[0]);
+    expect(JSON.parse(atob(r.session.split('.')[1])).user_id).toBe(u.userIds[0]);
   });
 });

@@ -158,6 +158,29 @@ describe('users and API keys', () => {
     checkError(await ts.raw(QUERY('whoami'), JSON.stringify({ organizationId: ts.orgId }), { key }), 401, 'stamp by a deleted user\'s key');
   });
 
+  it('create_api_only_users (the older form): users with API keys (P-256 unless a curve is given) and tags; stamps work', async () => {
+    const tag: any = await ts.sdk.createUserTag({ userTagName: uniqueName('bots'), userIds: [] });
+    const k1 = newP256Key();
+    // sdk-server 8.2.1 no longer has it; @turnkey/http does
+    const reply: any = await ts.http.createApiOnlyUsers({ type: 'ACTIVITY_TYPE_CREATE_API_ONLY_USERS', organizationId: ts.orgId, timestampMs: String(Date.now()), parameters: { apiOnlyUsers: [
+      { userName: uniqueName('bot-a'), userEmail: 'bot-a@example.com', userTags: [tag.userTagId], apiKeys: [{ apiKeyName: 'a', publicKey: k1.publicKey }] },
+      { userName: uniqueName('bot-b'), userTags: [], apiKeys: [] },
+    ] } } as any);
+    expect(reply.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(reply.activity.type).toBe('ACTIVITY_TYPE_CREATE_API_ONLY_USERS');
+    const r = reply.activity.result.createApiOnlyUsersResult;
+    expect(r.userIds).toHaveLength(2);
+    const a = await getUser(r.userIds[0]);
+    expect(a).toMatchObject({ userEmail: 'bot-a@example.com', userTags: [tag.userTagId] });
+    expect(a.apiKeys.map((k: any) => [k.credential.publicKey, k.credential.type])).toEqual([[k1.publicKey, 'CREDENTIAL_TYPE_API_KEY_P256']]);
+    const who: any = await sdkClient(ts.url, k1, ts.orgId).getWhoami({});
+    expect(who.userId).toBe(r.userIds[0]);
+    const bad = await ts.raw(SUBMIT('create_api_only_users'), submitBody('ACTIVITY_TYPE_CREATE_API_ONLY_USERS', ts.orgId,
+      { apiOnlyUsers: [{ userName: 'x', userTags: [], apiKeys: [], authenticators: [] }] }));
+    checkError(bad, 400, 'passkeys for an API-only user');
+    expectFieldViolation(bad, 'apiOnlyUsers[0]');
+  });
+
   it('create_users refuses a bad parameter with a field violation (missing userName)', async () => {
     const r = await submitError('create_users', { users: [{ apiKeys: [], authenticators: [], oauthProviders: [], userTags: [] }] }, 400);
     expectFieldViolation(r, 'userName');

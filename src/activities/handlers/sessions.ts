@@ -1,4 +1,7 @@
 /**
+ * create_read_only_session: a session JWT (session_type SESSION_TYPE_READ_ONLY, one hour) for the
+ * stamping user; no key is made, and the token grants nothing by itself (clients keep it to
+ * know the session and its expiry).
  * create_read_write_session (V2): a new P-256 API key of type READ_WRITE_SESSION for a user, with
  * an expiry (default 900 s), its private key returned only inside a credential bundle encrypted to
  * the request's targetPublicKey (wire-compat §4.2, §5). The requester makes one for itself; a
@@ -6,12 +9,37 @@
  */
 import { requireSelfOrRoot } from '../../domain/principal.js';
 import { requireUser } from '../../domain/apiKeys.js';
-import { CREDENTIAL, issueBundledKey } from '../../auth/services.js';
+import { CREDENTIAL, issueBundledKey, sessionJwt } from '../../auth/services.js';
 import { keysFor, type SubmitOperation } from '../types.js';
 import { Validator, type Obj } from '../validate.js';
 import { readTargetPublicKey } from './keyParams.js';
 import { readLoginCommon, type LoginCommon } from './oauth.js';
 
+
+/** How long a read-only session lasts (s) [UNCONFIRMED: Turnkey's documented hour]. */
+export const READ_ONLY_SESSION_SECONDS = 3600;
+
+interface ReadOnlySessionResult { organizationId: string; organizationName: string; userId: string; username: string; session: string; sessionExpiry: string }
+
+export const createReadOnlySession: SubmitOperation<Record<string, never>, ReadOnlySessionResult> = {
+  kind: 'submit',
+  path: 'create_read_only_session',
+  types: { ACTIVITY_TYPE_CREATE_READ_ONLY_SESSION: keysFor('ACTIVITY_TYPE_CREATE_READ_ONLY_SESSION') },
+  validate: () => ({}),
+  // The stamping user, for itself.
+  authorize() { /* any member user */ },
+  execute(ctx) {
+    const { organization, principal, nowMs } = ctx;
+    const exp = Math.floor(nowMs / 1000) + READ_ONLY_SESSION_SECONDS;
+    const session = sessionJwt(ctx.store, {
+      exp, session_type: 'SESSION_TYPE_READ_ONLY', user_id: principal.user.id, organization_id: organization.id,
+    });
+    return {
+      organizationId: organization.id, organizationName: organization.name, userId: principal.user.id, username: principal.user.name,
+      session, sessionExpiry: String(exp),
+    };
+  },
+};
 
 interface CreateSession extends LoginCommon { targetPublicKey: string; userId?: string }
 

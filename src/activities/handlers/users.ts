@@ -121,6 +121,35 @@ export const createUsers: SubmitOperation<{ users: NewUser[] }, { userIds: strin
   },
 };
 
+/**
+ * create_api_only_users (the older form of create_users for users without passkeys): API keys
+ * in the older parameters (P-256 unless a curveType is given), tags, an optional e-mail.
+ */
+export const createApiOnlyUsers: SubmitOperation<{ apiOnlyUsers: NewUser[] }, { userIds: string[] }> = {
+  kind: 'submit',
+  path: 'create_api_only_users',
+  types: { ACTIVITY_TYPE_CREATE_API_ONLY_USERS: keysFor('ACTIVITY_TYPE_CREATE_API_ONLY_USERS') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const list = v.array(params, 'apiOnlyUsers', 'apiOnlyUsers', { required: true, nonEmpty: true }) ?? [];
+    const users: NewUser[] = [];
+    list.forEach((item, i) => {
+      const f = `apiOnlyUsers[${i}]`;
+      const o = v.object(item, f);
+      if (!o) return;
+      if (o.authenticators !== undefined || o.oauthProviders !== undefined) v.fail(f, 'API-only users have API keys only; use create_users for passkeys and OAuth providers');
+      const u = readUserParams(v, o, f, { phone: false, oauth: false, defaultCurve: 'API_KEY_CURVE_P256' });
+      const userTags = v.stringArray(o, 'userTags', `${f}.userTags`) ?? [];
+      if (u) users.push({ ...u, userTags });
+    });
+    refuseSharedKeys(v, users, 'apiOnlyUsers', 'apiOnlyUsers');
+    v.done();
+    return { apiOnlyUsers: users };
+  },
+  authorize(p) { requireRoot(p, 'create users'); },
+  execute: (ctx, intent) => createUsers.execute(ctx, { users: intent.apiOnlyUsers }),
+};
+
 export const deleteUsers: SubmitOperation<{ userIds: string[] }, { userIds: string[] }> = {
   kind: 'submit',
   path: 'delete_users',
