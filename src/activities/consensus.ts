@@ -16,13 +16,13 @@ import type { SubmitOperation } from './types.js';
 export interface Voucher { publicKey: string; signature: string; scheme: string }
 
 /**
- * The decision for a submit by `principal`, with `voters` (users who approved since, for an
- * activity awaiting consensus). Throws what op.authorize throws other than PermissionDenied
+ * The decision for a submit by `principal` at `nowMs` (policies' `time.now`), with `voters`
+ * (users who approved since, for an activity awaiting consensus). Throws what op.authorize throws other than PermissionDenied
  * (validation against the state: unknown key, mismatched curve …).
  */
 export function authorizeSubmit(
   store: Store, op: SubmitOperation, principal: Principal, intent: unknown, type: string,
-  organization: OrganizationRow, voters: UserRow[] = [],
+  organization: OrganizationRow, nowMs: number, voters: UserRow[] = [],
 ): Decision {
   if (principal.access !== 'member') {
     op.authorize(principal, intent, store);
@@ -47,6 +47,7 @@ export function authorizeSubmit(
     approvers: approvers.map((u) => ({ user: u, value: userValue(u, store.tags.tagsOf(u.id)) })),
     condition: conditionScope(store, organization.id, type, op.policyTargets?.(intent, store, organization.id)),
     selfService: fixedRules && !principal.user.isRoot,
+    nowMs,
   });
 }
 

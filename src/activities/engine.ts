@@ -114,7 +114,7 @@ export function submitInTransaction(
   // validate is a pure function of the parameters: prepareSubmit's intent is the same one.
   const intent = pre?.intent ?? op.validate(env.parameters, env.type);
   if (op.vote) return castVote(store, op, intent as { fingerprint: string }, principal, organization, nowMs, voucher);
-  const decision = authorizeSubmit(store, op, principal, intent, env.type, organization);
+  const decision = authorizeSubmit(store, op, principal, intent, env.type, organization, nowMs);
   if (decision.outcome === 'OUTCOME_DENY_EXPLICIT') throw refusal(decision, op.path);
   const id = uuidV7(nowMs);
   if (decision.outcome !== 'OUTCOME_ALLOW') {
@@ -253,7 +253,7 @@ function castVote(
       .map((id) => store.users.get(organization.id, id)).filter((u): u is UserRow => u !== undefined);
     let decision;
     try {
-      decision = authorizeSubmit(store, target, asRequester, intentOf, type, organization, approvers);
+      decision = authorizeSubmit(store, target, asRequester, intentOf, type, organization, nowMs, approvers);
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;
       decision = undefined;
@@ -297,7 +297,7 @@ export async function prepareSubmit(
   try {
     intent = op.validate(env.parameters, env.type);
     if (principal.access !== 'member' || !op.prepare) return { intent };
-    if (authorizeSubmit(store, op, principal, intent, env.type, organization).outcome !== 'OUTCOME_ALLOW') return { intent };
+    if (authorizeSubmit(store, op, principal, intent, env.type, organization, nowMs).outcome !== 'OUTCOME_ALLOW') return { intent };
     const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID };
     if (stampCheck) ctx.stampCheck = stampCheck;
     const work = op.prepare(ctx, intent);

@@ -250,7 +250,7 @@ export function createApp(deps: AppDeps): express.Express {
         // Only for a caller the operation admits: no outside request on behalf of anyone else.
         const intent = pre?.intent ?? op.validate(env.parameters, env.type);
         const { principal, organization } = resolvePrincipal(store, cred.keys, env.organizationId, { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false, clientAddress }, nowMs);
-        const decision = authorizeSubmit(store, op, principal, intent, env.type, organization);
+        const decision = authorizeSubmit(store, op, principal, intent, env.type, organization, nowMs);
         if (decision.outcome !== 'OUTCOME_ALLOW') {
           // Such an activity cannot wait for approvals: what it checked outside would be stale by then.
           throw refusal(decision, op.path);

@@ -6,17 +6,19 @@
  * 2. else an applicable EFFECT_DENY policy → explicit deny;
  * 3. else an applicable EFFECT_ALLOW policy → allow;
  * 4. else implicit deny.
- * A policy applies when its `condition` (about the activity) and its `consensus` (about the
- * approvers) both hold; an empty expression holds. A policy whose expression cannot be evaluated
+ * A policy applies when its `condition` (about the activity), its `consensus` (about the
+ * approvers) and its `time` (about the moment of the decision, `time.now`) all hold; an empty
+ * expression holds. A policy whose `time` does not hold is skipped (OUTCOME_TIME_INACTIVE). A policy whose expression cannot be evaluated
  * for this activity (a keyword it does not have, a type mismatch) does not apply (OUTCOME_ERROR).
  * kmas adds the built-in self-service rules (`selfService`: what a user may do to itself, see
  * domain/principal.ts) as an allow that an explicit deny overrides.
  */
 import type { OrganizationRow, PolicyRow, UserRow } from '../storage/types.js';
-import { EvalError, evaluateBool, parse, type Value } from './language.js';
+import { EvalError, evaluateBool, Instant, parse, type Value } from './language.js';
 
 export type Outcome =
-  | 'OUTCOME_ALLOW' | 'OUTCOME_DENY_EXPLICIT' | 'OUTCOME_DENY_IMPLICIT' | 'OUTCOME_REQUIRES_CONSENSUS' | 'OUTCOME_ERROR';
+  | 'OUTCOME_ALLOW' | 'OUTCOME_DENY_EXPLICIT' | 'OUTCOME_DENY_IMPLICIT' | 'OUTCOME_REQUIRES_CONSENSUS' | 'OUTCOME_ERROR'
+  | 'OUTCOME_TIME_INACTIVE';
 
 export interface PolicyEvaluation { policyId: string; outcome: Outcome }
 
@@ -41,6 +43,8 @@ export interface DecideInput {
   condition: ReadonlyMap<string, Value>;
   /** The built-in rules allow this activity to the requester. */
   selfService: boolean;
+  /** The moment of the decision (`time.now`). */
+  nowMs: number;
 }
 
 function holds(src: string, scope: ReadonlyMap<string, Value>): boolean {
@@ -56,13 +60,16 @@ export function decide(input: DecideInput): Decision {
     return { outcome: 'OUTCOME_ALLOW', reason: `the root quorum approved (${roots} of ${threshold} needed)`, evaluations };
   }
   const consensusScope = new Map<string, Value>([['approvers', approvers.map((a) => a.value)]]);
+  const timeScope = new Map<string, Value>([['time', { now: new Instant(input.nowMs) }]]);
   let deny: PolicyRow | undefined;
   let allow: PolicyRow | undefined;
   let waiting: PolicyRow | undefined;
   for (const p of policies) {
     let outcome: Outcome;
     try {
-      if (!holds(p.condition, input.condition)) {
+      if (!holds(p.time, timeScope)) {
+        outcome = 'OUTCOME_TIME_INACTIVE';
+      } else if (!holds(p.condition, input.condition)) {
         outcome = 'OUTCOME_DENY_IMPLICIT';
       } else if (!holds(p.consensus, consensusScope)) {
         // The condition matches; more approvers may still satisfy the consensus.

@@ -8,7 +8,8 @@
  *   not      := '!' not | cmp
  *   cmp      := postfix (('==' | '!=' | '<' | '<=' | '>' | '>=' | 'in') postfix)?
  *   postfix  := primary ('.' name ['(' args ')'] | '[' expr ['..' expr] ']')*
- *   primary  := 'true' | 'false' | int | 'string' | '[' [expr (',' expr)*] ']' | name | '(' expr ')'
+ *   primary  := 'true' | 'false' | int | 'string' | '[' [expr (',' expr)*] ']' | name
+ *             | name '(' [expr (',' expr)*] ')' | '(' expr ')'
  *
  * Values: booleans, integers (bigint: the documented int type is 256 bits wide), strings (single
  * quotes only, no escapes), lists and structs (the keywords' records). Methods of lists: `all`,
@@ -17,14 +18,24 @@
  * range is an EvalError, on either side of `&&` / `||` (no short-circuit, as Turnkey documents):
  * the caller decides what a policy that cannot be evaluated means.
  *
+ * The `time` field adds timestamps: `time.now` (bound by the caller), `Timestamp('…Z')` and
+ * `CronSpan(cron, duration, tz)` (policy/cron.ts); timestamps compare with each other.
+ *
  * The parser works on the source as given (at most MAX_SOURCE characters, nesting at most
  * MAX_DEPTH), so a stored policy is parsed again when evaluated; `parse` results are cached.
  */
 
+import { CronError, inCronSpan, parseTimestamp } from './cron.js';
+
 export const MAX_SOURCE = 4096;
 const MAX_DEPTH = 64;
 
-export type Value = boolean | bigint | string | Value[] | { readonly [field: string]: Value | undefined };
+/** A moment (the `time` field's timestamp type). */
+export class Instant {
+  constructor(readonly ms: number) {}
+}
+
+export type Value = boolean | bigint | string | Instant | Value[] | { readonly [field: string]: Value | undefined };
 
 export type Node =
   | { k: 'lit'; v: Value }
@@ -34,6 +45,7 @@ export type Node =
   | { k: 'index'; of: Node; index: Node }
   | { k: 'slice'; of: Node; from: Node; to: Node }
   | { k: 'call'; of: Node; name: string; param?: string; args: Node[] }
+  | { k: 'fn'; name: string; args: Node[] }
   | { k: 'not'; of: Node }
   | { k: 'bin'; op: string; a: Node; b: Node };
 
@@ -204,6 +216,17 @@ class Parser {
         if (t.v === 'true') return { k: 'lit', v: true };
         if (t.v === 'false') return { k: 'lit', v: false };
         if (t.v === 'in') throw new SyntaxError('unexpected \'in\'', t.at);
+        if (this.isOp('(')) {
+          // a function: Timestamp('…'), CronSpan(…)
+          this.next();
+          const args: Node[] = [];
+          if (!this.isOp(')')) {
+            args.push(this.expr());
+            while (this.isOp(',')) { this.next(); args.push(this.expr()); }
+          }
+          this.expect(')');
+          return { k: 'fn', name: t.v, args };
+        }
         return { k: 'name', name: t.v };
       case 'op':
         if (t.v === '(') { const n = this.expr(); this.expect(')'); return n; }
@@ -255,7 +278,9 @@ export function freeNames(n: Node, bound: ReadonlySet<string> = new Set()): Set<
         walk(m.of, b);
         const inner = m.param ? new Set([...b, m.param]) : b;
         m.args.forEach((x) => walk(x, inner));
+        return;
       }
+      case 'fn': out.add(m.name); m.args.forEach((x) => walk(x, b));
     }
   };
   walk(n, bound);
@@ -264,9 +289,10 @@ export function freeNames(n: Node, bound: ReadonlySet<string> = new Set()): Set<
 
 const isList = (v: Value): v is Value[] => Array.isArray(v);
 const isStruct = (v: Value): v is { readonly [f: string]: Value | undefined } =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
+  typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Instant);
 
 function typeName(v: Value): string {
+  if (v instanceof Instant) return 'timestamp';
   if (typeof v === 'boolean') return 'bool';
   if (typeof v === 'bigint') return 'int';
   if (typeof v === 'string') return 'string';
@@ -280,6 +306,10 @@ function equal(a: Value, b: Value): boolean {
   if (isList(a)) {
     const bl = b as Value[];
     return a.length === bl.length && a.every((x, i) => equal(x, bl[i]!));
+  }
+  if (a instanceof Instant || b instanceof Instant) {
+    if (!(a instanceof Instant && b instanceof Instant)) throw new EvalError(`cannot compare ${typeName(a)} with ${typeName(b)}`);
+    return a.ms === b.ms;
   }
   if (isStruct(a)) throw new EvalError('structs cannot be compared');
   return a === b;
@@ -334,7 +364,66 @@ export function evaluate(n: Node, scope: ReadonlyMap<string, Value>): Value {
     case 'not': return !truth(evaluate(n.of, scope), '!');
     case 'bin': return binary(n.op, n.a, n.b, scope);
     case 'call': return call(n, scope);
+    case 'fn': return callFunction(n, scope);
   }
+}
+
+function callFunction(n: Extract<Node, { k: 'fn' }>, scope: ReadonlyMap<string, Value>): Value {
+  const strings = (k: number): string[] => {
+    if (n.args.length !== k) throw new EvalError(`${n.name}() takes ${k} argument${k === 1 ? '' : 's'}`);
+    return n.args.map((a) => {
+      const v = evaluate(a, scope);
+      if (typeof v !== 'string') throw new EvalError(`${n.name}() takes strings, not ${typeName(v)}`);
+      return v;
+    });
+  };
+  try {
+    switch (n.name) {
+      case 'Timestamp': return new Instant(parseTimestamp(strings(1)[0]!));
+      case 'CronSpan': {
+        const [cron, duration, tz] = strings(3) as [string, string, string];
+        const t = scope.get('time');
+        const now = t !== undefined && isStruct(t) ? t.now : undefined;
+        if (!(now instanceof Instant)) throw new EvalError('CronSpan() needs time.now');
+        return inCronSpan(now.ms, cron, duration, tz);
+      }
+      default: throw new EvalError(`there is no function ${n.name}()`);
+    }
+  } catch (e) {
+    if (e instanceof CronError) throw new EvalError(`${n.name}(): ${e.message}`);
+    throw e;
+  }
+}
+
+/**
+ * What is wrong with the functions of `n` whose arguments are literals (a bad timestamp, cron
+ * schedule, duration or zone), found without a request: for checking policies when stored.
+ */
+export function literalProblems(n: Node): string[] {
+  const out: string[] = [];
+  const walk = (m: Node): void => {
+    switch (m.k) {
+      case 'list': m.items.forEach(walk); return;
+      case 'field': walk(m.of); return;
+      case 'index': walk(m.of); walk(m.index); return;
+      case 'slice': walk(m.of); walk(m.from); walk(m.to); return;
+      case 'not': walk(m.of); return;
+      case 'bin': walk(m.a); walk(m.b); return;
+      case 'call': walk(m.of); m.args.forEach(walk); return;
+      case 'fn':
+        m.args.forEach(walk);
+        if (m.args.every((a) => a.k === 'lit')) {
+          try { callFunction(m, new Map([['time', { now: new Instant(0) }]])); } catch (e) {
+            if (!(e instanceof EvalError)) throw e;
+            out.push(e.message);
+          }
+        }
+        return;
+      default:
+    }
+  };
+  walk(n);
+  return out;
 }
 
 function truth(v: Value, what: string): boolean {
@@ -359,11 +448,15 @@ function binary(op: string, an: Node, bn: Node, scope: ReadonlyMap<string, Value
       if (!isList(b)) throw new EvalError(`'in' needs a list on its right, not ${typeName(b)}`);
       return b.some((x) => equal(a, x));
     default: {
-      if (typeof a !== 'bigint' || typeof b !== 'bigint') throw new EvalError(`'${op}' compares ints, not ${typeName(a)} and ${typeName(b)}`);
-      if (op === '<') return a < b;
-      if (op === '<=') return a <= b;
-      if (op === '>') return a > b;
-      return a >= b;
+      let x: bigint | number;
+      let y: bigint | number;
+      if (typeof a === 'bigint' && typeof b === 'bigint') { x = a; y = b; } else if (a instanceof Instant && b instanceof Instant) { x = a.ms; y = b.ms; } else {
+        throw new EvalError(`'${op}' compares ints or timestamps, not ${typeName(a)} and ${typeName(b)}`);
+      }
+      if (op === '<') return x < y;
+      if (op === '<=') return x <= y;
+      if (op === '>') return x > y;
+      return x >= y;
     }
   }
 }

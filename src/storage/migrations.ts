@@ -337,4 +337,11 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 20,
+    name: 'policy time expressions',
+    sql: `
+      ALTER TABLE policies ADD COLUMN time TEXT NOT NULL DEFAULT '';
+    `,
+  },
 ];

@@ -71,7 +71,7 @@ const deliveryFrom = (r: Row): WebhookDeliveryRow => ({
 const policyFrom = (r: Row): PolicyRow => ({
   id: r.id as string, organizationId: r.organization_id as string, name: r.name as string,
   effect: r.effect as PolicyRow['effect'], condition: r.condition as string, consensus: r.consensus as string,
-  notes: r.notes as string, createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
+  time: r.time as string, notes: r.notes as string, createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
 });
 const pendingFrom = (r: Row): PendingActivityRow => ({
   activityId: r.activity_id as string, organizationId: r.organization_id as string, fingerprint: r.fingerprint as string,
@@ -221,8 +221,8 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     actByFp: q('SELECT * FROM activities WHERE request_ms = ? AND fingerprint = ?'),
     polGet: q('SELECT * FROM policies WHERE organization_id = ? AND id = ?'),
     polList: q('SELECT * FROM policies WHERE organization_id = ? ORDER BY seq'),
-    polInsert: q('INSERT INTO policies (id, organization_id, name, effect, condition, consensus, notes, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
-    polUpdate: q('UPDATE policies SET name = ?, effect = ?, condition = ?, consensus = ?, notes = ?, updated_ms = ? WHERE organization_id = ? AND id = ?'),
+    polInsert: q('INSERT INTO policies (id, organization_id, name, effect, condition, consensus, time, notes, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+    polUpdate: q('UPDATE policies SET name = ?, effect = ?, condition = ?, consensus = ?, time = ?, notes = ?, updated_ms = ? WHERE organization_id = ? AND id = ?'),
     polDelete: q('DELETE FROM policies WHERE organization_id = ? AND id = ?'),
     penByFp: q('SELECT * FROM pending_activities WHERE organization_id = ? AND fingerprint = ?'),
     penInsert: q('INSERT INTO pending_activities (activity_id, organization_id, fingerprint, path, user_id, credential_id, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)'),
@@ -445,8 +445,8 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     policies: {
       get: (org, id) => { const r = s.polGet.get(org, id); return r ? policyFrom(r) : undefined; },
       list: (org) => s.polList.all(org).map(policyFrom),
-      insert: (p) => { s.polInsert.run(p.id, p.organizationId, p.name, p.effect, p.condition, p.consensus, p.notes, p.createdMs, p.updatedMs); },
-      update: (p) => { s.polUpdate.run(p.name, p.effect, p.condition, p.consensus, p.notes, p.updatedMs, p.organizationId, p.id); },
+      insert: (p) => { s.polInsert.run(p.id, p.organizationId, p.name, p.effect, p.condition, p.consensus, p.time, p.notes, p.createdMs, p.updatedMs); },
+      update: (p) => { s.polUpdate.run(p.name, p.effect, p.condition, p.consensus, p.time, p.notes, p.updatedMs, p.organizationId, p.id); },
       delete: (org, id) => s.polDelete.run(org, id).changes > 0,
     },
     pending: {

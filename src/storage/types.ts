@@ -215,6 +215,8 @@ export interface PolicyRow {
   effect: 'EFFECT_ALLOW' | 'EFFECT_DENY';
   condition: string;
   consensus: string;
+  /** the `time` expression ('' = always active) */
+  time: string;
   notes: string;
   createdMs: number;
   updatedMs: number;

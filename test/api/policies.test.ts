@@ -192,6 +192,35 @@ describe('consensus', () => {
     await ts.sdk.deletePolicy({ policyId: p.policyId });
   });
 
+  it('time windows: a policy outside its window is skipped (OUTCOME_TIME_INACTIVE); moved into it, it allows', async () => {
+    const p: any = await ts.sdk.createPolicy({
+      policyName: uniqueName('carol in 2019'), effect: 'EFFECT_ALLOW', notes: '',
+      consensus: `approvers.any(user, user.id == '${carol.id}')`, condition: "activity.action == 'SIGN'",
+      time: "time.now < Timestamp('2020-01-01T00:00:00Z')",
+    } as any);
+    const g: any = await ts.sdk.getPolicy({ policyId: p.policyId });
+    expect(g.policy.time).toBe("time.now < Timestamp('2020-01-01T00:00:00Z')");
+    const waiting: any = await carol.sdk.signRawPayload(signParams(keyA.id) as any);
+    expect(waiting.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    const ev: any = await ts.sdk.getPolicyEvaluations({ activityId: waiting.activity.id } as any);
+    expect(ev.policyEvaluations[0].policyEvaluations).toContainEqual({ policyId: p.policyId, outcome: 'OUTCOME_TIME_INACTIVE' });
+    // this week's window, every day of it: open now
+    await ts.sdk.updatePolicy({ policyId: p.policyId, time: "time.now >= Timestamp('2020-01-01T00:00:00Z') && CronSpan('0 0 * * *', '1d', 'UTC')" } as any);
+    const ok: any = await carol.sdk.signRawPayload(signParams(keyA.id) as any);
+    expect(ok.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    // bad time expressions are refused where they are stored
+    for (const [time, hint] of [["CronSpan('*/5 * * * *', '1h', 'UTC')", /minute/], ["time.now < Timestamp('2026-01-01T00:00:00+01:00')", /UTC/], ['activity.type == 1', /time may use only/]] as const) {
+      const r = await ts.raw(SUBMIT('update_policy'), submitBody('ACTIVITY_TYPE_UPDATE_POLICY_V2', ts.orgId, { policyId: p.policyId, time }));
+      checkError(r, 400, time);
+      expectFieldViolation(r, 'time');
+      expect(r.json.message).toMatch(hint);
+    }
+    const inCondition = await ts.raw(SUBMIT('create_policy'), submitBody('ACTIVITY_TYPE_CREATE_POLICY_V3', ts.orgId,
+      { policyName: uniqueName('x'), effect: 'EFFECT_ALLOW', notes: '', condition: "time.now < Timestamp('2030-01-01T00:00:00Z')" }));
+    expectFieldViolation(inCondition, 'condition');
+    await ts.sdk.deletePolicy({ policyId: p.policyId });
+  });
+
   it('two users of a tag must approve: the second approval creates the wallet', async () => {
     const p: any = await ts.sdk.createPolicy({ policyName: 'two signers create wallets', effect: 'EFFECT_ALLOW', consensus: `approvers.filter(user, user.tags.contains('${tagId}')).count() >= 2`, condition: "activity.resource == 'WALLET' && activity.action == 'CREATE'", notes: '' });
     const name = uniqueName('shared');

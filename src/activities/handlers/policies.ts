@@ -3,47 +3,47 @@
  * delete_policies; queries get_policy, list_policies, get_policy_evaluations. And the votes on
  * activities awaiting consensus: approve_activity, reject_activity (engine.ts castVote).
  *
- * `condition` and `consensus` are checked when stored: they must parse (policy/language.ts) and
- * use only the keywords of their field, so a typo is a 400 now rather than a policy that never
- * applies. Who may change policies: root users by the fixed rules; anyone else as the
+ * `condition`, `consensus` and `time` are checked when stored: they must parse
+ * (policy/language.ts), use only the keywords of their field, and literal timestamps, cron
+ * schedules, durations and zones must be valid, so a typo is a 400 now rather than a policy that
+ * never applies. Who may change policies: root users by the fixed rules; anyone else as the
  * organization's policies allow (resource POLICY), or after approvals.
  */
 import { failedPrecondition, invalidArgument, notFound } from '../../errors.js';
 import { requireRoot } from '../../domain/principal.js';
 import { timestamp } from '../../domain/records.js';
 import type { PolicyRow, Store } from '../../storage/types.js';
-import { freeNames, parse, SyntaxError as PolicySyntaxError, MAX_SOURCE } from '../../policy/language.js';
+import { freeNames, literalProblems, parse, SyntaxError as PolicySyntaxError, MAX_SOURCE } from '../../policy/language.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { MAX_ARRAY, MAX_NAME, Validator, type Obj } from '../validate.js';
 
 const EFFECTS = ['EFFECT_ALLOW', 'EFFECT_DENY'] as const;
-/** The keywords each expression may use. `solana` is accepted and never bound (no Solana transaction parsing yet). */
+/** The keywords (and functions) each expression may use. */
 const KEYWORDS = {
   condition: new Set(['activity', 'eth', 'solana', 'wallet', 'private_key', 'wallet_account']),
   consensus: new Set(['approvers']),
+  time: new Set(['time', 'Timestamp', 'CronSpan']),
 };
 /** Policies per organization at most. */
 export const MAX_POLICIES = 500;
 
 /** Checks one expression; '' (none) is fine. */
-function readExpression(v: Validator, o: Obj, key: string, field: string, kind: 'condition' | 'consensus'): string | undefined {
+function readExpression(v: Validator, o: Obj, key: string, field: string, kind: keyof typeof KEYWORDS): string | undefined {
   const src = v.string(o, key, field, { max: MAX_SOURCE });
   if (src === undefined || src.trim() === '') return src;
   try {
-    const unknown = [...freeNames(parse(src))].filter((n) => !KEYWORDS[kind].has(n));
+    const tree = parse(src);
+    const unknown = [...freeNames(tree)].filter((n) => !KEYWORDS[kind].has(n));
     if (unknown.length > 0) {
       v.fail(field, `uses ${unknown.map((n) => `'${n}'`).join(', ')}: a ${kind} may use only ${[...KEYWORDS[kind]].join(', ')}`);
     }
+    const problems = literalProblems(tree);
+    if (problems.length > 0) v.fail(field, problems[0]!);
   } catch (e) {
     if (!(e instanceof PolicySyntaxError)) throw e;
     v.fail(field, `does not parse: ${e.message}`);
   }
   return src;
-}
-
-/** Policy `time` windows are not implemented: a non-empty one is refused rather than ignored. */
-function refuseTime(v: Validator, o: Obj, field: string): void {
-  if (typeof o.time === 'string' && o.time.trim() !== '') v.fail(field, 'time expressions are not supported yet; leave it out');
 }
 
 /** Policy names are unique in an organization (400 naming `field`). */
@@ -53,7 +53,7 @@ function requireFreeName(taken: ReadonlySet<string>, name: string, field: string
   }
 }
 
-interface PolicyParams { policyName: string; effect: PolicyRow['effect']; condition: string; consensus: string; notes: string }
+interface PolicyParams { policyName: string; effect: PolicyRow['effect']; condition: string; consensus: string; time?: string; notes: string }
 
 function readPolicy(v: Validator, o: Obj, prefix: string): PolicyParams {
   const f = (k: string) => (prefix ? `${prefix}.${k}` : k);
@@ -61,15 +61,15 @@ function readPolicy(v: Validator, o: Obj, prefix: string): PolicyParams {
   const effect = v.enumOf(o, 'effect', f('effect'), EFFECTS);
   const condition = readExpression(v, o, 'condition', f('condition'), 'condition') ?? '';
   const consensus = readExpression(v, o, 'consensus', f('consensus'), 'consensus') ?? '';
+  const time = readExpression(v, o, 'time', f('time'), 'time');
   const notes = v.string(o, 'notes', f('notes'), { max: 4096 }) ?? '';
-  refuseTime(v, o, f('time'));
-  return { policyName: policyName!, effect: effect!, condition, consensus, notes };
+  return { policyName: policyName!, effect: effect!, condition, consensus, ...(time ? { time } : {}), notes };
 }
 
 export function policyRecord(p: PolicyRow): Record<string, unknown> {
   return {
     policyId: p.id, policyName: p.name, effect: p.effect, createdAt: timestamp(p.createdMs), updatedAt: timestamp(p.updatedMs),
-    notes: p.notes, consensus: p.consensus, condition: p.condition,
+    notes: p.notes, consensus: p.consensus, condition: p.condition, time: p.time,
   };
 }
 
@@ -91,7 +91,7 @@ function insertPolicies(store: Store, organizationId: string, list: PolicyParams
   });
   return list.map((p) => {
     const id = newId();
-    store.policies.insert({ id, organizationId, name: p.policyName, effect: p.effect, condition: p.condition, consensus: p.consensus, notes: p.notes, createdMs: nowMs, updatedMs: nowMs });
+    store.policies.insert({ id, organizationId, name: p.policyName, effect: p.effect, condition: p.condition, consensus: p.consensus, time: p.time ?? '', notes: p.notes, createdMs: nowMs, updatedMs: nowMs });
     return id;
   });
 }
@@ -137,7 +137,7 @@ export const createPolicies: SubmitOperation<{ policies: PolicyParams[] }, { pol
 
 interface UpdatePolicy {
   policyId: string; policyName?: string; policyEffect?: PolicyRow['effect'];
-  policyCondition?: string; policyConsensus?: string; policyNotes?: string;
+  policyCondition?: string; policyConsensus?: string; policyNotes?: string; time?: string;
 }
 
 export const updatePolicy: SubmitOperation<UpdatePolicy, { policyId: string }> = {
@@ -161,7 +161,8 @@ export const updatePolicy: SubmitOperation<UpdatePolicy, { policyId: string }> =
     if (consensus !== undefined) out.policyConsensus = consensus;
     const notes = v.string(params, 'policyNotes', 'policyNotes', { max: 4096 });
     if (notes !== undefined) out.policyNotes = notes;
-    refuseTime(v, params, 'time');
+    const time = readExpression(v, params, 'time', 'time', 'time');
+    if (time !== undefined) out.time = time;
     v.done();
     return out;
   },
@@ -177,6 +178,7 @@ export const updatePolicy: SubmitOperation<UpdatePolicy, { policyId: string }> =
       effect: intent.policyEffect ?? p.effect,
       condition: intent.policyCondition ?? p.condition,
       consensus: intent.policyConsensus ?? p.consensus,
+      time: intent.time ?? p.time,
       notes: intent.policyNotes ?? p.notes,
       updatedMs: ctx.nowMs,
     });
