@@ -45,7 +45,7 @@ export function authorizeSubmit(
     // A policy that allows a root-quorum-only type has no effect.
     policies: ROOT_QUORUM_ONLY.has(type) ? [] : store.policies.list(organization.id),
     approvers: approvers.map((u) => ({ user: u, value: userValue(u, store.tags.tagsOf(u.id)) })),
-    condition: conditionScope(store, organization.id, type, op.policyTargets?.(intent, store, organization.id)),
+    condition: conditionScope(store, organization.id, type, op.policyTargets?.(intent, store, organization.id), intent),
     selfService: fixedRules && !principal.user.isRoot,
     nowMs,
   });

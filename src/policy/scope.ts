@@ -2,7 +2,11 @@
  * The keywords a policy `condition` can use, bound for one activity:
  * - `activity`: {type, resource, action} of the request;
  * - `private_key` / `wallet` / `wallet_account`: the key a sign, export or account request names;
+ * - `activity.kind` (the type without its version; root-quorum-only types have none) and
+ *   `activity.params` (the request fields Turnkey's reference exposes, by type);
  * - `eth.tx`: the parsed unsigned Ethereum transaction of sign_transaction;
+ * - `eth.eip_712` / `eth.eip_7702_authorization`: the typed data or authorization a
+ *   sign_raw_payload signs (policy/ethViews.ts);
  * - `solana.tx`: the parsed Solana transaction of sign_transaction (src/crypto/solana.ts).
  * A keyword the activity does not have is left unbound: a policy that uses it does not apply.
  */
@@ -11,6 +15,7 @@ import { parseUnsignedTransaction } from '../crypto/ethereum.js';
 import { parseSolanaTransaction, solanaPolicyView } from '../crypto/solana.js';
 import type { Value } from './language.js';
 import { decodeCall } from './contracts.js';
+import { eip712View, eip7702View } from './ethViews.js';
 
 /** What an operation tells the policy engine about the keys and transaction it targets. */
 export interface PolicyTargets {
@@ -19,6 +24,47 @@ export interface PolicyTargets {
   walletAccountAddress?: string;
   ethereumTransaction?: string;
   solanaTransaction?: string;
+  /** sign_raw_payload with PAYLOAD_ENCODING_EIP712: the typed-data JSON */
+  typedData?: string;
+  /** sign_raw_payload with PAYLOAD_ENCODING_EIP7702_AUTHORIZATION: the authorization JSON */
+  authorization?: string;
+}
+
+/** activity.params: the request fields Turnkey's reference exposes, by type (without version): [policy name, intent field]. */
+const PARAMS: Record<string, [string, string][]> = {
+  SIGN_RAW_PAYLOAD: [['hash_function', 'hashFunction'], ['encoding', 'encoding']],
+  SIGN_RAW_PAYLOADS: [['hash_function', 'hashFunction'], ['encoding', 'encoding']],
+  SIGN_TRANSACTION: [['type', 'type']],
+  DELETE_USERS: [['user_ids', 'userIds']],
+  CREATE_API_KEYS: [['user_id', 'userId']],
+  DELETE_API_KEYS: [['user_id', 'userId'], ['api_key_ids', 'apiKeyIds']],
+  EXPORT_WALLET: [['target_public_key', 'targetPublicKey']],
+  EXPORT_WALLET_ACCOUNT: [['target_public_key', 'targetPublicKey']],
+  EXPORT_PRIVATE_KEY: [['target_public_key', 'targetPublicKey']],
+  UPDATE_WALLET: [['wallet_id', 'walletId']],
+  INIT_OTP_AUTH: [['otp_length', 'otpLength']],
+  OTP_LOGIN: [['session_profile_id', 'sessionProfileId']],
+  STAMP_LOGIN: [['session_profile_id', 'sessionProfileId']],
+  OAUTH_LOGIN: [['session_profile_id', 'sessionProfileId']],
+  UPDATE_WEBHOOK_ENDPOINT: [['endpoint_id', 'endpointId']],
+  DELETE_WEBHOOK_ENDPOINT: [['endpoint_id', 'endpointId']],
+};
+
+function paramValue(v: unknown): Value {
+  if (typeof v === 'number') return BigInt(v);
+  if (typeof v === 'string' || typeof v === 'boolean') return v;
+  if (Array.isArray(v)) return v.map(paramValue);
+  return '';
+}
+
+/** The `activity` struct: type, resource, action, kind, params. */
+function activityValue(type: string, intent: unknown): Value {
+  const { resource, action } = resourceAction(type);
+  const kind = type.replace(/^ACTIVITY_TYPE_/, '').replace(/_V\d+$/, '');
+  const params: Record<string, Value> = {};
+  const i = (typeof intent === 'object' && intent !== null ? intent : {}) as Record<string, unknown>;
+  for (const [name, field] of PARAMS[kind] ?? []) params[name] = paramValue(i[field]);
+  return { type, resource, action, ...(ROOT_QUORUM_ONLY.has(type) ? {} : { kind }), params };
 }
 
 /** viem's transaction types under the names Turnkey's policy reference gives `eth.tx.type`. */
@@ -79,10 +125,15 @@ export function resourceAction(type: string): { resource: string; action: string
 }
 
 /** The condition scope of an activity. */
-export function conditionScope(store: Store, organizationId: string, type: string, targets: PolicyTargets | undefined): Map<string, Value> {
-  const { resource, action } = resourceAction(type);
-  const scope = new Map<string, Value>([['activity', { type, resource, action }]]);
+export function conditionScope(store: Store, organizationId: string, type: string, targets: PolicyTargets | undefined, intent?: unknown): Map<string, Value> {
+  const scope = new Map<string, Value>([['activity', activityValue(type, intent)]]);
   if (!targets) return scope;
+  const eth: Record<string, Value> = {};
+  const typedData = targets.typedData === undefined ? undefined : eip712View(targets.typedData);
+  if (typedData) eth.eip_712 = typedData;
+  const authorization = targets.authorization === undefined ? undefined : eip7702View(targets.authorization);
+  if (authorization) eth.eip_7702_authorization = authorization;
+  if (typedData || authorization) scope.set('eth', eth);
   // eth.tx.from: the Ethereum address of the signing key
   let from = '';
   const pk = targets.privateKeyId ? store.keys.privateKeys.get(organizationId, targets.privateKeyId) : undefined;

@@ -5,7 +5,8 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { hexToBytes } from '@noble/hashes/utils.js';
-import { serializeTransaction, recoverTransactionAddress, parseEther, verifyMessage } from 'viem';
+import { serializeTransaction, recoverTransactionAddress, parseEther, verifyMessage, verifyTypedData } from 'viem';
+import { recoverAuthorizationAddress } from 'viem/utils';
 import { createAccount, TurnkeyConsensusNeededError } from '@turnkey/viem';
 import { TurnkeyActivityError, createActivityPoller } from '@turnkey/http';
 import { startTestServer, newP256Key, submitBody, sdkClient, httpClient, uniqueName, allActivities, type TestServer, type RawKey } from '../server/harness.js';
@@ -218,6 +219,47 @@ describe('consensus', () => {
     const inCondition = await ts.raw(SUBMIT('create_policy'), submitBody('ACTIVITY_TYPE_CREATE_POLICY_V3', ts.orgId,
       { policyName: uniqueName('x'), effect: 'EFFECT_ALLOW', notes: '', condition: "time.now < Timestamp('2030-01-01T00:00:00Z')" }));
     expectFieldViolation(inCondition, 'condition');
+    await ts.sdk.deletePolicy({ policyId: p.policyId });
+  });
+
+  it('activity.kind / activity.params and eth.eip_712: a policy lets a user sign small EIP-2612 permits for one token (viem verifies); a large one waits', async () => {
+    const token = '0x6B175474E89094C44Da98b954EedeAC495271d0F';
+    const p: any = await ts.sdk.createPolicy({
+      policyName: uniqueName('small permits'), effect: 'EFFECT_ALLOW', notes: '',
+      consensus: `approvers.any(user, user.id == '${carol.id}')`,
+      condition: `activity.kind == 'SIGN_RAW_PAYLOAD' && activity.params.encoding == 'PAYLOAD_ENCODING_EIP712' && eth.eip_712.primary_type == 'Permit' && eth.eip_712.domain.verifying_contract == '${token.toLowerCase()}' && eth.eip_712.domain.chain_id == 1 && eth.eip_712.message['value'] <= 1000 && eth.eip_712.message['spender'] == '0x000000000000000000000000000000000000dead'`,
+    });
+    const account = await createAccount({ client: carol.sdk as any, organizationId: ts.orgId, signWith: keyA.address });
+    const permit = (value: bigint) => ({
+      domain: { name: 'Dai Stablecoin', version: '1', chainId: 1, verifyingContract: token as `0x${string}` },
+      // with EIP712Domain listed: @turnkey/viem sends viem's serializeTypedData, which drops a domain without it
+      types: { EIP712Domain: [{ name: 'name', type: 'string' }, { name: 'version', type: 'string' }, { name: 'chainId', type: 'uint256' }, { name: 'verifyingContract', type: 'address' }], Permit: [{ name: 'owner', type: 'address' }, { name: 'spender', type: 'address' }, { name: 'value', type: 'uint256' }, { name: 'nonce', type: 'uint256' }, { name: 'deadline', type: 'uint256' }] },
+      primaryType: 'Permit' as const,
+      message: { owner: keyA.address as `0x${string}`, spender: '0x000000000000000000000000000000000000dEaD' as `0x${string}`, value, nonce: 0n, deadline: 2_000_000_000n },
+    });
+    const small = permit(1000n);
+    const signature = await account.signTypedData(small);
+    expect(await verifyTypedData({ address: keyA.address as `0x${string}`, ...small, signature })).toBe(true);
+    const big: any = await account.signTypedData(permit(1001n)).then(() => undefined, (e: unknown) => e);
+    expect(big).toBeInstanceOf(TurnkeyConsensusNeededError);
+    await ts.sdk.deletePolicy({ policyId: p.policyId });
+  });
+
+  it('eth.eip_7702_authorization: a delegation to one contract is signed at once, another waits', async () => {
+    const delegate = '0x63c0c19a282a1B52b07dD5a65b58948A07DAE32B';
+    const p: any = await ts.sdk.createPolicy({
+      policyName: uniqueName('one delegate'), effect: 'EFFECT_ALLOW', notes: '',
+      consensus: `approvers.any(user, user.id == '${carol.id}')`,
+      condition: `eth.eip_7702_authorization.address == '${delegate.toLowerCase()}' && eth.eip_7702_authorization.chain_id == 1`,
+    });
+    const auth = (address: string) => ({ signWith: keyA.address, payload: JSON.stringify({ address, chainId: 1, nonce: 0 }), encoding: 'PAYLOAD_ENCODING_EIP7702_AUTHORIZATION', hashFunction: 'HASH_FUNCTION_NO_OP' });
+    const ok: any = await carol.sdk.signRawPayload(auth(delegate) as any);
+    expect(ok.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const { r, s: sv, v } = ok;
+    const recovered = await recoverAuthorizationAddress({ authorization: { address: delegate as `0x${string}`, chainId: 1, nonce: 0 }, signature: { r: `0x${r}`, s: `0x${sv}`, yParity: Number(v) } as any });
+    expect(recovered.toLowerCase()).toBe(keyA.address.toLowerCase());
+    const other = await ts.raw(SUBMIT('sign_raw_payload'), submitBody('ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2', ts.orgId, auth('0x1111111111111111111111111111111111111111')), { key: carol.key });
+    expect(other.json.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
     await ts.sdk.deletePolicy({ policyId: p.policyId });
   });
 

@@ -98,7 +98,12 @@ export const signRawPayload: SubmitOperation<WithKey<SignRawPayload>, RawSignatu
     remember(intent, key);
     requireKeyAdmin(p, 'sign with keys of the organization');
   },
-  policyTargets: signingTargets,
+  policyTargets(intent, store, organizationId) {
+    const targets = signingTargets(intent, store, organizationId);
+    if (intent.encoding === 'PAYLOAD_ENCODING_EIP712') targets.typedData = intent.payload;
+    if (intent.encoding === 'PAYLOAD_ENCODING_EIP7702_AUTHORIZATION') targets.authorization = intent.payload;
+    return targets;
+  },
   prepare(ctx, intent) {
     return presign(ctx, intent, (key) => ({ op: 'payload', curve: key.curve, request: { payload: intent.payload, encoding: intent.encoding, hashFunction: intent.hashFunction } }));
   },
