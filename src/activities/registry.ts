@@ -19,6 +19,7 @@ import { createAuthenticators, deleteAuthenticators, getAuthenticator, getAuthen
 import { approveActivity, createPolicies, createPolicy, deletePolicies, deletePolicy, getPolicy, getPolicyEvaluations, listPolicies, rejectActivity, updatePolicy } from './handlers/policies.js';
 import { setSubmitLookup } from './engine.js';
 import { createSmartContractInterface, deleteSmartContractInterface, getSmartContractInterface, listSmartContractInterfaces } from './handlers/contractInterfaces.js';
+import { exportSecrets, importSecrets, initImportSecrets, listSecrets } from './handlers/secrets.js';
 import { getIpAllowlist, removeIpAllowlist, setIpAllowlist } from './handlers/ipAllowlist.js';
 import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookEndpoints, updateWebhookEndpoint } from './handlers/webhookEndpoints.js';
 
@@ -26,7 +27,7 @@ const QUERIES: QueryOperation<any>[] = [
   getActivity, listActivities, whoami, getOrganization, getOrganizationConfigs,
   listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags, listSubOrgs, listWebhookEndpoints, getAuthenticator, getAuthenticators,
   getOauthProviders, listVerifiedSubOrgs, getPolicy, listPolicies, getPolicyEvaluations, getIpAllowlist,
-  getSmartContractInterface, listSmartContractInterfaces,
+  getSmartContractInterface, listSmartContractInterfaces, listSecrets,
   ...KEY_QUERIES,
 ];
 const SUBMITS: SubmitOperation<any, any>[] = [
@@ -35,6 +36,7 @@ const SUBMITS: SubmitOperation<any, any>[] = [
   createUserTag, updateUserTag, deleteUserTags, createPrivateKeyTag, updatePrivateKeyTag, deletePrivateKeyTags,
   setOrganizationFeature, removeOrganizationFeature, setIpAllowlist, removeIpAllowlist,
   createSmartContractInterface, deleteSmartContractInterface,
+  initImportSecrets, importSecrets, exportSecrets,
   createSubOrganization, deleteSubOrganization,
   createWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint,
   createReadWriteSession, createReadOnlySession, updateRootQuorum, updateOrganizationName, createAuthenticators, deleteAuthenticators,

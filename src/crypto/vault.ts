@@ -6,7 +6,7 @@
  * sealed bundle-signer key live inside the Vault instance.
  */
 import { CryptoError } from './errors.js';
-import { utf8, wipe } from './bytes.js';
+import { bytesToHex, utf8, wipe } from './bytes.js';
 import { generatePrivateKey, getPublicKey, sha256, signDigest, signEd25519, type CurveId } from './curves.js';
 import { deriveAtRestKey, openStored, sealWithAtRestKey, type AtRestContext } from './atrest.js';
 import { deriveFromSeed, generateMnemonic, mnemonicToSeed } from './hd.js';
@@ -339,6 +339,22 @@ export class Vault {
       return { sealed: this.seal(sk, keyCtx), publicKey: getPublicKey(curve, sk, true) };
     } finally {
       wipe(sk);
+    }
+  }
+
+  /** The uncompressed P-256 public key (hex) of a sealed private key (an import target). */
+  publicKeyOfSealed(sealed: Uint8Array, ctx: AtRestContext): string {
+    return this.#with(sealed, ctx, (sk) => bytesToHex(getPublicKey('p256', sk, false)));
+  }
+
+  /** import_secrets: opens the client's bundle (encryptSecretToBundle) with the sealed target key; returns it sealed under secretCtx. */
+  importSecret(sealedTarget: Uint8Array, targetCtx: AtRestContext, secretPayload: string, secretCtx: AtRestContext, maxBytes: number, field: string): Uint8Array {
+    const pt = this.#with(sealedTarget, targetCtx, (tk) => openEncryptedBundle(secretPayload, tk, field));
+    try {
+      if (pt.length > maxBytes) throw new CryptoError('INVALID_PAYLOAD', `the secret is larger than ${maxBytes} bytes`, field);
+      return this.seal(pt, secretCtx);
+    } finally {
+      wipe(pt);
     }
   }
 

@@ -86,6 +86,7 @@ export function initKeys(store: Store, dataDir: string, masterKeyText: string | 
 export const ctxPrivateKey = (organizationId: string, id: string): AtRestContext => ({ kind: 'private_key', organizationId, recordId: id });
 export const ctxWallet = (organizationId: string, id: string): AtRestContext => ({ kind: 'wallet_mnemonic', organizationId, recordId: id });
 export const ctxAccount = (organizationId: string, id: string): AtRestContext => ({ kind: 'wallet_account_key', organizationId, recordId: id });
+export const ctxSecret = (organizationId: string, id: string): AtRestContext => ({ kind: 'org_secret', organizationId, recordId: id });
 export const ctxImportTarget = (organizationId: string, id: string): AtRestContext => ({ kind: 'import_target', organizationId, recordId: id });
 
 /** Import targets from init_import_* are single-use and expire after this long. */

@@ -24,6 +24,8 @@ export interface PolicyTargets {
   walletAccountAddress?: string;
   ethereumTransaction?: string;
   solanaTransaction?: string;
+  /** export_secrets of one secret: its static properties (`secret.static_properties`) */
+  secretProperties?: { key: string; value: string }[];
   /** sign_raw_payload with PAYLOAD_ENCODING_EIP712: the typed-data JSON */
   typedData?: string;
   /** sign_raw_payload with PAYLOAD_ENCODING_EIP7702_AUTHORIZATION: the authorization JSON */
@@ -102,6 +104,8 @@ const TABLE: Record<string, [string, string]> = {
   // not in the table: the root quorum alone decides these (ROOT_QUORUM_ONLY)
   UPDATE_ROOT_QUORUM: ['ORGANIZATION', 'UPDATE'], SET_ORGANIZATION_FEATURE: ['ORGANIZATION', 'UPDATE'],
   REMOVE_ORGANIZATION_FEATURE: ['ORGANIZATION', 'UPDATE'], UPDATE_ORGANIZATION_NAME: ['ORGANIZATION', 'UPDATE'],
+  // not in the table (kmas's choice): secrets as their own resource
+  INIT_IMPORT_SECRETS: ['SECRET', 'IMPORT'], IMPORT_SECRETS: ['SECRET', 'IMPORT'], EXPORT_SECRETS: ['SECRET', 'EXPORT'],
   SET_IP_ALLOWLIST: ['ORGANIZATION', 'UPDATE'], REMOVE_IP_ALLOWLIST: ['ORGANIZATION', 'UPDATE'],
   APPROVE_ACTIVITY: ['ACTIVITY', 'APPROVE'], REJECT_ACTIVITY: ['ACTIVITY', 'REJECT'],
 };
@@ -128,6 +132,9 @@ export function resourceAction(type: string): { resource: string; action: string
 export function conditionScope(store: Store, organizationId: string, type: string, targets: PolicyTargets | undefined, intent?: unknown): Map<string, Value> {
   const scope = new Map<string, Value>([['activity', activityValue(type, intent)]]);
   if (!targets) return scope;
+  if (targets.secretProperties) {
+    scope.set('secret', { static_properties: Object.fromEntries(targets.secretProperties.map((p) => [p.key, p.value])) });
+  }
   const eth: Record<string, Value> = {};
   const typedData = targets.typedData === undefined ? undefined : eip712View(targets.typedData);
   if (typedData) eth.eip_712 = typedData;

@@ -60,7 +60,7 @@ export interface ImportTargetRow {
   id: string;
   organizationId: string;
   userId: string;
-  kind: 'wallet' | 'private_key';
+  kind: 'wallet' | 'private_key' | 'secret';
   /** sealed P-256 target private key */
   sealed: Uint8Array;
   createdMs: number;

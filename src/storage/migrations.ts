@@ -344,4 +344,20 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE policies ADD COLUMN time TEXT NOT NULL DEFAULT '';
     `,
   },
+  {
+    version: 21,
+    name: 'organization secrets (import_secrets / export_secrets), sealed',
+    sql: `
+      CREATE TABLE org_secrets (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        organization_id TEXT NOT NULL,
+        name TEXT,
+        static_properties TEXT NOT NULL,
+        sealed BLOB NOT NULL,
+        created_ms INTEGER NOT NULL,
+        UNIQUE (organization_id, name)
+      );
+    `,
+  },
 ];

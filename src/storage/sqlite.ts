@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import type {
-  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, ContractInterfaceRow, FeatureRow, IpAllowlistRow, IpAllowlistRule, OauthProviderRow, OrganizationRow, OtpRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
+  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, ContractInterfaceRow, SecretRow, FeatureRow, IpAllowlistRow, IpAllowlistRule, OauthProviderRow, OrganizationRow, OtpRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
@@ -52,6 +52,11 @@ const endpointFrom = (r: Row): WebhookEndpointRow => ({
   id: r.id as string, organizationId: r.organization_id as string, url: r.url as string, name: r.name as string,
   isActive: r.is_active === 1, subscriptions: JSON.parse(r.subscriptions as string) as WebhookSubscription[],
   createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
+});
+const secretFrom = (r: Row): SecretRow => ({
+  id: r.id as string, organizationId: r.organization_id as string, name: (r.name as string | null) ?? null,
+  staticProperties: JSON.parse(r.static_properties as string) as SecretRow['staticProperties'],
+  sealed: new Uint8Array(r.sealed as Buffer), createdMs: r.created_ms as number,
 });
 const contractInterfaceFrom = (r: Row): ContractInterfaceRow => ({
   id: r.id as string, organizationId: r.organization_id as string, type: r.type as ContractInterfaceRow['type'],
@@ -192,6 +197,9 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     featRemove: q('DELETE FROM features WHERE organization_id = ? AND name = ?'),
     featGet: q<{ value: string }>('SELECT value FROM features WHERE organization_id = ? AND name = ?'),
 
+    osGet: q('SELECT * FROM org_secrets WHERE organization_id = ? AND id = ?'),
+    osByName: q('SELECT * FROM org_secrets WHERE organization_id = ? AND name = ?'),
+    osInsert: q('INSERT INTO org_secrets (id, organization_id, name, static_properties, sealed, created_ms) VALUES (?, ?, ?, ?, ?, ?)'),
     sciGet: q('SELECT * FROM smart_contract_interfaces WHERE organization_id = ? AND id = ?'),
     sciList: q('SELECT * FROM smart_contract_interfaces WHERE organization_id = ? ORDER BY seq DESC'),
     sciByAddress: q('SELECT * FROM smart_contract_interfaces WHERE organization_id = ? AND type = ? AND address_key = ?'),
@@ -381,6 +389,27 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       set: (org, name, value) => { clearCaches(); s.featSet.run(org, name, value); },
       remove: (org, name) => { clearCaches(); return s.featRemove.run(org, name).changes > 0; },
     },
+    orgSecrets: {
+      get: (org, id) => { const r = s.osGet.get(org, id) as Row | undefined; return r ? secretFrom(r) : undefined; },
+      byName: (org, name) => { const r = s.osByName.get(org, name) as Row | undefined; return r ? secretFrom(r) : undefined; },
+      list: (org, page) => {
+        const where = ['organization_id = ?'];
+        const args: unknown[] = [org];
+        let ascending = false;
+        for (const [cursor, op] of [[page.afterId, '<'], [page.beforeId, '>']] as const) {
+          if (cursor === undefined) continue;
+          const c = s.osGet.get(org, cursor) as Row | undefined;
+          if (!c) return undefined;
+          where.push(`seq ${op} ?`); args.push(c.seq);
+        }
+        if (page.beforeId !== undefined && page.afterId === undefined) ascending = true;
+        args.push(page.limit);
+        const rows = (db.prepare(`SELECT * FROM org_secrets WHERE ${where.join(' AND ')} ORDER BY seq ${ascending ? 'ASC' : 'DESC'} LIMIT ?`).all(...args) as Row[]).map(secretFrom);
+        if (ascending) rows.reverse();
+        return rows;
+      },
+      insert: (r) => { s.osInsert.run(r.id, r.organizationId, r.name, JSON.stringify(r.staticProperties), Buffer.from(r.sealed), r.createdMs); },
+    },
     contractInterfaces: {
       get: (org, id) => { const r = s.sciGet.get(org, id) as Row | undefined; return r ? contractInterfaceFrom(r) : undefined; },
       list: (org) => (s.sciList.all(org) as Row[]).map(contractInterfaceFrom),
@@ -497,6 +526,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     'DELETE FROM webhook_endpoints WHERE organization_id = ?',
     'DELETE FROM ip_allowlists WHERE organization_id = ?',
     'DELETE FROM smart_contract_interfaces WHERE organization_id = ?',
+    'DELETE FROM org_secrets WHERE organization_id = ?',
     'DELETE FROM policies WHERE organization_id = ?',
     'DELETE FROM pending_activities WHERE organization_id = ?',
     'DELETE FROM organizations WHERE id = ?',

@@ -76,6 +76,16 @@ export interface TagRow {
 
 export interface FeatureRow { name: string; value: string }
 
+/** import_secrets: a secret of the organization (sealed at rest) with its policy-visible properties. */
+export interface SecretRow {
+  id: string;
+  organizationId: string;
+  name: string | null;
+  staticProperties: { key: string; value: string }[];
+  sealed: Uint8Array;
+  createdMs: number;
+}
+
 /** create_smart_contract_interface: an ABI (Ethereum) or IDL (Solana) for policies to decode calls with. */
 export interface ContractInterfaceRow {
   id: string;
@@ -354,6 +364,13 @@ export interface Store {
     list(organizationId: string): FeatureRow[];
     set(organizationId: string, name: string, value: string): void;
     remove(organizationId: string, name: string): boolean;
+  };
+  orgSecrets: {
+    get(organizationId: string, id: string): SecretRow | undefined;
+    byName(organizationId: string, name: string): SecretRow | undefined;
+    /** Newest first; undefined when a cursor names no secret of the organization. */
+    list(organizationId: string, page: { limit: number; beforeId?: string; afterId?: string }): SecretRow[] | undefined;
+    insert(row: SecretRow): void;
   };
   contractInterfaces: {
     get(organizationId: string, id: string): ContractInterfaceRow | undefined;

@@ -69,13 +69,13 @@ export function readAddressFormats(v: Validator, o: Obj, key: string, field: str
 }
 
 /** targetPublicKey: a P-256 public key in hex (33 or 65 bytes), as @turnkey/crypto's embedded key. */
-export function readTargetPublicKey(v: Validator, o: Obj): string | undefined {
-  const t = v.string(o, 'targetPublicKey', 'targetPublicKey', { required: true, max: 200 });
+export function readTargetPublicKey(v: Validator, o: Obj, field = 'targetPublicKey'): string | undefined {
+  const t = v.string(o, 'targetPublicKey', field, { required: true, max: 200 });
   if (t === undefined) return undefined;
   try {
-    parseTargetPublicKey(t, 'targetPublicKey');
+    parseTargetPublicKey(t, field);
   } catch (e) {
-    failFromCrypto(v, e, 'targetPublicKey');
+    failFromCrypto(v, e, field);
     return undefined;
   }
   return t;

@@ -1,0 +1,235 @@
+/**
+ * Organization secrets, byte-compatible with @turnkey/crypto's encryptSecretToBundle and
+ * decryptSecretBundle (TRANSPORT_ENCRYPTION_SUITE_ENCLAVE_ENCRYPT_V1):
+ * - init_import_secrets: `numSecrets` single-use target keys (sealed, one hour), each as a signed
+ *   envelope {targetPublic, organizationId} (the ServerTargetMsg the client verifies);
+ * - import_secrets: each payload (HPKE to one of those targets) is opened and the secret stored
+ *   sealed under the master key, with its optional unique name and policy-visible properties;
+ * - export_secrets: each secret HPKE-sealed to the caller's targetPublicKey in a signed envelope
+ *   {encappedPublic, ciphertext, organizationId} (the ServerSendMsg);
+ * - list_secrets: metadata only, newest first, with cursors.
+ * Like keys, secrets are imported and exported by root users unless a policy allows others; an
+ * export's `secret.static_properties` (one secret per export) is visible to policies.
+ */
+import { ApiError, Grpc, invalidArgument, notFound } from '../../errors.js';
+import { CryptoError, bytesToHex, parseTargetPublicKey } from '../../crypto/index.js';
+import { IMPORT_TARGET_TTL_MS, cryptoCall, ctxImportTarget, ctxSecret, toApiError, vaultOf } from '../../domain/keys.js';
+import type { SecretRow, Store } from '../../storage/types.js';
+import type { ImportTargetRow } from '../../storage/keys.js';
+import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
+import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { readTargetPublicKey, requireKeyAdmin } from './keyParams.js';
+import { readPagination } from './activities.js';
+
+const SUITES = ['TRANSPORT_ENCRYPTION_SUITE_ENCLAVE_ENCRYPT_V1'] as const;
+/** Secrets per import / export request, and targets per init_import_secrets. */
+export const MAX_SECRETS_PER_REQUEST = 100;
+/** The largest secret (bytes of plaintext). */
+export const MAX_SECRET_BYTES = 64 * 1024;
+/** Import targets are not tied to a user: any caller the organization allows may complete an import. */
+const ANY_USER = '';
+
+// ---- init_import_secrets ------------------------------------------------------------------------
+
+export const initImportSecrets: SubmitOperation<{ encryptionSuite: string; numSecrets: number }, { enclaveTargetMessages: string[] }> = {
+  kind: 'submit',
+  path: 'init_import_secrets',
+  types: { ACTIVITY_TYPE_INIT_IMPORT_SECRETS: keysFor('ACTIVITY_TYPE_INIT_IMPORT_SECRETS') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const encryptionSuite = v.enumOf(params, 'encryptionSuite', 'encryptionSuite', SUITES);
+    const numSecrets = v.int(params, 'numSecrets', 'numSecrets', 1, MAX_SECRETS_PER_REQUEST);
+    v.done();
+    return { encryptionSuite: encryptionSuite!, numSecrets: numSecrets! };
+  },
+  authorize(p) { requireKeyAdmin(p, 'import secrets'); },
+  execute(ctx, intent) {
+    const { store, organization, nowMs } = ctx;
+    store.keys.importTargets.purgeExpired(nowMs);
+    const messages: string[] = [];
+    for (let i = 0; i < intent.numSecrets; i++) {
+      const id = ctx.newId();
+      const t = cryptoCall(() => vaultOf(store).initImport(ctxImportTarget(organization.id, id), organization.id));
+      store.keys.importTargets.insert({
+        id, organizationId: organization.id, userId: ANY_USER, kind: 'secret', sealed: t.sealed, createdMs: nowMs, expiresMs: nowMs + IMPORT_TARGET_TTL_MS,
+      });
+      messages.push(t.importBundle);
+    }
+    return { enclaveTargetMessages: messages };
+  },
+};
+
+// ---- import_secrets -----------------------------------------------------------------------------
+
+interface ImportSecret { name?: string; secretPayload: string; targetPublicKey: string; encryptionSuite: string; staticProperties: { key: string; value: string }[] }
+
+function readProperties(v: Validator, o: Obj, field: string): { key: string; value: string }[] {
+  const list = v.array(o, 'staticProperties', field, { max: 32 }) ?? [];
+  const out: { key: string; value: string }[] = [];
+  list.forEach((x, i) => {
+    const kv = v.object(x, `${field}[${i}]`);
+    if (!kv) return;
+    const key = v.string(kv, 'key', `${field}[${i}].key`, { required: true, max: MAX_NAME });
+    const value = v.string(kv, 'value', `${field}[${i}].value`, { max: 1024 }) ?? '';
+    if (key === undefined) return;
+    if (out.some((p) => p.key === key)) { v.fail(`${field}[${i}].key`, 'is given twice'); return; }
+    out.push({ key, value });
+  });
+  return out;
+}
+
+/**
+ * Opens one import payload with the pending secret target whose public key it names (each target
+ * is used once). Returns the target used and the secret sealed for `secretId`.
+ */
+function openWithTarget(store: Store, organizationId: string, s: ImportSecret, secretId: string, nowMs: number, field: string, taken: Set<string>): { target: ImportTargetRow; sealed: Uint8Array } {
+  const vault = vaultOf(store);
+  const want = bytesToHex(parseTargetPublicKey(s.targetPublicKey));
+  for (const t of store.keys.importTargets.listValid(organizationId, ANY_USER, 'secret', nowMs)) {
+    if (taken.has(t.id)) continue;
+    const targetCtx = ctxImportTarget(organizationId, t.id);
+    if (vault.publicKeyOfSealed(t.sealed, targetCtx) !== want) continue;
+    try {
+      return { target: t, sealed: vault.importSecret(t.sealed, targetCtx, s.secretPayload, ctxSecret(organizationId, secretId), MAX_SECRET_BYTES, `${field}.secretPayload`) };
+    } catch (e) {
+      throw toApiError(e, `${field}.secretPayload`);
+    }
+  }
+  throw new ApiError(Grpc.INVALID_ARGUMENT, `${field}.targetPublicKey: no pending init_import_secrets target has this public key (targets expire after ${IMPORT_TARGET_TTL_MS / 60000} minutes and are used once)`,
+    { turnkeyErrorCode: 'IMPORT_NOT_INITIALIZED', fieldViolations: [{ field: `${field}.targetPublicKey`, description: 'must be the targetPublic of an unused enclaveTargetMessages entry' }] });
+}
+
+export const importSecrets: SubmitOperation<{ secrets: ImportSecret[] }, { secretIds: string[] }> = {
+  kind: 'submit',
+  path: 'import_secrets',
+  types: { ACTIVITY_TYPE_IMPORT_SECRETS: keysFor('ACTIVITY_TYPE_IMPORT_SECRETS') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const list = v.array(params, 'secrets', 'secrets', { required: true, nonEmpty: true, max: MAX_SECRETS_PER_REQUEST }) ?? [];
+    const secrets: ImportSecret[] = [];
+    list.forEach((x, i) => {
+      const f = `secrets[${i}]`;
+      const o = v.object(x, f);
+      if (!o) return;
+      const name = v.string(o, 'name', `${f}.name`, { max: MAX_NAME }) || undefined;
+      const secretPayload = v.string(o, 'secretPayload', `${f}.secretPayload`, { required: true, max: 4 * MAX_SECRET_BYTES });
+      const targetPublicKey = readTargetPublicKey(v, o, `${f}.targetPublicKey`);
+      const encryptionSuite = v.enumOf(o, 'encryptionSuite', `${f}.encryptionSuite`, SUITES);
+      const staticProperties = readProperties(v, o, `${f}.staticProperties`);
+      if (name !== undefined && secrets.some((s) => s.name === name)) v.fail(`${f}.name`, 'is given twice');
+      if (secretPayload !== undefined && targetPublicKey !== undefined && encryptionSuite !== undefined) {
+        secrets.push({ ...(name !== undefined ? { name } : {}), secretPayload, targetPublicKey, encryptionSuite, staticProperties });
+      }
+    });
+    v.done();
+    return { secrets };
+  },
+  authorize(p, intent, store) {
+    requireKeyAdmin(p, 'import secrets');
+    intent.secrets.forEach((s, i) => {
+      if (s.name !== undefined && store.orgSecrets.byName(p.organization.id, s.name)) {
+        throw invalidArgument(`secrets[${i}].name: a secret named ${s.name.slice(0, 100)} exists`, [{ field: `secrets[${i}].name`, description: 'must be unique in the organization' }]);
+      }
+    });
+    // Dry run: every payload opens under a distinct pending target.
+    const taken = new Set<string>();
+    intent.secrets.forEach((s, i) => {
+      const { target, sealed } = openWithTarget(store, p.organization.id, s, 'dry-run', Date.now(), `secrets[${i}]`, taken);
+      taken.add(target.id);
+      sealed.fill(0);
+    });
+  },
+  execute(ctx, intent) {
+    const { store, organization, nowMs } = ctx;
+    const taken = new Set<string>();
+    return {
+      secretIds: intent.secrets.map((s, i) => {
+        const id = ctx.newId();
+        const { target, sealed } = openWithTarget(store, organization.id, s, id, nowMs, `secrets[${i}]`, taken);
+        taken.add(target.id);
+        store.keys.importTargets.delete(target.id);
+        store.orgSecrets.insert({ id, organizationId: organization.id, name: s.name ?? null, staticProperties: s.staticProperties, sealed, createdMs: nowMs });
+        return id;
+      }),
+    };
+  },
+};
+
+// ---- export_secrets -----------------------------------------------------------------------------
+
+interface ExportSecret { secretId: string; targetPublicKey: string; encryptionSuite: string }
+
+function requireSecret(store: Store, organizationId: string, id: string, field: string): SecretRow {
+  const s = store.orgSecrets.get(organizationId, id);
+  if (!s) throw notFound(`${field}: secret ${id.slice(0, 100)} not found in this organization`, 'SECRET_NOT_FOUND');
+  return s;
+}
+
+export const exportSecrets: SubmitOperation<{ secrets: ExportSecret[] }, { secretPayloads: string[] }> = {
+  kind: 'submit',
+  path: 'export_secrets',
+  types: { ACTIVITY_TYPE_EXPORT_SECRETS: keysFor('ACTIVITY_TYPE_EXPORT_SECRETS') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const list = v.array(params, 'secrets', 'secrets', { required: true, nonEmpty: true, max: MAX_SECRETS_PER_REQUEST }) ?? [];
+    const secrets: ExportSecret[] = [];
+    list.forEach((x, i) => {
+      const f = `secrets[${i}]`;
+      const o = v.object(x, f);
+      if (!o) return;
+      const secretId = v.string(o, 'secretId', `${f}.secretId`, { required: true, max: 100 });
+      const targetPublicKey = readTargetPublicKey(v, o, `${f}.targetPublicKey`);
+      const encryptionSuite = v.enumOf(o, 'encryptionSuite', `${f}.encryptionSuite`, SUITES);
+      if (secretId !== undefined && targetPublicKey !== undefined && encryptionSuite !== undefined) secrets.push({ secretId, targetPublicKey, encryptionSuite });
+    });
+    v.done();
+    return { secrets };
+  },
+  authorize(p, intent, store) {
+    intent.secrets.forEach((s, i) => requireSecret(store, p.organization.id, s.secretId, `secrets[${i}].secretId`));
+    requireKeyAdmin(p, 'export secrets');
+  },
+  policyTargets(intent, store, organizationId) {
+    // `secret` is bound for an export of one secret
+    const one = intent.secrets.length === 1 ? store.orgSecrets.get(organizationId, intent.secrets[0]!.secretId) : undefined;
+    return one ? { secretProperties: one.staticProperties } : {};
+  },
+  execute(ctx, intent) {
+    const { store, organization } = ctx;
+    const vault = vaultOf(store);
+    return {
+      secretPayloads: intent.secrets.map((s, i) => {
+        const row = requireSecret(store, organization.id, s.secretId, `secrets[${i}].secretId`);
+        try {
+          return vault.exportKey(row.sealed, ctxSecret(organization.id, row.id), s.targetPublicKey, organization.id);
+        } catch (e) {
+          throw toApiError(e instanceof CryptoError && e.field === undefined ? new CryptoError(e.code, e.message, `secrets[${i}].targetPublicKey`) : e);
+        }
+      }),
+    };
+  },
+};
+
+// ---- list_secrets -------------------------------------------------------------------------------
+
+export const listSecrets: QueryOperation<{ page: ReturnType<typeof readPagination> }> = {
+  kind: 'query',
+  path: 'list_secrets',
+  parentMayRead: true,
+  specWrapper: 'wrap',
+  validate(body) {
+    const v = new Validator();
+    const page = readPagination(v, body);
+    v.done();
+    return { page };
+  },
+  execute(ctx, q) {
+    const rows = ctx.store.orgSecrets.list(ctx.organization.id, { limit: q.page.limit, ...(q.page.before ? { beforeId: q.page.before } : {}), ...(q.page.after ? { afterId: q.page.after } : {}) });
+    if (!rows) throw notFound('paginationOptions: the cursor names no secret of this organization', 'SECRET_NOT_FOUND');
+    return {
+      secrets: rows.map((r) => ({
+        secretId: r.id, ...(r.name !== null ? { name: r.name } : {}), staticProperties: r.staticProperties, createdAtUnixMs: String(r.createdMs),
+      })),
+    };
+  },
+};
