@@ -19,11 +19,13 @@ beforeAll(async () => {
 afterAll(async () => { await ts?.stop(); });
 
 const QUERY_OPS = ['whoami', 'get_activity', 'list_activities', 'get_organization', 'get_organization_configs', 'list_users', 'get_user', 'get_api_key', 'get_api_keys', 'list_user_tags', 'list_private_key_tags',
-  'list_suborgs', 'list_webhook_endpoints', 'get_authenticator', 'get_authenticators', 'get_oauth_providers', 'list_verified_suborgs'];
+  'list_suborgs', 'list_webhook_endpoints', 'get_authenticator', 'get_authenticators', 'get_oauth_providers', 'list_verified_suborgs',
+  'get_ip_allowlist', 'get_smart_contract_interface', 'list_smart_contract_interfaces', 'list_secrets'];
 const SUBMIT_OPS = ['create_users', 'delete_users', 'update_user', 'create_api_keys', 'delete_api_keys', 'create_user_tag', 'update_user_tag', 'delete_user_tags', 'create_private_key_tag', 'update_private_key_tag', 'delete_private_key_tags', 'set_organization_feature', 'remove_organization_feature',
   'create_sub_organization', 'delete_sub_organization', 'create_webhook_endpoint', 'update_webhook_endpoint', 'delete_webhook_endpoint', 'create_read_write_session', 'update_root_quorum', 'create_authenticators', 'delete_authenticators', 'update_organization_name', 'delete_wallet_accounts',
   'create_oauth_providers', 'delete_oauth_providers', 'oauth', 'oauth_login', 'stamp_login', 'email_auth', 'init_otp_auth', 'otp_auth', 'init_user_email_recovery', 'recover_user',
-  'init_otp', 'verify_otp', 'otp_login'];
+  'init_otp', 'verify_otp', 'otp_login', 'set_ip_allowlist', 'remove_ip_allowlist', 'create_smart_contract_interface', 'delete_smart_contract_interface',
+  'init_import_secrets', 'import_secrets', 'export_secrets', 'create_api_only_users', 'create_read_only_session'];
 const PATHS = [...QUERY_OPS.map(QUERY), ...SUBMIT_OPS.map(SUBMIT)];
 
 /** The invariants every reply must satisfy. */
@@ -154,6 +156,10 @@ describe('fuzzing the request path', () => {
     email_auth: 'ACTIVITY_TYPE_EMAIL_AUTH_V3', init_otp_auth: 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3', otp_auth: 'ACTIVITY_TYPE_OTP_AUTH',
     init_user_email_recovery: 'ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2', recover_user: 'ACTIVITY_TYPE_RECOVER_USER',
     init_otp: 'ACTIVITY_TYPE_INIT_OTP_V3', verify_otp: 'ACTIVITY_TYPE_VERIFY_OTP_V2', otp_login: 'ACTIVITY_TYPE_OTP_LOGIN_V2',
+    set_ip_allowlist: 'ACTIVITY_TYPE_SET_IP_ALLOWLIST', remove_ip_allowlist: 'ACTIVITY_TYPE_REMOVE_IP_ALLOWLIST',
+    create_smart_contract_interface: 'ACTIVITY_TYPE_CREATE_SMART_CONTRACT_INTERFACE', delete_smart_contract_interface: 'ACTIVITY_TYPE_DELETE_SMART_CONTRACT_INTERFACE',
+    init_import_secrets: 'ACTIVITY_TYPE_INIT_IMPORT_SECRETS', import_secrets: 'ACTIVITY_TYPE_IMPORT_SECRETS', export_secrets: 'ACTIVITY_TYPE_EXPORT_SECRETS',
+    create_api_only_users: 'ACTIVITY_TYPE_CREATE_API_ONLY_USERS', create_read_only_session: 'ACTIVITY_TYPE_CREATE_READ_ONLY_SESSION',
   };
   const FIELD_NAMES = ['users', 'userIds', 'userId', 'userName', 'userEmail', 'userPhoneNumber', 'userTagIds', 'userTags', 'apiKeys', 'apiKeyIds', 'apiKeyName',
     'publicKey', 'curveType', 'expirationSeconds', 'authenticators', 'oauthProviders', 'userTagName', 'userTagId', 'newUserTagName', 'addUserIds', 'removeUserIds',
@@ -165,12 +171,14 @@ describe('fuzzing the request path', () => {
     'authenticatorIds', 'authenticatorId', 'authenticatorName', 'challenge', 'attestation', 'credentialId', 'clientDataJson', 'attestationObject', 'transports', 'organizationName', 'walletAccountIds',
     'providerName', 'oidcToken', 'oidcClaims', 'iss', 'sub', 'aud', 'providerIds', 'email', 'emailCustomization', 'appName', 'magicLinkTemplate',
     'otpType', 'contact', 'otpLength', 'alphanumeric', 'otpId', 'otpCode', 'authenticator',
-    'encryptedOtpBundle', 'verificationToken', 'clientSignature', 'scheme', 'message', 'signature'];
+    'encryptedOtpBundle', 'verificationToken', 'clientSignature', 'scheme', 'message', 'signature',
+    'rules', 'cidr', 'label', 'enabled', 'onEvaluationError', 'smartContractAddress', 'smartContractInterface', 'type', 'notes', 'smartContractInterfaceId',
+    'secrets', 'secretPayload', 'encryptionSuite', 'numSecrets', 'staticProperties', 'secretId', 'key', 'apiOnlyUsers'];
   const plausible = fc.oneof(
     fc.jsonValue({ maxDepth: 3 }),
     fc.constantFrom('FEATURE_NAME_WEBHOOK', 'FEATURE_NAME_EMAIL_AUTH', 'API_KEY_CURVE_P256', 'API_KEY_CURVE_ED25519', 'ACTIVITY_STATUS_COMPLETED', 'ACTIVITY_TYPE_CREATE_USER_TAG',
       '00000000-0000-4000-8000-000000000000', 'http://127.0.0.1:9/x', 'ACTIVITY_UPDATES', 'EMAIL', '+14155550100', 'a@b.co', '100', '0', '-1', '',
-      'OTP_TYPE_EMAIL', 'OTP_TYPE_SMS', 'https://issuer.invalid', 'eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiAiaHR0cHM6Ly9pc3N1ZXIuaW52YWxpZCIsICJzdWIiOiAieCJ9.c2ln'),
+      'OTP_TYPE_EMAIL', 'OTP_TYPE_SMS', 'TRANSPORT_ENCRYPTION_SUITE_ENCLAVE_ENCRYPT_V1', 'SMART_CONTRACT_INTERFACE_TYPE_ETHEREUM', '10.0.0.0/8', 'DENY', 'https://issuer.invalid', 'eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiAiaHR0cHM6Ly9pc3N1ZXIuaW52YWxpZCIsICJzdWIiOiAieCJ9.c2ln'),
     fc.constant('ROOT').map(() => ts.rootUserId),
     fc.constant('KEY').map(() => newP256Key().publicKey),
   );
