@@ -9,6 +9,7 @@ export * from './atrest.js';
 export * from './ethereum.js';
 export * from './payload.js';
 export * from './solana.js';
+export * from './tron.js';
 export * from './wallets.js';
 export * from './vault.js';
 export { bytesToHex, hexToBytes, wipe } from './bytes.js';

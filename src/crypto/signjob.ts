@@ -8,6 +8,7 @@ import { getPublicKey, signDigest, signEd25519, type CurveId } from './curves.js
 import { signRawPayload, signRawPayloads, type RawPayloadRequest, type RawSignature } from './payload.js';
 import { parseUnsignedTransaction, serializeSignedTransaction, transactionSigningDigest } from './ethereum.js';
 import { parseSolanaTransaction, signSolanaTransaction } from './solana.js';
+import { parseTronRawData, serializeSignedTronTransaction, tronSigningDigest } from './tron.js';
 
 export type SignJob =
   /** sign_raw_payload */
@@ -17,7 +18,9 @@ export type SignJob =
   /** sign_transaction, TRANSACTION_TYPE_ETHEREUM (secp256k1); hex without 0x */
   | { op: 'transaction'; curve: CurveId; unsignedTransaction: string; field?: string }
   /** sign_transaction, TRANSACTION_TYPE_SOLANA (Ed25519): the serialized transaction with the key's signature in its slot */
-  | { op: 'solana'; curve: CurveId; unsignedTransaction: string; field?: string };
+  | { op: 'solana'; curve: CurveId; unsignedTransaction: string; field?: string }
+  /** sign_transaction, TRANSACTION_TYPE_TRON (secp256k1): raw_data_hex in, the signed Transaction protobuf out */
+  | { op: 'tron'; curve: CurveId; unsignedTransaction: string; field?: string };
 
 export type SignJobResult = RawSignature | RawSignature[] | string;
 
@@ -37,6 +40,12 @@ export function runSignJob(job: SignJob, open: () => Uint8Array): SignJobResult 
       const digest = transactionSigningDigest(tx);
       const sig = withKey(open, (sk) => signDigest('secp256k1', digest, sk));
       return serializeSignedTransaction(tx, sig);
+    }
+    case 'tron': {
+      if (job.curve !== 'secp256k1') throw new CryptoError('UNSUPPORTED_COMBINATION', 'TRANSACTION_TYPE_TRON needs a CURVE_SECP256K1 key', 'signWith');
+      const tx = parseTronRawData(job.unsignedTransaction, job.field ?? 'unsignedTransaction');
+      const sig = withKey(open, (sk) => signDigest('secp256k1', tronSigningDigest(tx), sk));
+      return serializeSignedTronTransaction(tx, sig);
     }
     case 'solana': {
       if (job.curve !== 'ed25519') throw new CryptoError('UNSUPPORTED_COMBINATION', 'TRANSACTION_TYPE_SOLANA needs a CURVE_ED25519 key', 'signWith');

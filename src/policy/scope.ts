@@ -7,12 +7,14 @@
  * - `eth.tx`: the parsed unsigned Ethereum transaction of sign_transaction;
  * - `eth.eip_712` / `eth.eip_7702_authorization`: the typed data or authorization a
  *   sign_raw_payload signs (policy/ethViews.ts);
- * - `solana.tx`: the parsed Solana transaction of sign_transaction (src/crypto/solana.ts).
+ * - `solana.tx` / `tron.tx`: the parsed Solana / Tron transaction of sign_transaction
+ *   (src/crypto/solana.ts, tron.ts).
  * A keyword the activity does not have is left unbound: a policy that uses it does not apply.
  */
 import type { Store } from '../storage/types.js';
 import { parseUnsignedTransaction } from '../crypto/ethereum.js';
 import { parseSolanaTransaction, solanaPolicyView } from '../crypto/solana.js';
+import { parseTronRawData, tronPolicyView } from '../crypto/tron.js';
 import type { Value } from './language.js';
 import { decodeCall } from './contracts.js';
 import { eip712View, eip7702View } from './ethViews.js';
@@ -24,6 +26,7 @@ export interface PolicyTargets {
   walletAccountAddress?: string;
   ethereumTransaction?: string;
   solanaTransaction?: string;
+  tronTransaction?: string;
   /** export_secrets of one secret: its static properties (`secret.static_properties`) */
   secretProperties?: { key: string; value: string }[];
   /** sign_raw_payload with PAYLOAD_ENCODING_EIP712: the typed-data JSON */
@@ -189,6 +192,13 @@ export function conditionScope(store: Store, organizationId: string, type: strin
       });
     } catch {
       // An unparsable transaction binds no eth.tx; the operation itself refuses it later.
+    }
+  }
+  if (targets.tronTransaction !== undefined) {
+    try {
+      scope.set('tron', { tx: tronPolicyView(parseTronRawData(targets.tronTransaction)) });
+    } catch {
+      // as for eth.tx
     }
   }
   if (targets.solanaTransaction !== undefined) {

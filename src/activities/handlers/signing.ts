@@ -6,7 +6,7 @@
  */
 import { invalidArgument } from '../../errors.js';
 import {
-  HASH_FUNCTIONS, PAYLOAD_ENCODINGS, hexToBytes, parseSolanaTransaction, parseUnsignedTransaction, preparePayload, solanaSignerSlot,
+  HASH_FUNCTIONS, PAYLOAD_ENCODINGS, hexToBytes, parseSolanaTransaction, parseTronRawData, parseUnsignedTransaction, preparePayload, solanaSignerSlot,
   type CurveId, type RawSignature,
 } from '../../crypto/index.js';
 import { cryptoCall, resolveSigningKey, vaultOf, type SigningKey } from '../../domain/keys.js';
@@ -165,12 +165,17 @@ export const TRANSACTION_TYPES = ['TRANSACTION_TYPE_ETHEREUM', 'TRANSACTION_TYPE
 const SIGNED_TYPES: Record<string, { curve: CurveId; apiCurve: string; parse: (hex: string, field: string) => unknown }> = {
   TRANSACTION_TYPE_ETHEREUM: { curve: 'secp256k1', apiCurve: 'CURVE_SECP256K1', parse: parseUnsignedTransaction },
   TRANSACTION_TYPE_SOLANA: { curve: 'ed25519', apiCurve: 'CURVE_ED25519', parse: parseSolanaTransaction },
+  TRANSACTION_TYPE_TRON: { curve: 'secp256k1', apiCurve: 'CURVE_SECP256K1', parse: parseTronRawData },
+};
+
+const JOB_OF_TYPE: Record<string, 'transaction' | 'solana' | 'tron'> = {
+  TRANSACTION_TYPE_ETHEREUM: 'transaction', TRANSACTION_TYPE_SOLANA: 'solana', TRANSACTION_TYPE_TRON: 'tron',
 };
 
 interface SignTransaction { signWith: string; unsignedTransaction: string; type: string }
 
 function transactionJob(intent: SignTransaction, key: SigningKey): SignJob {
-  return { op: intent.type === 'TRANSACTION_TYPE_SOLANA' ? 'solana' : 'transaction', curve: key.curve, unsignedTransaction: intent.unsignedTransaction };
+  return { op: JOB_OF_TYPE[intent.type]!, curve: key.curve, unsignedTransaction: intent.unsignedTransaction };
 }
 
 export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signedTransaction: string }> = {
@@ -187,7 +192,7 @@ export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signed
     const unsignedTransaction = v.string(params, 'unsignedTransaction', 'unsignedTransaction', { required: true, max: 1 << 20 });
     const type = v.enumOf(params, 'type', 'type', TRANSACTION_TYPES);
     const signed = type === undefined ? undefined : SIGNED_TYPES[type];
-    if (type !== undefined && !signed) v.fail('type', `${type} is not supported yet; TRANSACTION_TYPE_ETHEREUM and TRANSACTION_TYPE_SOLANA are`);
+    if (type !== undefined && !signed) v.fail('type', `${type} is not supported yet; ${Object.keys(SIGNED_TYPES).join(', ')} are`);
     if (unsignedTransaction !== undefined && signed) {
       try { signed.parse(unsignedTransaction, 'unsignedTransaction'); } catch (e) {
         v.fail('unsignedTransaction', e instanceof Error ? e.message : 'cannot parse the transaction');
@@ -215,9 +220,11 @@ export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signed
   },
   policyTargets(intent, store, organizationId) {
     const targets = signingTargets(intent, store, organizationId);
-    return intent.type === 'TRANSACTION_TYPE_SOLANA'
-      ? { ...targets, solanaTransaction: intent.unsignedTransaction }
-      : { ...targets, ethereumTransaction: intent.unsignedTransaction };
+    switch (intent.type) {
+      case 'TRANSACTION_TYPE_SOLANA': return { ...targets, solanaTransaction: intent.unsignedTransaction };
+      case 'TRANSACTION_TYPE_TRON': return { ...targets, tronTransaction: intent.unsignedTransaction };
+      default: return { ...targets, ethereumTransaction: intent.unsignedTransaction };
+    }
   },
   prepare(ctx, intent) {
     return presign(ctx, intent, (key) => transactionJob(intent, key));
