@@ -10,6 +10,7 @@ export * from './ethereum.js';
 export * from './payload.js';
 export * from './solana.js';
 export * from './tron.js';
+export * from './bitcoin.js';
 export * from './wallets.js';
 export * from './vault.js';
 export { bytesToHex, hexToBytes, wipe } from './bytes.js';

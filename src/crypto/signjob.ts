@@ -9,6 +9,7 @@ import { signRawPayload, signRawPayloads, type RawPayloadRequest, type RawSignat
 import { parseUnsignedTransaction, serializeSignedTransaction, transactionSigningDigest } from './ethereum.js';
 import { parseSolanaTransaction, signSolanaTransaction } from './solana.js';
 import { parseTronRawData, serializeSignedTronTransaction, tronSigningDigest } from './tron.js';
+import { parsePsbt, signPsbt } from './bitcoin.js';
 
 export type SignJob =
   /** sign_raw_payload */
@@ -20,7 +21,9 @@ export type SignJob =
   /** sign_transaction, TRANSACTION_TYPE_SOLANA (Ed25519): the serialized transaction with the key's signature in its slot */
   | { op: 'solana'; curve: CurveId; unsignedTransaction: string; field?: string }
   /** sign_transaction, TRANSACTION_TYPE_TRON (secp256k1): raw_data_hex in, the signed Transaction protobuf out */
-  | { op: 'tron'; curve: CurveId; unsignedTransaction: string; field?: string };
+  | { op: 'tron'; curve: CurveId; unsignedTransaction: string; field?: string }
+  /** sign_transaction, TRANSACTION_TYPE_BITCOIN (secp256k1): a PSBT in, the PSBT with the key's input signatures out */
+  | { op: 'bitcoin'; curve: CurveId; unsignedTransaction: string; field?: string };
 
 export type SignJobResult = RawSignature | RawSignature[] | string;
 
@@ -40,6 +43,11 @@ export function runSignJob(job: SignJob, open: () => Uint8Array): SignJobResult 
       const digest = transactionSigningDigest(tx);
       const sig = withKey(open, (sk) => signDigest('secp256k1', digest, sk));
       return serializeSignedTransaction(tx, sig);
+    }
+    case 'bitcoin': {
+      if (job.curve !== 'secp256k1') throw new CryptoError('UNSUPPORTED_COMBINATION', 'TRANSACTION_TYPE_BITCOIN needs a CURVE_SECP256K1 key', 'signWith');
+      const tx = parsePsbt(job.unsignedTransaction, job.field ?? 'unsignedTransaction');
+      return withKey(open, (sk) => signPsbt(tx, sk, getPublicKey('secp256k1', sk, true), job.field ?? 'unsignedTransaction'));
     }
     case 'tron': {
       if (job.curve !== 'secp256k1') throw new CryptoError('UNSUPPORTED_COMBINATION', 'TRANSACTION_TYPE_TRON needs a CURVE_SECP256K1 key', 'signWith');

@@ -15,6 +15,7 @@ import type { Store } from '../storage/types.js';
 import { parseUnsignedTransaction } from '../crypto/ethereum.js';
 import { parseSolanaTransaction, solanaPolicyView } from '../crypto/solana.js';
 import { parseTronRawData, tronPolicyView } from '../crypto/tron.js';
+import { bitcoinNetworkOf, bitcoinPolicyView, parsePsbt } from '../crypto/bitcoin.js';
 import type { Value } from './language.js';
 import { decodeCall } from './contracts.js';
 import { eip712View, eip7702View } from './ethViews.js';
@@ -27,6 +28,7 @@ export interface PolicyTargets {
   ethereumTransaction?: string;
   solanaTransaction?: string;
   tronTransaction?: string;
+  bitcoinTransaction?: string;
   /** export_secrets of one secret: its static properties (`secret.static_properties`) */
   secretProperties?: { key: string; value: string }[];
   /** sign_raw_payload with PAYLOAD_ENCODING_EIP712: the typed-data JSON */
@@ -152,12 +154,14 @@ export function conditionScope(store: Store, organizationId: string, type: strin
     from = pk.addresses.find((a) => a.format === 'ADDRESS_FORMAT_ETHEREUM')?.address ?? '';
   }
   let walletId = targets.walletId;
+  let walletAccountFormat: string | undefined;
   if (targets.walletAccountAddress) {
     const acct = store.keys.accounts.byAddress(organizationId, targets.walletAccountAddress);
     if (acct) {
       walletId ??= acct.walletId;
       scope.set('wallet_account', { address: acct.address, curve: acct.curve, path: acct.path, address_format: acct.addressFormat });
       if (acct.addressFormat === 'ADDRESS_FORMAT_ETHEREUM') from = acct.address;
+      walletAccountFormat = acct.addressFormat;
     }
   }
   if (walletId) {
@@ -192,6 +196,16 @@ export function conditionScope(store: Store, organizationId: string, type: strin
       });
     } catch {
       // An unparsable transaction binds no eth.tx; the operation itself refuses it later.
+    }
+  }
+  if (targets.bitcoinTransaction !== undefined) {
+    try {
+      // addresses in the network of the signing key's Bitcoin address (mainnet when it has none)
+      const formats = [...(pk?.addresses.map((a) => a.format) ?? []), walletAccountFormat ?? ''];
+      const network = formats.map(bitcoinNetworkOf).find((n) => n !== undefined) ?? 'mainnet';
+      scope.set('bitcoin', { tx: bitcoinPolicyView(parsePsbt(targets.bitcoinTransaction), network) });
+    } catch {
+      // as for eth.tx
     }
   }
   if (targets.tronTransaction !== undefined) {

@@ -127,7 +127,7 @@ describe('bad input: nothing changes, clear errors', () => {
     const T = 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2';
     await expectRefused('sign_transaction', T, { signWith: secpAddress, unsignedTransaction: 'zz', type: 'TRANSACTION_TYPE_ETHEREUM' }, 400, /unsignedTransaction/);
     await expectRefused('sign_transaction', T, { signWith: secpAddress, unsignedTransaction: '02c0ffee', type: 'TRANSACTION_TYPE_ETHEREUM' }, 400, /unsignedTransaction/);
-    await expectRefused('sign_transaction', T, { signWith: secpAddress, unsignedTransaction: unsignedTx(), type: 'TRANSACTION_TYPE_BITCOIN' }, 400, /type/);
+    await expectRefused('sign_transaction', T, { signWith: secpAddress, unsignedTransaction: unsignedTx(), type: 'TRANSACTION_TYPE_TEMPO' }, 400, /type/);
     await expectRefused('sign_transaction', T, { signWith: secpAddress, unsignedTransaction: unsignedTx(), type: 'TRANSACTION_TYPE_SOLANA' }, 400, /unsignedTransaction/);
     await expectRefused('sign_transaction', T, { signWith: edId, unsignedTransaction: unsignedTx(), type: 'TRANSACTION_TYPE_ETHEREUM' }, 400, /SECP256K1/);
     await expectRefused('sign_transaction', T, { signWith: randomUUID(), unsignedTransaction: unsignedTx(), type: 'TRANSACTION_TYPE_ETHEREUM' }, 404, /signWith/);

@@ -140,9 +140,9 @@ describe('bad sign_transaction requests are refused and store nothing', () => {
       checkError(r, 400, unsignedTransaction.slice(0, 16));
       expectFieldViolation(r, 'unsignedTransaction');
     }
-    const bitcoin = await attempt({ signWith: walletAddress, type: 'TRANSACTION_TYPE_BITCOIN', unsignedTransaction: hexOf(tx) });
-    checkError(bitcoin, 400, 'bitcoin');
-    expectFieldViolation(bitcoin, 'type');
+    const tempo = await attempt({ signWith: walletAddress, type: 'TRANSACTION_TYPE_TEMPO', unsignedTransaction: hexOf(tx) });
+    checkError(tempo, 400, 'tempo');
+    expectFieldViolation(tempo, 'type');
   });
 });
 

@@ -6,7 +6,7 @@
  */
 import { invalidArgument } from '../../errors.js';
 import {
-  HASH_FUNCTIONS, PAYLOAD_ENCODINGS, hexToBytes, parseSolanaTransaction, parseTronRawData, parseUnsignedTransaction, preparePayload, solanaSignerSlot,
+  HASH_FUNCTIONS, PAYLOAD_ENCODINGS, hexToBytes, inputsOf, parsePsbt, parseSolanaTransaction, parseTronRawData, parseUnsignedTransaction, preparePayload, solanaSignerSlot,
   type CurveId, type RawSignature,
 } from '../../crypto/index.js';
 import { cryptoCall, resolveSigningKey, vaultOf, type SigningKey } from '../../domain/keys.js';
@@ -166,10 +166,11 @@ const SIGNED_TYPES: Record<string, { curve: CurveId; apiCurve: string; parse: (h
   TRANSACTION_TYPE_ETHEREUM: { curve: 'secp256k1', apiCurve: 'CURVE_SECP256K1', parse: parseUnsignedTransaction },
   TRANSACTION_TYPE_SOLANA: { curve: 'ed25519', apiCurve: 'CURVE_ED25519', parse: parseSolanaTransaction },
   TRANSACTION_TYPE_TRON: { curve: 'secp256k1', apiCurve: 'CURVE_SECP256K1', parse: parseTronRawData },
+  TRANSACTION_TYPE_BITCOIN: { curve: 'secp256k1', apiCurve: 'CURVE_SECP256K1', parse: parsePsbt },
 };
 
-const JOB_OF_TYPE: Record<string, 'transaction' | 'solana' | 'tron'> = {
-  TRANSACTION_TYPE_ETHEREUM: 'transaction', TRANSACTION_TYPE_SOLANA: 'solana', TRANSACTION_TYPE_TRON: 'tron',
+const JOB_OF_TYPE: Record<string, 'transaction' | 'solana' | 'tron' | 'bitcoin'> = {
+  TRANSACTION_TYPE_ETHEREUM: 'transaction', TRANSACTION_TYPE_SOLANA: 'solana', TRANSACTION_TYPE_TRON: 'tron', TRANSACTION_TYPE_BITCOIN: 'bitcoin',
 };
 
 interface SignTransaction { signWith: string; unsignedTransaction: string; type: string }
@@ -208,6 +209,10 @@ export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signed
       throw invalidArgument(`signWith: ${intent.type} needs a ${want.apiCurve} key; this key is ${key.apiCurve}`,
         [{ field: 'signWith', description: `must name a ${want.apiCurve} key for ${intent.type}` }]);
     }
+    if (intent.type === 'TRANSACTION_TYPE_BITCOIN') {
+      // the key must control an input (400 naming signWith, or unsignedTransaction for a missing previous transaction)
+      cryptoCall(() => inputsOf(parsePsbt(intent.unsignedTransaction), hexToBytes(key.publicKey)));
+    }
     if (intent.type === 'TRANSACTION_TYPE_SOLANA') {
       const tx = parseSolanaTransaction(intent.unsignedTransaction);
       if (solanaSignerSlot(tx, hexToBytes(key.publicKey)) < 0) {
@@ -223,6 +228,7 @@ export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signed
     switch (intent.type) {
       case 'TRANSACTION_TYPE_SOLANA': return { ...targets, solanaTransaction: intent.unsignedTransaction };
       case 'TRANSACTION_TYPE_TRON': return { ...targets, tronTransaction: intent.unsignedTransaction };
+      case 'TRANSACTION_TYPE_BITCOIN': return { ...targets, bitcoinTransaction: intent.unsignedTransaction };
       default: return { ...targets, ethereumTransaction: intent.unsignedTransaction };
     }
   },
