@@ -7,8 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { ApiError, Grpc, permissionDenied } from '../errors.js';
 import { isRoot, type Principal } from '../domain/principal.js';
 import { userRecord, timestamp } from '../domain/records.js';
-import type { OrganizationRow, Store, UserRow, VoteRow } from '../storage/types.js';
-import { decide, userValue, type Decision } from '../policy/decide.js';
+import type { ApiKeyRow, AuthenticatorRow, OrganizationRow, Store, UserRow, VoteRow } from '../storage/types.js';
+import { credentialValue, decide, userValue, type Decision } from '../policy/decide.js';
 import { conditionScope, ROOT_QUORUM_ONLY } from '../policy/scope.js';
 import type { SubmitOperation } from './types.js';
 
@@ -22,7 +22,7 @@ export interface Voucher { publicKey: string; signature: string; scheme: string 
  */
 export function authorizeSubmit(
   store: Store, op: SubmitOperation, principal: Principal, intent: unknown, type: string,
-  organization: OrganizationRow, nowMs: number, voters: UserRow[] = [],
+  organization: OrganizationRow, nowMs: number, voters: UserRow[] = [], voterCredentials: (ApiKeyRow | AuthenticatorRow)[] = [],
 ): Decision {
   if (principal.access !== 'member') {
     op.authorize(principal, intent, store);
@@ -45,6 +45,7 @@ export function authorizeSubmit(
     // A policy that allows a root-quorum-only type has no effect.
     policies: ROOT_QUORUM_ONLY.has(type) ? [] : store.policies.list(organization.id),
     approvers: approvers.map((u) => ({ user: u, value: userValue(u, store.tags.tagsOf(u.id)) })),
+    credentials: [principal.credential, ...voterCredentials.filter((c) => c.userId !== principal.user.id)].map(credentialValue),
     condition: conditionScope(store, organization.id, type, op.policyTargets?.(intent, store, organization.id), intent),
     selfService: fixedRules && !principal.user.isRoot,
     nowMs,

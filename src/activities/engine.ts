@@ -251,9 +251,15 @@ function castVote(
     const approverIds = [...votes.filter((v) => v.selection === 'VOTE_SELECTION_APPROVED').map((v) => v.userId), principal.user.id];
     const approvers = approverIds.filter((id) => id !== requester.id)
       .map((id) => store.users.get(organization.id, id)).filter((u): u is UserRow => u !== undefined);
+    // The credentials of the approvals: this vote's, and earlier API-key votes' (found by the stamp's public key)
+    const earlier = votes.filter((v) => v.selection === 'VOTE_SELECTION_APPROVED' && v.userId !== requester.id).flatMap((v) => {
+      const pk = v.record.publicKey;
+      const k = typeof pk === 'string' && pk !== '' ? store.apiKeys.listByUser(organization.id, v.userId).find((x) => x.publicKey === pk) : undefined;
+      return k ? [k] : [];
+    });
     let decision;
     try {
-      decision = authorizeSubmit(store, target, asRequester, intentOf, type, organization, nowMs, approvers);
+      decision = authorizeSubmit(store, target, asRequester, intentOf, type, organization, nowMs, approvers, [...earlier, principal.credential]);
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;
       decision = undefined;

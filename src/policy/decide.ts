@@ -13,7 +13,7 @@
  * kmas adds the built-in self-service rules (`selfService`: what a user may do to itself, see
  * domain/principal.ts) as an allow that an explicit deny overrides.
  */
-import type { OrganizationRow, PolicyRow, UserRow } from '../storage/types.js';
+import type { ApiKeyRow, AuthenticatorRow, OrganizationRow, PolicyRow, UserRow } from '../storage/types.js';
 import { EvalError, evaluateBool, Instant, parse, type Value } from './language.js';
 
 export type Outcome =
@@ -29,6 +29,14 @@ export interface Decision {
   evaluations: PolicyEvaluation[];
 }
 
+/** The `Credential` struct of the consensus keyword `credentials`: the API key or passkey an approval was made with. */
+export function credentialValue(c: ApiKeyRow | AuthenticatorRow): Value {
+  if ('credentialId' in c) {
+    return { id: c.id, user_id: c.userId, type: 'CREDENTIAL_TYPE_WEBAUTHN_AUTHENTICATOR', credential_id: c.credentialId, public_key: c.publicKey };
+  }
+  return { id: c.id, user_id: c.userId, type: c.credentialType, credential_id: '', public_key: c.publicKey };
+}
+
 /** The `User` struct of the consensus keyword `approvers` (Turnkey's fields id, tags, email, alias; kmas adds name and is_root). */
 export function userValue(u: UserRow, tagIds: string[]): Value {
   return { id: u.id, alias: u.name, name: u.name, email: u.email ?? '', tags: tagIds, is_root: u.isRoot };
@@ -39,6 +47,8 @@ export interface DecideInput {
   policies: PolicyRow[];
   /** Users who approved, the requester first; with their `approvers` struct values. */
   approvers: { user: UserRow; value: Value }[];
+  /** The credentials the approvals were made with, the requester's first (`credentials`). */
+  credentials: Value[];
   /** The condition keywords bound for this activity (activity, wallet, private_key, eth.tx …). */
   condition: ReadonlyMap<string, Value>;
   /** The built-in rules allow this activity to the requester. */
@@ -59,7 +69,7 @@ export function decide(input: DecideInput): Decision {
   if (roots >= threshold) {
     return { outcome: 'OUTCOME_ALLOW', reason: `the root quorum approved (${roots} of ${threshold} needed)`, evaluations };
   }
-  const consensusScope = new Map<string, Value>([['approvers', approvers.map((a) => a.value)]]);
+  const consensusScope = new Map<string, Value>([['approvers', approvers.map((a) => a.value)], ['credentials', input.credentials]]);
   const timeScope = new Map<string, Value>([['time', { now: new Instant(input.nowMs) }]]);
   let deny: PolicyRow | undefined;
   let allow: PolicyRow | undefined;

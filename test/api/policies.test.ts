@@ -10,7 +10,7 @@ import { recoverAuthorizationAddress } from 'viem/utils';
 import { createAccount, TurnkeyConsensusNeededError } from '@turnkey/viem';
 import { TurnkeyActivityError, createActivityPoller } from '@turnkey/http';
 import { startTestServer, newP256Key, submitBody, sdkClient, httpClient, uniqueName, allActivities, type TestServer, type RawKey } from '../server/harness.js';
-import { checkError, expectFieldViolation, SUBMIT } from '../server/checks.js';
+import { checkAwaitsConsensus, checkError, expectFieldViolation, SUBMIT } from '../server/checks.js';
 
 let ts: TestServer;
 interface Member { id: string; key: RawKey; sdk: ReturnType<typeof sdkClient> }
@@ -260,6 +260,21 @@ describe('consensus', () => {
     expect(recovered.toLowerCase()).toBe(keyA.address.toLowerCase());
     const other = await ts.raw(SUBMIT('sign_raw_payload'), submitBody('ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2', ts.orgId, auth('0x1111111111111111111111111111111111111111')), { key: carol.key });
     expect(other.json.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    await ts.sdk.deletePolicy({ policyId: p.policyId });
+  });
+
+  it('credentials: a policy that needs an approval made with one particular API key', async () => {
+    const p: any = await ts.sdk.createPolicy({
+      policyName: uniqueName('dave key'), effect: 'EFFECT_ALLOW', notes: '',
+      consensus: `credentials.any(c, c.user_id == '${dave.id}' && c.public_key == '${dave.key.publicKey}' && c.type == 'CREDENTIAL_TYPE_API_KEY_P256') && credentials[0].user_id == '${carol.id}'`,
+      condition: "activity.kind == 'CREATE_PRIVATE_KEY_TAG'",
+    });
+    const r = await ts.raw(SUBMIT('create_private_key_tag'), submitBody('ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG', ts.orgId, { privateKeyTagName: uniqueName('hot'), privateKeyIds: [] }), { key: carol.key });
+    checkAwaitsConsensus(r, 'carol alone');
+    const e: any = await erin.sdk.approveActivity({ fingerprint: r.json.activity.fingerprint });
+    expect(e.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    const d: any = await dave.sdk.approveActivity({ fingerprint: r.json.activity.fingerprint });
+    expect(d.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
     await ts.sdk.deletePolicy({ policyId: p.policyId });
   });
 

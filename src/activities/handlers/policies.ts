@@ -21,7 +21,7 @@ const EFFECTS = ['EFFECT_ALLOW', 'EFFECT_DENY'] as const;
 /** The keywords (and functions) each expression may use. */
 const KEYWORDS = {
   condition: new Set(['activity', 'eth', 'solana', 'tron', 'bitcoin', 'wallet', 'private_key', 'wallet_account', 'secret']),
-  consensus: new Set(['approvers']),
+  consensus: new Set(['approvers', 'credentials']),
   time: new Set(['time', 'Timestamp', 'CronSpan']),
 };
 /** Policies per organization at most. */
