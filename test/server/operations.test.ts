@@ -2,6 +2,7 @@
 // (wire-compat §2.5/§2.6), the specification's nesting (replies.md), swagger validation of every
 // reply, and the effect checked through the queries.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { createHash } from 'node:crypto';
 import {
   startTestServer, newP256Key, submitBody, sdkClient, httpClient, createActivityPoller, uniqueName,
   type TestServer,
@@ -303,6 +304,9 @@ describe('organization features and configs', () => {
 
   it('get_organization (@turnkey/http only) returns organizationData', async () => {
     await ts.sdk.createWallet({ walletName: 'org-data', accounts: [] } as any);
+    const policy: any = await ts.sdk.createPolicy({ policyName: uniqueName('org-data'), effect: 'EFFECT_DENY', notes: 'n', condition: "activity.action == 'EXPORT'" } as any);
+    const abi = JSON.stringify([{ type: 'function', name: 'ping', inputs: [], outputs: [], stateMutability: 'view' }]);
+    const sci: any = await ts.sdk.createSmartContractInterface({ smartContractAddress: '0x00000000000000000000000000000000000000aa', smartContractInterface: abi, type: 'SMART_CONTRACT_INTERFACE_TYPE_ETHEREUM', label: 'ping' });
     await ts.sdk.createPrivateKeys({ privateKeys: [{ privateKeyName: 'org-data', curve: 'CURVE_P256', privateKeyTags: [], addressFormats: [] }] } as any);
     const r: any = await ts.http.getOrganization({ organizationId: ts.orgId });
     checkQueryReply('get_organization', r, ['organizationData'], ts.orgId);
@@ -321,6 +325,15 @@ describe('organization features and configs', () => {
     const keys: any = await ts.sdk.getPrivateKeys();
     expect(r.organizationData.privateKeys).toEqual(keys.privateKeys);
     expect(r.organizationData.privateKeys.length).toBeGreaterThan(0);
+    // policies as list_policies gives them; interfaces by id, address and the SHA-256 of their text
+    const policies: any = await ts.sdk.getPolicies({});
+    expect(r.organizationData.policies).toEqual(policies.policies);
+    expect(r.organizationData.policies.map((p: any) => p.policyId)).toContain(policy.policyId);
+    expect(r.organizationData.smartContractInterfaceReferences).toEqual([{
+      smartContractInterfaceId: sci.smartContractInterfaceId, smartContractAddress: '0x00000000000000000000000000000000000000aa',
+      digest: createHash('sha256').update(abi).digest('hex'),
+    }]);
+    await ts.sdk.deletePolicy({ policyId: policy.policyId });
     if (r.organizationData.tags !== undefined) {
       const ut: any = await ts.sdk.listUserTags();
       const pt: any = await ts.sdk.listPrivateKeyTags({});

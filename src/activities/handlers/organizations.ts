@@ -3,7 +3,10 @@ import { featuresRecord, quorumRecord, tagRecord, userRecord } from '../../domai
 import { privateKeyRecord, walletRecord } from '../../domain/keys.js';
 import { requireRoot } from '../../domain/principal.js';
 import { assertRootStillReachable, requireUser } from '../../domain/apiKeys.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex, utf8ToBytes as utf8 } from '@noble/hashes/utils.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
+import { policyRecord } from './policies.js';
 import { MAX_NAME, Validator, type Obj } from '../validate.js';
 
 const noQuery = (_body: Obj) => ({});
@@ -39,14 +42,17 @@ export const getOrganization: QueryOperation<object> = {
         organizationId: org.id,
         name: org.name,
         users: store.users.list(org.id).map((u) => userRecord(store, u)),
-        policies: [],
+        policies: store.policies.list(org.id).map(policyRecord),
         privateKeys: store.keys.privateKeys.list(org.id).map((k) => privateKeyRecord(store, k)),
         invitations: [],
         tags: [...store.tags.list(org.id, 'TAG_TYPE_USER'), ...store.tags.list(org.id, 'TAG_TYPE_PRIVATE_KEY')].map(tagRecord),
         rootQuorum: quorumRecord(store, org),
         features: featuresRecord(store, org.id),
         wallets: store.keys.wallets.list(org.id).map(walletRecord),
-        smartContractInterfaceReferences: [],
+        // the digest: SHA-256 of the ABI / IDL text as stored [UNCONFIRMED: Turnkey does not say of what]
+        smartContractInterfaceReferences: store.contractInterfaces.list(org.id).map((r) => ({
+          smartContractInterfaceId: r.id, smartContractAddress: r.address, digest: bytesToHex(sha256(utf8(r.interface))),
+        })),
       },
     };
   },
