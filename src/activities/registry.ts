@@ -20,6 +20,7 @@ import { approveActivity, createPolicies, createPolicy, deletePolicies, deletePo
 import { setSubmitLookup } from './engine.js';
 import { createSmartContractInterface, deleteSmartContractInterface, getSmartContractInterface, listSmartContractInterfaces } from './handlers/contractInterfaces.js';
 import { exportSecrets, importSecrets, initImportSecrets, listSecrets } from './handlers/secrets.js';
+import { createInvitations, deleteInvitation } from './handlers/invitations.js';
 import { getIpAllowlist, removeIpAllowlist, setIpAllowlist } from './handlers/ipAllowlist.js';
 import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookEndpoints, updateWebhookEndpoint } from './handlers/webhookEndpoints.js';
 
@@ -36,7 +37,7 @@ const SUBMITS: SubmitOperation<any, any>[] = [
   createUserTag, updateUserTag, deleteUserTags, createPrivateKeyTag, updatePrivateKeyTag, deletePrivateKeyTags,
   setOrganizationFeature, removeOrganizationFeature, setIpAllowlist, removeIpAllowlist,
   createSmartContractInterface, deleteSmartContractInterface,
-  initImportSecrets, importSecrets, exportSecrets,
+  initImportSecrets, importSecrets, exportSecrets, createInvitations, deleteInvitation,
   createSubOrganization, deleteSubOrganization,
   createWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint,
   createReadWriteSession, createReadOnlySession, updateRootQuorum, updateOrganizationName, createAuthenticators, deleteAuthenticators,

@@ -360,4 +360,24 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 22,
+    name: 'invitations',
+    sql: `
+      CREATE TABLE invitations (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        organization_id TEXT NOT NULL,
+        receiver_user_name TEXT NOT NULL,
+        receiver_email TEXT NOT NULL,
+        receiver_user_tags TEXT NOT NULL,
+        access_type TEXT NOT NULL,
+        status TEXT NOT NULL,
+        sender_user_id TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL
+      );
+      CREATE INDEX invitations_org ON invitations(organization_id, seq);
+    `,
+  },
 ];

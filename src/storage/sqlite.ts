@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import type {
-  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, ContractInterfaceRow, SecretRow, FeatureRow, IpAllowlistRow, IpAllowlistRule, OauthProviderRow, OrganizationRow, OtpRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
+  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, ContractInterfaceRow, InvitationRow, SecretRow, FeatureRow, IpAllowlistRow, IpAllowlistRule, OauthProviderRow, OrganizationRow, OtpRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
@@ -51,6 +51,12 @@ const otpFrom = (r: Row): OtpRow => ({
 const endpointFrom = (r: Row): WebhookEndpointRow => ({
   id: r.id as string, organizationId: r.organization_id as string, url: r.url as string, name: r.name as string,
   isActive: r.is_active === 1, subscriptions: JSON.parse(r.subscriptions as string) as WebhookSubscription[],
+  createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
+});
+const invitationFrom = (r: Row): InvitationRow => ({
+  id: r.id as string, organizationId: r.organization_id as string, receiverUserName: r.receiver_user_name as string,
+  receiverEmail: r.receiver_email as string, receiverUserTags: JSON.parse(r.receiver_user_tags as string) as string[],
+  accessType: r.access_type as string, status: r.status as InvitationRow['status'], senderUserId: r.sender_user_id as string,
   createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
 });
 const secretFrom = (r: Row): SecretRow => ({
@@ -197,6 +203,11 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     featRemove: q('DELETE FROM features WHERE organization_id = ? AND name = ?'),
     featGet: q<{ value: string }>('SELECT value FROM features WHERE organization_id = ? AND name = ?'),
 
+    invGet: q('SELECT * FROM invitations WHERE organization_id = ? AND id = ?'),
+    invList: q('SELECT * FROM invitations WHERE organization_id = ? ORDER BY seq'),
+    invInsert: q(`INSERT INTO invitations (id, organization_id, receiver_user_name, receiver_email, receiver_user_tags, access_type, status, sender_user_id, created_ms, updated_ms)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    invDelete: q('DELETE FROM invitations WHERE organization_id = ? AND id = ?'),
     osGet: q('SELECT * FROM org_secrets WHERE organization_id = ? AND id = ?'),
     osByName: q('SELECT * FROM org_secrets WHERE organization_id = ? AND name = ?'),
     osInsert: q('INSERT INTO org_secrets (id, organization_id, name, static_properties, sealed, created_ms) VALUES (?, ?, ?, ?, ?, ?)'),
@@ -389,6 +400,14 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       set: (org, name, value) => { clearCaches(); s.featSet.run(org, name, value); },
       remove: (org, name) => { clearCaches(); return s.featRemove.run(org, name).changes > 0; },
     },
+    invitations: {
+      get: (org, id) => { const r = s.invGet.get(org, id) as Row | undefined; return r ? invitationFrom(r) : undefined; },
+      list: (org) => (s.invList.all(org) as Row[]).map(invitationFrom),
+      insert: (r) => {
+        s.invInsert.run(r.id, r.organizationId, r.receiverUserName, r.receiverEmail, JSON.stringify(r.receiverUserTags), r.accessType, r.status, r.senderUserId, r.createdMs, r.updatedMs);
+      },
+      delete: (org, id) => s.invDelete.run(org, id).changes > 0,
+    },
     orgSecrets: {
       get: (org, id) => { const r = s.osGet.get(org, id) as Row | undefined; return r ? secretFrom(r) : undefined; },
       byName: (org, name) => { const r = s.osByName.get(org, name) as Row | undefined; return r ? secretFrom(r) : undefined; },
@@ -527,6 +546,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     'DELETE FROM ip_allowlists WHERE organization_id = ?',
     'DELETE FROM smart_contract_interfaces WHERE organization_id = ?',
     'DELETE FROM org_secrets WHERE organization_id = ?',
+    'DELETE FROM invitations WHERE organization_id = ?',
     'DELETE FROM policies WHERE organization_id = ?',
     'DELETE FROM pending_activities WHERE organization_id = ?',
     'DELETE FROM organizations WHERE id = ?',

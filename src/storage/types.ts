@@ -76,6 +76,20 @@ export interface TagRow {
 
 export interface FeatureRow { name: string; value: string }
 
+/** create_invitations: an invitation to join the organization (kept for organizationData; no e-mail is sent). */
+export interface InvitationRow {
+  id: string;
+  organizationId: string;
+  receiverUserName: string;
+  receiverEmail: string;
+  receiverUserTags: string[];
+  accessType: string;
+  status: 'INVITATION_STATUS_CREATED' | 'INVITATION_STATUS_ACCEPTED' | 'INVITATION_STATUS_REVOKED';
+  senderUserId: string;
+  createdMs: number;
+  updatedMs: number;
+}
+
 /** import_secrets: a secret of the organization (sealed at rest) with its policy-visible properties. */
 export interface SecretRow {
   id: string;
@@ -364,6 +378,13 @@ export interface Store {
     list(organizationId: string): FeatureRow[];
     set(organizationId: string, name: string, value: string): void;
     remove(organizationId: string, name: string): boolean;
+  };
+  invitations: {
+    get(organizationId: string, id: string): InvitationRow | undefined;
+    /** Oldest first. */
+    list(organizationId: string): InvitationRow[];
+    insert(row: InvitationRow): void;
+    delete(organizationId: string, id: string): boolean;
   };
   orgSecrets: {
     get(organizationId: string, id: string): SecretRow | undefined;

@@ -109,7 +109,7 @@ describe('activity.resource and activity.action of every accepted activity type'
     const { defaultRegistry } = await import('../../src/activities/registry.js');
     const { resourceAction } = await import('../../src/policy/scope.js');
     const registry = defaultRegistry();
-    const RESOURCES = new Set(['ORGANIZATION', 'USER', 'CREDENTIAL', 'PRIVATE_KEY', 'WALLET', 'POLICY', 'AUTH', 'OTP', 'RECOVERY', 'ACTIVITY', 'WEBHOOK_ENDPOINT', 'SMART_CONTRACT_INTERFACE', 'SECRET']);
+    const RESOURCES = new Set(['ORGANIZATION', 'USER', 'CREDENTIAL', 'PRIVATE_KEY', 'WALLET', 'POLICY', 'AUTH', 'OTP', 'RECOVERY', 'ACTIVITY', 'WEBHOOK_ENDPOINT', 'SMART_CONTRACT_INTERFACE', 'SECRET', 'INVITATION']);
     const ACTIONS = new Set(['CREATE', 'UPDATE', 'DELETE', 'SIGN', 'EXPORT', 'IMPORT', 'APPROVE', 'REJECT', 'VERIFY']);
     const seen: string[] = [];
     for (const path of registry.submitPaths()) {

@@ -25,7 +25,7 @@ const SUBMIT_OPS = ['create_users', 'delete_users', 'update_user', 'create_api_k
   'create_sub_organization', 'delete_sub_organization', 'create_webhook_endpoint', 'update_webhook_endpoint', 'delete_webhook_endpoint', 'create_read_write_session', 'update_root_quorum', 'create_authenticators', 'delete_authenticators', 'update_organization_name', 'delete_wallet_accounts',
   'create_oauth_providers', 'delete_oauth_providers', 'oauth', 'oauth_login', 'stamp_login', 'email_auth', 'init_otp_auth', 'otp_auth', 'init_user_email_recovery', 'recover_user',
   'init_otp', 'verify_otp', 'otp_login', 'set_ip_allowlist', 'remove_ip_allowlist', 'create_smart_contract_interface', 'delete_smart_contract_interface',
-  'init_import_secrets', 'import_secrets', 'export_secrets', 'create_api_only_users', 'create_read_only_session'];
+  'init_import_secrets', 'import_secrets', 'export_secrets', 'create_api_only_users', 'create_read_only_session', 'create_invitations', 'delete_invitation'];
 const PATHS = [...QUERY_OPS.map(QUERY), ...SUBMIT_OPS.map(SUBMIT)];
 
 /** The invariants every reply must satisfy. */
@@ -160,6 +160,7 @@ describe('fuzzing the request path', () => {
     create_smart_contract_interface: 'ACTIVITY_TYPE_CREATE_SMART_CONTRACT_INTERFACE', delete_smart_contract_interface: 'ACTIVITY_TYPE_DELETE_SMART_CONTRACT_INTERFACE',
     init_import_secrets: 'ACTIVITY_TYPE_INIT_IMPORT_SECRETS', import_secrets: 'ACTIVITY_TYPE_IMPORT_SECRETS', export_secrets: 'ACTIVITY_TYPE_EXPORT_SECRETS',
     create_api_only_users: 'ACTIVITY_TYPE_CREATE_API_ONLY_USERS', create_read_only_session: 'ACTIVITY_TYPE_CREATE_READ_ONLY_SESSION',
+    create_invitations: 'ACTIVITY_TYPE_CREATE_INVITATIONS', delete_invitation: 'ACTIVITY_TYPE_DELETE_INVITATION',
   };
   const FIELD_NAMES = ['users', 'userIds', 'userId', 'userName', 'userEmail', 'userPhoneNumber', 'userTagIds', 'userTags', 'apiKeys', 'apiKeyIds', 'apiKeyName',
     'publicKey', 'curveType', 'expirationSeconds', 'authenticators', 'oauthProviders', 'userTagName', 'userTagId', 'newUserTagName', 'addUserIds', 'removeUserIds',
@@ -173,7 +174,8 @@ describe('fuzzing the request path', () => {
     'otpType', 'contact', 'otpLength', 'alphanumeric', 'otpId', 'otpCode', 'authenticator',
     'encryptedOtpBundle', 'verificationToken', 'clientSignature', 'scheme', 'message', 'signature',
     'rules', 'cidr', 'label', 'enabled', 'onEvaluationError', 'smartContractAddress', 'smartContractInterface', 'type', 'notes', 'smartContractInterfaceId',
-    'secrets', 'secretPayload', 'encryptionSuite', 'numSecrets', 'staticProperties', 'secretId', 'key', 'apiOnlyUsers'];
+    'secrets', 'secretPayload', 'encryptionSuite', 'numSecrets', 'staticProperties', 'secretId', 'key', 'apiOnlyUsers',
+    'invitations', 'receiverUserName', 'receiverUserEmail', 'receiverUserTags', 'accessType', 'senderUserId', 'invitationId'];
   const plausible = fc.oneof(
     fc.jsonValue({ maxDepth: 3 }),
     fc.constantFrom('FEATURE_NAME_WEBHOOK', 'FEATURE_NAME_EMAIL_AUTH', 'API_KEY_CURVE_P256', 'API_KEY_CURVE_ED25519', 'ACTIVITY_STATUS_COMPLETED', 'ACTIVITY_TYPE_CREATE_USER_TAG',

@@ -340,6 +340,35 @@ describe('organization features and configs', () => {
       expect(r.organizationData.tags.map((t: any) => t.tagId).sort()).toEqual([...ut.userTags, ...pt.privateKeyTags].map((t: any) => t.tagId).sort());
     }
   });
+
+  it('create_invitations and delete_invitation: kept in organizationData.invitations; bad input names the field', async () => {
+    const tag: any = await ts.sdk.createUserTag({ userTagName: uniqueName('invitees'), userIds: [] });
+    const c: any = await ts.sdk.createInvitations({ invitations: [
+      { receiverUserName: 'Ada', receiverUserEmail: 'ada@example.com', receiverUserTags: [tag.userTagId], accessType: 'ACCESS_TYPE_WEB', senderUserId: ts.rootUserId },
+      { receiverUserName: 'Bob', receiverUserEmail: 'bob@example.com', receiverUserTags: [], accessType: 'ACCESS_TYPE_API', senderUserId: ts.rootUserId },
+    ] } as any);
+    expect(c.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(c.invitationIds).toHaveLength(2);
+    const org: any = await ts.http.getOrganization({ organizationId: ts.orgId });
+    checkQueryReply('get_organization', org, ['organizationData'], ts.orgId);
+    expect(org.organizationData.invitations).toEqual([
+      expect.objectContaining({ invitationId: c.invitationIds[0], receiverUserName: 'Ada', receiverEmail: 'ada@example.com', receiverUserTags: [tag.userTagId], accessType: 'ACCESS_TYPE_WEB', status: 'INVITATION_STATUS_CREATED', senderUserId: ts.rootUserId }),
+      expect.objectContaining({ invitationId: c.invitationIds[1], receiverUserName: 'Bob', accessType: 'ACCESS_TYPE_API' }),
+    ]);
+    const d: any = await ts.sdk.deleteInvitation({ invitationId: c.invitationIds[0] } as any);
+    expect(d.invitationId).toBe(c.invitationIds[0]);
+    const after: any = await ts.http.getOrganization({ organizationId: ts.orgId });
+    expect(after.organizationData.invitations.map((i: any) => i.invitationId)).toEqual([c.invitationIds[1]]);
+    const T = 'ACTIVITY_TYPE_CREATE_INVITATIONS';
+    const ok = { receiverUserName: 'Cy', receiverUserEmail: 'cy@example.com', receiverUserTags: [], accessType: 'ACCESS_TYPE_ALL', senderUserId: ts.rootUserId };
+    for (const [inv, field] of [[{ ...ok, receiverUserEmail: 'not-an-address' }, 'invitations[0].receiverUserEmail'], [{ ...ok, accessType: 'ACCESS_TYPE_SMS' }, 'invitations[0].accessType']] as const) {
+      const r = await ts.raw(SUBMIT('create_invitations'), submitBody(T, ts.orgId, { invitations: [inv] }));
+      checkError(r, 400, field);
+      expectFieldViolation(r, field);
+    }
+    checkError(await ts.raw(SUBMIT('create_invitations'), submitBody(T, ts.orgId, { invitations: [{ ...ok, senderUserId: 'nobody' }] })), 404, 'unknown sender');
+    checkError(await ts.raw(SUBMIT('delete_invitation'), submitBody('ACTIVITY_TYPE_DELETE_INVITATION', ts.orgId, { invitationId: c.invitationIds[0] })), 404, 'deleted twice');
+  });
 });
 
 describe('activities: get_activity and list_activities', () => {

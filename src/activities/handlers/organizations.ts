@@ -7,6 +7,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes as utf8 } from '@noble/hashes/utils.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { policyRecord } from './policies.js';
+import { invitationRecord } from './invitations.js';
 import { MAX_NAME, Validator, type Obj } from '../validate.js';
 
 const noQuery = (_body: Obj) => ({});
@@ -44,7 +45,7 @@ export const getOrganization: QueryOperation<object> = {
         users: store.users.list(org.id).map((u) => userRecord(store, u)),
         policies: store.policies.list(org.id).map(policyRecord),
         privateKeys: store.keys.privateKeys.list(org.id).map((k) => privateKeyRecord(store, k)),
-        invitations: [],
+        invitations: store.invitations.list(org.id).map(invitationRecord),
         tags: [...store.tags.list(org.id, 'TAG_TYPE_USER'), ...store.tags.list(org.id, 'TAG_TYPE_PRIVATE_KEY')].map(tagRecord),
         rootQuorum: quorumRecord(store, org),
         features: featuresRecord(store, org.id),
