@@ -168,59 +168,47 @@ export function conditionScope(store: Store, organizationId: string, type: strin
     const w = store.keys.wallets.get(organizationId, walletId);
     if (w) scope.set('wallet', { id: w.id, label: w.name, imported: w.imported, exported: w.exported });
   }
-  if (targets.ethereumTransaction !== undefined) {
-    try {
-      const tx = parseUnsignedTransaction(targets.ethereumTransaction);
+  // An unparsable transaction binds nothing (a policy that reads it does not apply); the operation refuses it later.
+  const bindTx = (keyword: string, view: () => Value): void => {
+    try { scope.set(keyword, { tx: view() }); } catch { /* see above */ }
+  };
+  const ethTx = targets.ethereumTransaction;
+  if (ethTx !== undefined) {
+    bindTx('eth', () => {
+      const tx = parseUnsignedTransaction(ethTx);
       const data = (tx as { data?: string }).data ?? '0x';
       const maxFee = (tx as { maxFeePerGas?: bigint }).maxFeePerGas;
       const to = (tx.to ?? '').toLowerCase();
       // function_name, function_signature, contract_call_args: only with an ABI uploaded for `to`
       const abi = to === '' ? undefined : store.contractInterfaces.byAddress(organizationId, 'SMART_CONTRACT_INTERFACE_TYPE_ETHEREUM', to);
       const call = abi ? decodeCall(abi.interface, data) : undefined;
-      scope.set('eth', {
-        tx: {
-          from: from.toLowerCase(),
-          to,
-          value: tx.value ?? 0n,
-          nonce: BigInt(tx.nonce ?? 0),
-          chain_id: BigInt(tx.chainId ?? 0),
-          gas: tx.gas ?? 0n,
-          // EIP-1559 transactions have no gas price; Turnkey's reference fills it with the fee cap.
-          gas_price: (tx as { gasPrice?: bigint }).gasPrice ?? maxFee ?? 0n,
-          max_fee_per_gas: maxFee ?? 0n,
-          max_priority_fee_per_gas: (tx as { maxPriorityFeePerGas?: bigint }).maxPriorityFeePerGas ?? 0n,
-          data: data.toLowerCase(),
-          type: ETH_TX_TYPES[tx.type ?? 'legacy'] ?? String(tx.type),
-          ...call,
-        },
-      });
-    } catch {
-      // An unparsable transaction binds no eth.tx; the operation itself refuses it later.
-    }
+      return {
+        from: from.toLowerCase(),
+        to,
+        value: tx.value ?? 0n,
+        nonce: BigInt(tx.nonce ?? 0),
+        chain_id: BigInt(tx.chainId ?? 0),
+        gas: tx.gas ?? 0n,
+        // EIP-1559 transactions have no gas price; Turnkey's reference fills it with the fee cap.
+        gas_price: (tx as { gasPrice?: bigint }).gasPrice ?? maxFee ?? 0n,
+        max_fee_per_gas: maxFee ?? 0n,
+        max_priority_fee_per_gas: (tx as { maxPriorityFeePerGas?: bigint }).maxPriorityFeePerGas ?? 0n,
+        data: data.toLowerCase(),
+        type: ETH_TX_TYPES[tx.type ?? 'legacy'] ?? String(tx.type),
+        ...call,
+      };
+    });
   }
-  if (targets.bitcoinTransaction !== undefined) {
-    try {
-      // addresses in the network of the signing key's Bitcoin address (mainnet when it has none)
-      const formats = [...(pk?.addresses.map((a) => a.format) ?? []), walletAccountFormat ?? ''];
-      const network = formats.map(bitcoinNetworkOf).find((n) => n !== undefined) ?? 'mainnet';
-      scope.set('bitcoin', { tx: bitcoinPolicyView(parsePsbt(targets.bitcoinTransaction), network) });
-    } catch {
-      // as for eth.tx
-    }
+  const btcTx = targets.bitcoinTransaction;
+  if (btcTx !== undefined) {
+    // addresses in the network of the signing key's Bitcoin address (mainnet when it has none)
+    const formats = [...(pk?.addresses.map((a) => a.format) ?? []), walletAccountFormat ?? ''];
+    const network = formats.map(bitcoinNetworkOf).find((n) => n !== undefined) ?? 'mainnet';
+    bindTx('bitcoin', () => bitcoinPolicyView(parsePsbt(btcTx), network));
   }
-  if (targets.tronTransaction !== undefined) {
-    try {
-      scope.set('tron', { tx: tronPolicyView(parseTronRawData(targets.tronTransaction)) });
-    } catch {
-      // as for eth.tx
-    }
-  }
-  if (targets.solanaTransaction !== undefined) {
-    try {
-      scope.set('solana', { tx: solanaPolicyView(parseSolanaTransaction(targets.solanaTransaction)) });
-    } catch {
-      // as for eth.tx
-    }
-  }
+  const tronTx = targets.tronTransaction;
+  if (tronTx !== undefined) bindTx('tron', () => tronPolicyView(parseTronRawData(tronTx)));
+  const solTx = targets.solanaTransaction;
+  if (solTx !== undefined) bindTx('solana', () => solanaPolicyView(parseSolanaTransaction(solTx)));
   return scope;
 }
