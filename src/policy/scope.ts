@@ -2,6 +2,7 @@
  * The keywords a policy `condition` can use, bound for one activity:
  * - `activity`: {type, resource, action} of the request;
  * - `private_key` / `wallet` / `wallet_account`: the key a sign, export or account request names;
+ *   `wallets`: the wallets a delete_wallets names;
  * - `activity.kind` (the type without its version; root-quorum-only types have none) and
  *   `activity.params` (the request fields Turnkey's reference exposes, by type);
  * - `eth.tx`: the parsed unsigned Ethereum transaction of sign_transaction;
@@ -24,6 +25,8 @@ import { eip712View, eip7702View } from './ethViews.js';
 export interface PolicyTargets {
   privateKeyId?: string;
   walletId?: string;
+  /** requests touching several wallets (delete_wallets): `wallets` */
+  walletIds?: string[];
   walletAccountAddress?: string;
   ethereumTransaction?: string;
   solanaTransaction?: string;
@@ -164,10 +167,13 @@ export function conditionScope(store: Store, organizationId: string, type: strin
       walletAccountFormat = acct.addressFormat;
     }
   }
-  if (walletId) {
-    const w = store.keys.wallets.get(organizationId, walletId);
-    if (w) scope.set('wallet', { id: w.id, label: w.name, imported: w.imported, exported: w.exported });
-  }
+  const walletValue = (id: string): Value | undefined => {
+    const w = store.keys.wallets.get(organizationId, id);
+    return w ? { id: w.id, label: w.name, imported: w.imported, exported: w.exported } : undefined;
+  };
+  const wallet = walletId ? walletValue(walletId) : undefined;
+  if (wallet) scope.set('wallet', wallet);
+  if (targets.walletIds) scope.set('wallets', targets.walletIds.map(walletValue).filter((w): w is Value => w !== undefined));
   // An unparsable transaction binds nothing (a policy that reads it does not apply); the operation refuses it later.
   const bindTx = (keyword: string, view: () => Value): void => {
     try { scope.set(keyword, { tx: view() }); } catch { /* see above */ }

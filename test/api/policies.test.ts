@@ -8,6 +8,7 @@ import { hexToBytes } from '@noble/hashes/utils.js';
 import { serializeTransaction, recoverTransactionAddress, parseEther, verifyMessage, verifyTypedData } from 'viem';
 import { recoverAuthorizationAddress } from 'viem/utils';
 import { createAccount, TurnkeyConsensusNeededError } from '@turnkey/viem';
+import { generateP256KeyPair } from '@turnkey/crypto';
 import { TurnkeyActivityError, createActivityPoller } from '@turnkey/http';
 import { startTestServer, newP256Key, submitBody, sdkClient, httpClient, uniqueName, allActivities, type TestServer, type RawKey } from '../server/harness.js';
 import { checkAwaitsConsensus, checkError, expectFieldViolation, SUBMIT } from '../server/checks.js';
@@ -276,6 +277,26 @@ describe('consensus', () => {
     const d: any = await dave.sdk.approveActivity({ fingerprint: r.json.activity.fingerprint });
     expect(d.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
     await ts.sdk.deletePolicy({ policyId: p.policyId });
+  });
+
+  it('wallet / wallets: a user may export one wallet and delete scratch wallets; others wait', async () => {
+    const mk = async (name: string) => ((await ts.sdk.createWallet({ walletName: name, accounts: [] } as any)) as any).walletId as string;
+    const shared = await mk(uniqueName('shared-export'));
+    const other = await mk(uniqueName('vault'));
+    const tmp1 = await mk(uniqueName('tmp-a'));
+    const tmp2 = await mk(uniqueName('tmp-b'));
+    const exportP: any = await ts.sdk.createPolicy({ policyName: uniqueName('export one'), effect: 'EFFECT_ALLOW', notes: '',
+      consensus: `approvers.any(user, user.id == '${carol.id}')`, condition: `activity.kind == 'EXPORT_WALLET' && wallet.id == '${shared}' && !wallet.imported` });
+    const deleteP: any = await ts.sdk.createPolicy({ policyName: uniqueName('delete scratch'), effect: 'EFFECT_ALLOW', notes: '',
+      consensus: `approvers.any(user, user.id == '${carol.id}')`, condition: "activity.kind == 'DELETE_WALLETS' && wallets.all(w, w.label.startsWith('tmp-'))" });
+    const target = generateP256KeyPair().publicKeyUncompressed;
+    const ex = (walletId: string) => ts.raw(SUBMIT('export_wallet'), submitBody('ACTIVITY_TYPE_EXPORT_WALLET', ts.orgId, { walletId, targetPublicKey: target }), { key: carol.key });
+    expect((await ex(shared)).json.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    checkAwaitsConsensus(await ex(other), 'another wallet');
+    const del = (walletIds: string[]) => ts.raw(SUBMIT('delete_wallets'), submitBody('ACTIVITY_TYPE_DELETE_WALLETS', ts.orgId, { walletIds, deleteWithoutExport: true }), { key: carol.key });
+    checkAwaitsConsensus(await del([tmp1, other]), 'a non-scratch wallet among them');
+    expect((await del([tmp1, tmp2])).json.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    await ts.sdk.deletePolicies({ policyIds: [exportP.policyId, deleteP.policyId] } as any);
   });
 
   it('two users of a tag must approve: the second approval creates the wallet', async () => {

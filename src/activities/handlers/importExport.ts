@@ -183,6 +183,7 @@ export const exportWallet: SubmitOperation<{ walletId: string; targetPublicKey: 
     requireKeyAdmin(p, 'export wallets');
     requireWallet(store, p.organization.id, intent.walletId);
   },
+  policyTargets: (intent) => ({ walletId: intent.walletId }),
   execute(ctx, intent) {
     const { store, organization, nowMs } = ctx;
     const w = requireWallet(store, organization.id, intent.walletId);
@@ -207,6 +208,7 @@ export const exportPrivateKey: SubmitOperation<{ privateKeyId: string; targetPub
     requireKeyAdmin(p, 'export private keys');
     requirePrivateKey(store, p.organization.id, intent.privateKeyId);
   },
+  policyTargets: (intent) => ({ privateKeyId: intent.privateKeyId }),
   execute(ctx, intent) {
     const { store, organization, nowMs } = ctx;
     const k = requirePrivateKey(store, organization.id, intent.privateKeyId);
@@ -231,6 +233,7 @@ export const exportWalletAccount: SubmitOperation<{ address: string; targetPubli
     requireKeyAdmin(p, 'export wallet accounts');
     if (!store.keys.accounts.byAddress(p.organization.id, intent.address)) throw accountNotFound(intent.address);
   },
+  policyTargets: (intent) => ({ walletAccountAddress: intent.address }),
   execute(ctx, intent) {
     const { store, organization } = ctx;
     const a = store.keys.accounts.byAddress(organization.id, intent.address);

@@ -20,7 +20,7 @@ import { MAX_ARRAY, MAX_NAME, Validator, type Obj } from '../validate.js';
 const EFFECTS = ['EFFECT_ALLOW', 'EFFECT_DENY'] as const;
 /** The keywords (and functions) each expression may use. */
 const KEYWORDS = {
-  condition: new Set(['activity', 'eth', 'solana', 'tron', 'bitcoin', 'wallet', 'private_key', 'wallet_account', 'secret']),
+  condition: new Set(['activity', 'eth', 'solana', 'tron', 'bitcoin', 'wallet', 'wallets', 'private_key', 'wallet_account', 'secret']),
   consensus: new Set(['approvers', 'credentials']),
   time: new Set(['time', 'Timestamp', 'CronSpan']),
 };

@@ -120,6 +120,7 @@ export const createWalletAccounts: SubmitOperation<CreateAccounts, { addresses: 
     requireWallet(store, p.organization.id, intent.walletId);
     if (intent.persist !== false) refuseDuplicates(store, p.organization.id, intent.walletId, intent.accounts);
   },
+  policyTargets: (intent) => ({ walletId: intent.walletId }),
   execute(ctx, intent) {
     const wallet = requireWallet(ctx.store, ctx.organization.id, intent.walletId);
     return { addresses: addAccounts(ctx, wallet, intent.accounts, intent.persist !== false) };
@@ -141,6 +142,7 @@ export const updateWallet: SubmitOperation<{ walletId: string; walletName?: stri
     requireKeyAdmin(p, 'update wallets');
     requireWallet(store, p.organization.id, intent.walletId);
   },
+  policyTargets: (intent) => ({ walletId: intent.walletId }),
   execute(ctx, intent) {
     requireWallet(ctx.store, ctx.organization.id, intent.walletId);
     if (intent.walletName !== undefined) ctx.store.keys.wallets.rename(ctx.organization.id, intent.walletId, intent.walletName, ctx.nowMs);
@@ -168,6 +170,7 @@ export const deleteWallets: SubmitOperation<{ walletIds: string[]; deleteWithout
       }
     });
   },
+  policyTargets: (intent) => ({ walletIds: intent.walletIds, ...(intent.walletIds.length === 1 ? { walletId: intent.walletIds[0] } : {}) }),
   execute(ctx, intent) {
     intent.walletIds.forEach((id, i) => requireWallet(ctx.store, ctx.organization.id, id, `walletIds[${i}]`));
     for (const id of intent.walletIds) ctx.store.keys.wallets.delete(ctx.organization.id, id);
