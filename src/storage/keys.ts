@@ -5,6 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { RowCache } from './rowcache.js';
+import { pageBySeq, type ListPage } from './paging.js';
 
 export interface AddressEntry { format: string; address: string }
 
@@ -67,7 +68,7 @@ export interface ImportTargetRow {
   expiresMs: number;
 }
 
-export interface ListPage { limit: number; beforeId?: string; afterId?: string }
+export type { ListPage } from './paging.js';
 
 export interface KeyStore {
   privateKeys: {
@@ -264,7 +265,6 @@ export function sqliteKeyStore(db: Database.Database, cache: RowCache): KeyStore
     aByAddr: q('SELECT * FROM wallet_accounts WHERE organization_id = ? AND address_key = ? ORDER BY seq LIMIT 1'),
     aInWalletByAddr: q('SELECT * FROM wallet_accounts WHERE organization_id = ? AND wallet_id = ? AND address_key = ? ORDER BY seq LIMIT 1'),
     aInWalletByPath: q('SELECT * FROM wallet_accounts WHERE organization_id = ? AND wallet_id = ? AND path = ? ORDER BY seq'),
-    aSeq: q('SELECT seq FROM wallet_accounts WHERE organization_id = ? AND id = ?'),
     aAll: q('SELECT * FROM wallet_accounts WHERE organization_id = ? AND wallet_id = ? ORDER BY seq'),
     aInsert: q(`INSERT INTO wallet_accounts (id, organization_id, wallet_id, curve, path_format, path, address_format, address, address_key,
                 public_key, sealed, name, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
@@ -281,26 +281,9 @@ export function sqliteKeyStore(db: Database.Database, cache: RowCache): KeyStore
   };
 
   function listAccounts(org: string, walletId: string | undefined, page: ListPage): WalletAccountRow[] | undefined {
-    const where = ['organization_id = ?'];
-    const args: unknown[] = [org];
-    if (walletId !== undefined) { where.push('wallet_id = ?'); args.push(walletId); }
-    let ascending = false;
-    if (page.afterId !== undefined) {
-      const c = s.aSeq.get(org, page.afterId);
-      if (!c) return undefined;
-      where.push('seq < ?'); args.push(c.seq);
-    }
-    if (page.beforeId !== undefined) {
-      const c = s.aSeq.get(org, page.beforeId);
-      if (!c) return undefined;
-      where.push('seq > ?'); args.push(c.seq);
-      if (page.afterId === undefined) ascending = true;
-    }
-    args.push(page.limit);
-    const rows = db.prepare<unknown[], Row>(`SELECT * FROM wallet_accounts WHERE ${where.join(' AND ')} ORDER BY seq ${ascending ? 'ASC' : 'DESC'} LIMIT ?`)
-      .all(...args).map(accountFrom);
-    if (ascending) rows.reverse();
-    return rows;
+    return walletId === undefined
+      ? pageBySeq(db, 'wallet_accounts', org, page)?.map(accountFrom)
+      : pageBySeq(db, 'wallet_accounts', org, page, ['wallet_id = ?'], [walletId])?.map(accountFrom);
   }
 
   return {

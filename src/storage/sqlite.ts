@@ -8,6 +8,7 @@ import type {
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
 import { RowCache } from './rowcache.js';
+import { pageBySeq } from './paging.js';
 import type { SqliteSynchronous } from '../config.js';
 
 type Row = Record<string, unknown>;
@@ -236,7 +237,6 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     whNext: q<{ ms: number | null }>('SELECT MIN(next_attempt_ms) AS ms FROM webhook_deliveries'),
 
     actGet: q('SELECT * FROM activities WHERE organization_id = ? AND id = ?'),
-    actSeq: q<{ seq: number }>('SELECT seq FROM activities WHERE organization_id = ? AND id = ?'),
     actByFp: q('SELECT * FROM activities WHERE request_ms = ? AND fingerprint = ?'),
     polGet: q('SELECT * FROM policies WHERE organization_id = ? AND id = ?'),
     polList: q('SELECT * FROM policies WHERE organization_id = ? ORDER BY seq'),
@@ -411,22 +411,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     orgSecrets: {
       get: (org, id) => { const r = s.osGet.get(org, id) as Row | undefined; return r ? secretFrom(r) : undefined; },
       byName: (org, name) => { const r = s.osByName.get(org, name) as Row | undefined; return r ? secretFrom(r) : undefined; },
-      list: (org, page) => {
-        const where = ['organization_id = ?'];
-        const args: unknown[] = [org];
-        let ascending = false;
-        for (const [cursor, op] of [[page.afterId, '<'], [page.beforeId, '>']] as const) {
-          if (cursor === undefined) continue;
-          const c = s.osGet.get(org, cursor) as Row | undefined;
-          if (!c) return undefined;
-          where.push(`seq ${op} ?`); args.push(c.seq);
-        }
-        if (page.beforeId !== undefined && page.afterId === undefined) ascending = true;
-        args.push(page.limit);
-        const rows = (db.prepare(`SELECT * FROM org_secrets WHERE ${where.join(' AND ')} ORDER BY seq ${ascending ? 'ASC' : 'DESC'} LIMIT ?`).all(...args) as Row[]).map(secretFrom);
-        if (ascending) rows.reverse();
-        return rows;
-      },
+      list: (org, page) => pageBySeq(db, 'org_secrets', org, page)?.map(secretFrom),
       insert: (r) => { s.osInsert.run(r.id, r.organizationId, r.name, JSON.stringify(r.staticProperties), Buffer.from(r.sealed), r.createdMs); },
     },
     contractInterfaces: {
@@ -597,8 +582,8 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
 
   /** Newest first. undefined when a cursor names no activity of the organization. */
   function listActivities(lq: ActivityListQuery): ActivityRow[] | undefined {
-    const where: string[] = ['organization_id = ?'];
-    const args: unknown[] = [lq.organizationId];
+    const where: string[] = [];
+    const args: unknown[] = [];
     if (lq.statuses && lq.statuses.length > 0) {
       where.push(`status IN (${lq.statuses.map(() => '?').join(', ')})`);
       args.push(...lq.statuses);
@@ -607,24 +592,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       where.push(`type IN (${lq.types.map(() => '?').join(', ')})`);
       args.push(...lq.types);
     }
-    let ascending = false;
-    if (lq.afterId !== undefined) {
-      const c = s.actSeq.get(lq.organizationId, lq.afterId);
-      if (!c) return undefined;
-      where.push('seq < ?'); args.push(c.seq);
-    }
-    if (lq.beforeId !== undefined) {
-      const c = s.actSeq.get(lq.organizationId, lq.beforeId);
-      if (!c) return undefined;
-      where.push('seq > ?'); args.push(c.seq);
-      if (lq.afterId === undefined) ascending = true;
-    }
-    const sql = `SELECT * FROM activities WHERE ${where.join(' AND ')} ORDER BY seq ${ascending ? 'ASC' : 'DESC'} LIMIT ?`;
-    args.push(lq.limit);
-    const rows = db.prepare(sql).all(...args) as Row[];
-    const out = rows.map(activityFrom);
-    if (ascending) out.reverse();
-    return out;
+    return pageBySeq(db, 'activities', lq.organizationId, lq, where, args)?.map(activityFrom);
   }
 
   return store;
