@@ -12,7 +12,7 @@
  * export's `secret.static_properties` (one secret per export) is visible to policies.
  */
 import { ApiError, Grpc, invalidArgument, notFound } from '../../errors.js';
-import { CryptoError, bytesToHex, parseTargetPublicKey } from '../../crypto/index.js';
+import { bytesToHex, parseTargetPublicKey } from '../../crypto/index.js';
 import { IMPORT_TARGET_TTL_MS, cryptoCall, ctxImportTarget, ctxSecret, toApiError, vaultOf } from '../../domain/keys.js';
 import type { SecretRow, Store } from '../../storage/types.js';
 import type { ImportTargetRow } from '../../storage/keys.js';
@@ -79,24 +79,30 @@ function readProperties(v: Validator, o: Obj, field: string): { key: string; val
 }
 
 /**
- * Opens one import payload with the pending secret target whose public key it names (each target
- * is used once). Returns the target used and the secret sealed for `secretId`.
+ * Opens every import payload with the pending secret target whose public key it names, each target
+ * once; the secret of payload i is sealed for idOf(i). The pending targets are listed once per
+ * request, and a target's public key is computed once, when first compared.
  */
-function openWithTarget(store: Store, organizationId: string, s: ImportSecret, secretId: string, nowMs: number, field: string, taken: Set<string>): { target: ImportTargetRow; sealed: Uint8Array } {
+function openAll(store: Store, organizationId: string, secrets: ImportSecret[], nowMs: number, idOf: (i: number) => string): { target: ImportTargetRow; sealed: Uint8Array }[] {
   const vault = vaultOf(store);
-  const want = bytesToHex(parseTargetPublicKey(s.targetPublicKey));
-  for (const t of store.keys.importTargets.listValid(organizationId, ANY_USER, 'secret', nowMs)) {
-    if (taken.has(t.id)) continue;
-    const targetCtx = ctxImportTarget(organizationId, t.id);
-    if (vault.publicKeyOfSealed(t.sealed, targetCtx) !== want) continue;
+  const pending = store.keys.importTargets.listValid(organizationId, ANY_USER, 'secret', nowMs)
+    .map((t) => ({ t, ctx: ctxImportTarget(organizationId, t.id), publicKey: undefined as string | undefined }));
+  const taken = new Set<string>();
+  return secrets.map((s, i) => {
+    const field = `secrets[${i}]`;
+    const want = bytesToHex(parseTargetPublicKey(s.targetPublicKey));
+    const hit = pending.find((p) => !taken.has(p.t.id) && (p.publicKey ??= vault.publicKeyOfSealed(p.t.sealed, p.ctx)) === want);
+    if (!hit) {
+      throw new ApiError(Grpc.INVALID_ARGUMENT, `${field}.targetPublicKey: no pending init_import_secrets target has this public key (targets expire after ${IMPORT_TARGET_TTL_MS / 60000} minutes and are used once)`,
+        { turnkeyErrorCode: 'IMPORT_NOT_INITIALIZED', fieldViolations: [{ field: `${field}.targetPublicKey`, description: 'must be the targetPublic of an unused enclaveTargetMessages entry' }] });
+    }
+    taken.add(hit.t.id);
     try {
-      return { target: t, sealed: vault.importSecret(t.sealed, targetCtx, s.secretPayload, ctxSecret(organizationId, secretId), MAX_SECRET_BYTES, `${field}.secretPayload`) };
+      return { target: hit.t, sealed: vault.importSecret(hit.t.sealed, hit.ctx, s.secretPayload, ctxSecret(organizationId, idOf(i)), MAX_SECRET_BYTES, `${field}.secretPayload`) };
     } catch (e) {
       throw toApiError(e, `${field}.secretPayload`);
     }
-  }
-  throw new ApiError(Grpc.INVALID_ARGUMENT, `${field}.targetPublicKey: no pending init_import_secrets target has this public key (targets expire after ${IMPORT_TARGET_TTL_MS / 60000} minutes and are used once)`,
-    { turnkeyErrorCode: 'IMPORT_NOT_INITIALIZED', fieldViolations: [{ field: `${field}.targetPublicKey`, description: 'must be the targetPublic of an unused enclaveTargetMessages entry' }] });
+  });
 }
 
 export const importSecrets: SubmitOperation<{ secrets: ImportSecret[] }, { secretIds: string[] }> = {
@@ -132,26 +138,17 @@ export const importSecrets: SubmitOperation<{ secrets: ImportSecret[] }, { secre
       }
     });
     // Dry run: every payload opens under a distinct pending target.
-    const taken = new Set<string>();
-    intent.secrets.forEach((s, i) => {
-      const { target, sealed } = openWithTarget(store, p.organization.id, s, 'dry-run', Date.now(), `secrets[${i}]`, taken);
-      taken.add(target.id);
-      sealed.fill(0);
-    });
+    for (const { sealed } of openAll(store, p.organization.id, intent.secrets, Date.now(), () => 'dry-run')) sealed.fill(0);
   },
   execute(ctx, intent) {
     const { store, organization, nowMs } = ctx;
-    const taken = new Set<string>();
-    return {
-      secretIds: intent.secrets.map((s, i) => {
-        const id = ctx.newId();
-        const { target, sealed } = openWithTarget(store, organization.id, s, id, nowMs, `secrets[${i}]`, taken);
-        taken.add(target.id);
-        store.keys.importTargets.delete(target.id);
-        store.orgSecrets.insert({ id, organizationId: organization.id, name: s.name ?? null, staticProperties: s.staticProperties, sealed, createdMs: nowMs });
-        return id;
-      }),
-    };
+    const ids = intent.secrets.map(() => ctx.newId());
+    openAll(store, organization.id, intent.secrets, nowMs, (i) => ids[i]!).forEach(({ target, sealed }, i) => {
+      const s = intent.secrets[i]!;
+      store.keys.importTargets.delete(target.id);
+      store.orgSecrets.insert({ id: ids[i]!, organizationId: organization.id, name: s.name ?? null, staticProperties: s.staticProperties, sealed, createdMs: nowMs });
+    });
+    return { secretIds: ids };
   },
 };
 
@@ -203,7 +200,7 @@ export const exportSecrets: SubmitOperation<{ secrets: ExportSecret[] }, { secre
         try {
           return vault.exportKey(row.sealed, ctxSecret(organization.id, row.id), s.targetPublicKey, organization.id);
         } catch (e) {
-          throw toApiError(e instanceof CryptoError && e.field === undefined ? new CryptoError(e.code, e.message, `secrets[${i}].targetPublicKey`) : e);
+          throw toApiError(e, `secrets[${i}].targetPublicKey`);
         }
       }),
     };
