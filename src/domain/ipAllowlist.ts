@@ -59,13 +59,18 @@ export function admits(row: IpAllowlistRow, address: string | undefined): boolea
   return blockListOf(row.rules).check(a.address, a.family);
 }
 
-/** The list that governs a credential: its API key's own, else its organization's when enabled. */
-export function governingAllowlist(store: Store, credential: ApiKeyRow | AuthenticatorRow): IpAllowlistRow | undefined {
+/**
+ * The list that governs a credential: its API key's own, else its organization's when enabled.
+ * With `replaced`, as it would be once that list is stored (set_ip_allowlist's lock-out check).
+ */
+export function governingAllowlist(store: Store, credential: ApiKeyRow | AuthenticatorRow, replaced?: IpAllowlistRow): IpAllowlistRow | undefined {
+  const get = (organizationId: string, publicKey: string): IpAllowlistRow | undefined =>
+    (replaced && replaced.organizationId === organizationId && replaced.publicKey === publicKey ? replaced : store.ipAllowlists.get(organizationId, publicKey));
   if (!('credentialId' in credential)) {
-    const own = store.ipAllowlists.get(credential.organizationId, credential.publicKey);
+    const own = get(credential.organizationId, credential.publicKey);
     if (own) return own;
   }
-  const org = store.ipAllowlists.get(credential.organizationId, '');
+  const org = get(credential.organizationId, '');
   return org && org.enabled ? org : undefined;
 }
 

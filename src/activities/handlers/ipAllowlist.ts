@@ -5,8 +5,8 @@
  */
 import { invalidArgument, notFound } from '../../errors.js';
 import { requireRoot } from '../../domain/principal.js';
-import { admits, parseCidr } from '../../domain/ipAllowlist.js';
-import type { ApiKeyRow, IpAllowlistRow, IpAllowlistRule, Store } from '../../storage/types.js';
+import { admits, governingAllowlist, parseCidr } from '../../domain/ipAllowlist.js';
+import type { IpAllowlistRow, IpAllowlistRule, Store } from '../../storage/types.js';
 import type { Principal } from '../../domain/principal.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { Validator, type Obj } from '../validate.js';
@@ -64,18 +64,9 @@ function nextList(store: Store, organizationId: string, i: SetIntent, nowMs: num
 
 /** Whether the requester would still be let in, from where it is now, once `next` is in place. */
 function requesterStillAdmitted(store: Store, p: Principal, next: IpAllowlistRow): boolean {
-  const cred = p.credential;
-  if (p.clientAddress === undefined || cred.organizationId !== next.organizationId) return true;
-  const apiKey = 'credentialId' in cred ? undefined : (cred as ApiKeyRow);
-  let governing: IpAllowlistRow | undefined;
-  if (next.publicKey !== '') {
-    if (apiKey?.publicKey !== next.publicKey) return true;
-    governing = next;
-  } else {
-    if (apiKey && store.ipAllowlists.get(cred.organizationId, apiKey.publicKey)) return true;
-    governing = next.enabled ? next : undefined;
-  }
-  return !governing || admits(governing, p.clientAddress) !== false;
+  if (p.clientAddress === undefined) return true;
+  const list = governingAllowlist(store, p.credential, next);
+  return !list || admits(list, p.clientAddress) !== false;
 }
 
 export const setIpAllowlist: SubmitOperation<SetIntent, Record<string, never>> = {
