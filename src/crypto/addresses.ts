@@ -136,7 +136,12 @@ export function ethereumAddress(publicKey: Uint8Array): string {
 
 export function tronAddress(publicKey: Uint8Array): string {
   const unc = convertPublicKey('secp256k1', publicKey, false);
-  return b58c.encode(concatBytes(new Uint8Array([0x41]), keccak_256(unc.subarray(1)).subarray(12)));
+  return tronAddressOfRaw(concatBytes(new Uint8Array([0x41]), keccak_256(unc.subarray(1)).subarray(12)));
+}
+
+/** A Tron address from its 21 raw bytes (0x41 ‖ 20-byte account), as transactions carry it. */
+export function tronAddressOfRaw(raw: Uint8Array): string {
+  return b58c.encode(raw);
 }
 
 export function cosmosAddress(publicKey: Uint8Array, prefix = 'cosmos'): string {

@@ -238,12 +238,12 @@ export function solanaPolicyView(tx: SolanaTransaction): { [k: string]: View } {
       const spl = splTransfer(ix, at);
       if (spl) splTransfers.push(spl);
     }
-    const used = tx.lookups.filter((l, t) => ix.accounts.some((a) => lookupOf(tx, a) === t));
     return {
       program_key: program,
       accounts,
       instruction_data_hex: bytesToHex(ix.data),
-      address_table_lookups: used.map((l) => lookups[tx.lookups.indexOf(l)]!),
+      // the tables this instruction's accounts come from
+      address_table_lookups: lookups.filter((_, t) => ix.accounts.some((a) => lookupOf(tx, a) === t)),
     };
   });
   return {

@@ -11,12 +11,10 @@
  * transaction are refused and policies can read `tron.tx`.
  */
 import { sha256 } from '@noble/hashes/sha2.js';
-import { base58check } from '@scure/base';
 import { bytesToHex, concatBytes, hexToBytes } from './bytes.js';
 import { CryptoError } from './errors.js';
+import { tronAddressOfRaw } from './addresses.js';
 import type { RecoverableSignature } from './curves.js';
-
-const b58c = base58check(sha256);
 
 /** Contract types by their protobuf enum number (java-tron's Transaction.Contract.ContractType). */
 const CONTRACT_TYPES: Record<number, string> = {
@@ -64,9 +62,10 @@ const first = (fs: Field[], n: number): Field | undefined => fs.find((f) => f.n 
 /** int64 fields (negative numbers are sent as 10-byte two's complement) */
 const int64 = (f: Field | undefined): bigint => (f === undefined ? 0n : BigInt.asIntN(64, f.int));
 
-function tronAddress(bytes: Uint8Array | undefined): string {
+/** An address field of a contract: base58 for the usual 21 bytes, hex otherwise, '' when absent. */
+function addressText(bytes: Uint8Array | undefined): string {
   if (!bytes || bytes.length === 0) return '';
-  return bytes.length === 21 ? b58c.encode(bytes) : bytesToHex(bytes);
+  return bytes.length === 21 ? tronAddressOfRaw(bytes) : bytesToHex(bytes);
 }
 
 export interface TronContract { type: string; permissionId: number; value: Field[] }
@@ -148,17 +147,17 @@ function contractView(c: TronContract): { [k: string]: View } {
   const bytesOf = (n: number) => first(v, n)?.bytes;
   const intOf = (n: number) => int64(first(v, n));
   const out: { [k: string]: View } = {
-    type: c.type, permission_id: BigInt(c.permissionId), owner_address: tronAddress(bytesOf(1)),
+    type: c.type, permission_id: BigInt(c.permissionId), owner_address: addressText(bytesOf(1)),
     to_address: '', amount: 0n, contract_address: '', call_value: 0n, data: '', call_token_value: 0n, token_id: 0n,
   };
   switch (c.type) {
-    case 'TransferContract': out.to_address = tronAddress(bytesOf(2)); out.amount = intOf(3); break;
-    case 'TransferAssetContract': out.owner_address = tronAddress(bytesOf(2)); out.to_address = tronAddress(bytesOf(3)); out.amount = intOf(4); break;
+    case 'TransferContract': out.to_address = addressText(bytesOf(2)); out.amount = intOf(3); break;
+    case 'TransferAssetContract': out.owner_address = addressText(bytesOf(2)); out.to_address = addressText(bytesOf(3)); out.amount = intOf(4); break;
     case 'TriggerSmartContract':
-      out.contract_address = tronAddress(bytesOf(2)); out.call_value = intOf(3); out.data = bytesToHex(bytesOf(4) ?? new Uint8Array(0));
+      out.contract_address = addressText(bytesOf(2)); out.call_value = intOf(3); out.data = bytesToHex(bytesOf(4) ?? new Uint8Array(0));
       out.call_token_value = intOf(5); out.token_id = intOf(6);
       break;
-    case 'DelegateResourceContract': case 'UnDelegateResourceContract': out.amount = intOf(3); out.to_address = tronAddress(bytesOf(4)); break;
+    case 'DelegateResourceContract': case 'UnDelegateResourceContract': out.amount = intOf(3); out.to_address = addressText(bytesOf(4)); break;
     case 'FreezeBalanceV2Contract': case 'UnfreezeBalanceV2Contract': out.amount = intOf(2); break;
     default:
   }

@@ -53,11 +53,10 @@ function toValue(v: unknown, p: AbiParameter | undefined): Value {
   if (typeof v === 'bigint' || typeof v === 'boolean' || typeof v === 'string') return v;
   if (typeof v === 'number') return BigInt(v);
   const components = (p as { components?: readonly AbiParameter[] } | undefined)?.components;
-  const elementOf = (): AbiParameter | undefined => (p && /\[\d*\]$/.test(p.type) ? { ...p, type: p.type.replace(/\[\d*\]$/, '') } as AbiParameter : undefined);
   if (Array.isArray(v)) {
     // an array (its elements share the parameter's element type) or a tuple decoded positionally
-    const isArray = p !== undefined && /\[\d*\]$/.test(p.type);
-    return v.map((x, i) => toValue(x, isArray ? elementOf() : components?.[i]));
+    const element = p && /\[\d*\]$/.test(p.type) ? { ...p, type: p.type.replace(/\[\d*\]$/, '') } as AbiParameter : undefined;
+    return v.map((x, i) => toValue(x, element ?? components?.[i]));
   }
   if (typeof v === 'object' && v !== null && components) {
     // a tuple with named components: positional, as Turnkey's examples index them

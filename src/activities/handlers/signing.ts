@@ -161,22 +161,18 @@ export const signRawPayloads: SubmitOperation<WithKey<SignRawPayloads>, { signat
 
 export const TRANSACTION_TYPES = ['TRANSACTION_TYPE_ETHEREUM', 'TRANSACTION_TYPE_SOLANA', 'TRANSACTION_TYPE_TRON', 'TRANSACTION_TYPE_BITCOIN', 'TRANSACTION_TYPE_TEMPO'] as const;
 
-/** The transaction types kmas signs, the curve each needs and how its transaction is parsed. */
-const SIGNED_TYPES: Record<string, { curve: CurveId; apiCurve: string; parse: (hex: string, field: string) => unknown }> = {
-  TRANSACTION_TYPE_ETHEREUM: { curve: 'secp256k1', apiCurve: 'CURVE_SECP256K1', parse: parseUnsignedTransaction },
-  TRANSACTION_TYPE_SOLANA: { curve: 'ed25519', apiCurve: 'CURVE_ED25519', parse: parseSolanaTransaction },
-  TRANSACTION_TYPE_TRON: { curve: 'secp256k1', apiCurve: 'CURVE_SECP256K1', parse: parseTronRawData },
-  TRANSACTION_TYPE_BITCOIN: { curve: 'secp256k1', apiCurve: 'CURVE_SECP256K1', parse: parsePsbt },
-};
-
-const JOB_OF_TYPE: Record<string, 'transaction' | 'solana' | 'tron' | 'bitcoin'> = {
-  TRANSACTION_TYPE_ETHEREUM: 'transaction', TRANSACTION_TYPE_SOLANA: 'solana', TRANSACTION_TYPE_TRON: 'tron', TRANSACTION_TYPE_BITCOIN: 'bitcoin',
+/** The transaction types kmas signs: the curve each needs, how its transaction is parsed, its signing job. */
+const SIGNED_TYPES: Record<string, { curve: CurveId; apiCurve: string; parse: (hex: string, field: string) => unknown; job: 'transaction' | 'solana' | 'tron' | 'bitcoin' }> = {
+  TRANSACTION_TYPE_ETHEREUM: { curve: 'secp256k1', apiCurve: 'CURVE_SECP256K1', parse: parseUnsignedTransaction, job: 'transaction' },
+  TRANSACTION_TYPE_SOLANA: { curve: 'ed25519', apiCurve: 'CURVE_ED25519', parse: parseSolanaTransaction, job: 'solana' },
+  TRANSACTION_TYPE_TRON: { curve: 'secp256k1', apiCurve: 'CURVE_SECP256K1', parse: parseTronRawData, job: 'tron' },
+  TRANSACTION_TYPE_BITCOIN: { curve: 'secp256k1', apiCurve: 'CURVE_SECP256K1', parse: parsePsbt, job: 'bitcoin' },
 };
 
 interface SignTransaction { signWith: string; unsignedTransaction: string; type: string }
 
 function transactionJob(intent: SignTransaction, key: SigningKey): SignJob {
-  return { op: JOB_OF_TYPE[intent.type]!, curve: key.curve, unsignedTransaction: intent.unsignedTransaction };
+  return { op: SIGNED_TYPES[intent.type]!.job, curve: key.curve, unsignedTransaction: intent.unsignedTransaction };
 }
 
 export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signedTransaction: string }> = {
