@@ -261,27 +261,34 @@ export function parse(src: string): Node {
   return n;
 }
 
-/** The free names an expression refers to (keywords it needs bound), without lambda parameters. */
+/** The sub-expressions of a node, in source order (a method's arguments after its receiver). */
+function children(m: Node): Node[] {
+  switch (m.k) {
+    case 'lit': case 'name': return [];
+    case 'list': return m.items;
+    case 'field': case 'not': return [m.of];
+    case 'index': return [m.of, m.index];
+    case 'slice': return [m.of, m.from, m.to];
+    case 'bin': return [m.a, m.b];
+    case 'call': return [m.of, ...m.args];
+    case 'fn': return m.args;
+  }
+}
+
+/** The free names an expression refers to (keywords and functions it needs), without lambda parameters. */
 export function freeNames(n: Node, bound: ReadonlySet<string> = new Set()): Set<string> {
   const out = new Set<string>();
   const walk = (m: Node, b: ReadonlySet<string>): void => {
-    switch (m.k) {
-      case 'lit': return;
-      case 'list': m.items.forEach((x) => walk(x, b)); return;
-      case 'name': if (!b.has(m.name)) out.add(m.name); return;
-      case 'field': walk(m.of, b); return;
-      case 'index': walk(m.of, b); walk(m.index, b); return;
-      case 'slice': walk(m.of, b); walk(m.from, b); walk(m.to, b); return;
-      case 'not': walk(m.of, b); return;
-      case 'bin': walk(m.a, b); walk(m.b, b); return;
-      case 'call': {
-        walk(m.of, b);
-        const inner = m.param ? new Set([...b, m.param]) : b;
-        m.args.forEach((x) => walk(x, inner));
-        return;
-      }
-      case 'fn': out.add(m.name); m.args.forEach((x) => walk(x, b));
+    if (m.k === 'name') { if (!b.has(m.name)) out.add(m.name); return; }
+    if (m.k === 'fn') out.add(m.name);
+    if (m.k === 'call' && m.param) {
+      // the lambda's item name is bound in its body, not in the receiver
+      walk(m.of, b);
+      const inner = new Set([...b, m.param]);
+      m.args.forEach((x) => walk(x, inner));
+      return;
     }
+    children(m).forEach((x) => walk(x, b));
   };
   walk(n, bound);
   return out;
@@ -402,24 +409,12 @@ function callFunction(n: Extract<Node, { k: 'fn' }>, scope: ReadonlyMap<string, 
 export function literalProblems(n: Node): string[] {
   const out: string[] = [];
   const walk = (m: Node): void => {
-    switch (m.k) {
-      case 'list': m.items.forEach(walk); return;
-      case 'field': walk(m.of); return;
-      case 'index': walk(m.of); walk(m.index); return;
-      case 'slice': walk(m.of); walk(m.from); walk(m.to); return;
-      case 'not': walk(m.of); return;
-      case 'bin': walk(m.a); walk(m.b); return;
-      case 'call': walk(m.of); m.args.forEach(walk); return;
-      case 'fn':
-        m.args.forEach(walk);
-        if (m.args.every((a) => a.k === 'lit')) {
-          try { callFunction(m, new Map([['time', { now: new Instant(0) }]])); } catch (e) {
-            if (!(e instanceof EvalError)) throw e;
-            out.push(e.message);
-          }
-        }
-        return;
-      default:
+    children(m).forEach(walk);
+    if (m.k === 'fn' && m.args.every((x) => x.k === 'lit')) {
+      try { callFunction(m, new Map([['time', { now: new Instant(0) }]])); } catch (e) {
+        if (!(e instanceof EvalError)) throw e;
+        out.push(e.message);
+      }
     }
   };
   walk(n);
