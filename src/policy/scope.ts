@@ -70,7 +70,7 @@ function paramValue(v: unknown): Value {
 /** The `activity` struct: type, resource, action, kind, params. */
 function activityValue(type: string, intent: unknown): Value {
   const { resource, action } = resourceAction(type);
-  const kind = type.replace(/^ACTIVITY_TYPE_/, '').replace(/_V\d+$/, '');
+  const kind = activityKind(type);
   const params: Record<string, Value> = {};
   const i = (typeof intent === 'object' && intent !== null ? intent : {}) as Record<string, unknown>;
   for (const [name, field] of PARAMS[kind] ?? []) params[name] = paramValue(i[field]);
@@ -128,8 +128,13 @@ export const ROOT_QUORUM_ONLY = new Set([
 
 const VERBS = ['CREATE', 'UPDATE', 'DELETE', 'SIGN', 'EXPORT', 'IMPORT', 'VERIFY'] as const;
 
+/** The type without its prefix and version: Turnkey's `activity.kind` (SIGN_TRANSACTION for _V2). */
+function activityKind(type: string): string {
+  return type.replace(/^ACTIVITY_TYPE_/, '').replace(/_V\d+$/, '');
+}
+
 export function resourceAction(type: string): { resource: string; action: string } {
-  const name = type.replace(/^ACTIVITY_TYPE_/, '').replace(/_V\d+$/, '');
+  const name = activityKind(type);
   const hit = TABLE[name];
   if (hit) return { resource: hit[0], action: hit[1] };
   const verb = VERBS.find((v) => name.startsWith(`${v}_`));
