@@ -17,7 +17,7 @@ const ON_ERROR = ['ALLOW', 'DENY'] as const;
 /** The public key of an API key of the organization (lowercase), 404 when there is none. */
 function apiKeyPublicKey(store: Store, organizationId: string, publicKey: string): string {
   const pk = publicKey.toLowerCase();
-  if (!store.apiKeys.listByOrganization(organizationId).some((k) => k.publicKey === pk)) {
+  if (!store.apiKeys.byPublicKey(pk).some((k) => k.organizationId === organizationId)) {
     throw notFound(`publicKey: no API key of this organization has the public key ${publicKey.slice(0, 140)}`, 'API_KEY_NOT_FOUND');
   }
   return pk;
