@@ -22,6 +22,8 @@ import { WebhookDispatcher } from './webhooks.js';
 import { Mailer } from './mail.js';
 import { OidcVerifier } from './auth/oidc.js';
 import { attachAuthServices } from './auth/services.js';
+import { attachChains, EvmChains } from './chains/evm.js';
+import { Broadcaster } from './broadcaster.js';
 
 export interface StartOptions extends Partial<Omit<Config, 'dataDir'>> {
   dataDir: string;
@@ -81,6 +83,9 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   attachAuthServices(store, { oidc: new OidcVerifier(config.oidcIssuers), mail: mailer !== undefined });
   const webhooks = new WebhookDispatcher(store, (m) => vault.signWebhook(m), vault.webhookPublicKey!, log,
     { retryBaseMs: config.webhookRetryMs, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs, mailer });
+  const chains = new EvmChains(config.rpcUrls, config.rpcTimeoutMs);
+  attachChains(store, chains);
+  const broadcaster = new Broadcaster(store, chains, log, { pollMs: config.rpcPollMs });
   const stampThreads = autoThreads(config.stampWorkers, config);
   const verifier = new StampVerifier(stampThreads);
   const app = createApp({ store, registry: defaultRegistry(), config, log, verifier });
@@ -90,12 +95,12 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => { server.off('error', reject); resolve(); });
-  }).catch(async (e: unknown) => { await webhooks.close(); store.close(); void verifier.close(); throw e; });
+  }).catch(async (e: unknown) => { await webhooks.close(); await broadcaster.close(); store.close(); void verifier.close(); throw e; });
   const port = (server.address() as AddressInfo).port;
   const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${hostForUrl}:${port}`;
   const signThreads = vault.pool?.size ?? 0;
-  log.info('listening', { url, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, stampVerifiers: VERIFIER_BACKENDS, stampThreads: verifier.threads, signThreads });
+  log.info('listening', { url, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, stampVerifiers: VERIFIER_BACKENDS, stampThreads: verifier.threads, signThreads, networks: chains.configured });
 
   let stopped: Promise<void> | undefined;
   return {
@@ -104,7 +109,7 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
       stopped ??= new Promise<void>((resolve) => {
         server.close(() => {
           const closeAll = () => {
-            void webhooks.close().then(() => { store.close(); logSink.flush(); return verifier.close(); }).then(() => resolve());
+            void Promise.all([webhooks.close(), broadcaster.close()]).then(() => { store.close(); logSink.flush(); return verifier.close(); }).then(() => resolve());
           };
           // Every reply waited for its commit's fsync already; this only covers writes with no reply.
           Promise.resolve(store.durable?.()).then(closeAll, closeAll);

@@ -27,6 +27,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from './log.js';
+import { Outbox } from './outbox.js';
 import type { OrganizationRow, Store, WebhookDeliveryRow } from './storage/types.js';
 import { bytesToHex, concatBytes, utf8 } from './crypto/bytes.js';
 import { sha256 } from './crypto/curves.js';
@@ -103,13 +104,8 @@ export function kickDeliveries(store: Store): void {
 
 export class WebhookDispatcher {
   readonly keyId: string;
-  readonly #inFlight = new Map<string, Promise<void>>();
   readonly #abort = new AbortController();
-  #scheduled = false;
-  #pumping = false;
-  #again = false;
-  #closed = false;
-  #timer: NodeJS.Timeout | undefined;
+  readonly #outbox: Outbox<WebhookDeliveryRow>;
 
   constructor(
     private readonly store: Store,
@@ -119,64 +115,23 @@ export class WebhookDispatcher {
     private readonly opts: WebhookOptions,
   ) {
     this.keyId = webhookKeyId(publicKeyHex);
+    this.#outbox = new Outbox(store, {
+      due: (now, limit) => store.webhooks.due(now, limit),
+      claim: (row, until) => store.transaction(() => store.webhooks.claim(row.id, row.nextAttemptMs, until)),
+      nextDueMs: () => store.webhooks.nextDueMs(),
+    }, (row) => this.#deliver(row), log, { what: 'webhook dispatch', maxInFlight: MAX_IN_FLIGHT, leaseMs: 2 * opts.timeoutMs + 1_000 });
     DISPATCHERS.set(store, this);
     // Events left from before a restart.
     this.kick();
   }
 
   /** Looks for due deliveries soon (after the current turn, whose commit may still be open). */
-  kick(): void {
-    if (this.#closed || this.#scheduled) return;
-    this.#scheduled = true;
-    setImmediate(() => { this.#scheduled = false; void this.#pump(); });
-  }
+  kick(): void { this.#outbox.kick(); }
 
-  async #pump(): Promise<void> {
-    if (this.#pumping) { this.#again = true; return; }
-    this.#pumping = true;
-    try {
-      do {
-        this.#again = false;
-        // Announce only what is on disk.
-        await this.store.durable?.();
-        if (this.#closed) return;
-        const room = MAX_IN_FLIGHT - this.#inFlight.size;
-        if (room <= 0) break; // a delivery that ends kicks again
-        const now = Date.now();
-        const rows = this.store.webhooks.due(now, room);
-        for (const row of rows) {
-          if (this.#inFlight.has(row.id)) continue;
-          const lease = now + 2 * this.opts.timeoutMs + 1_000;
-          if (!this.store.transaction(() => this.store.webhooks.claim(row.id, row.nextAttemptMs, lease))) continue;
-          this.#deliver(row);
-        }
-      } while (this.#again && !this.#closed);
-    } catch (e) {
-      // The store failed (e.g. its fsync): the rows stay and are tried after a restart.
-      this.log.error('webhook dispatch stopped', { error: e instanceof Error ? e.message : String(e) });
-      return;
-    } finally {
-      this.#pumping = false;
-    }
-    this.#arm();
-  }
-
-  /** A timer for the next retry (or lease expiry) that is not in flight here. */
-  #arm(): void {
-    if (this.#closed) return;
-    if (this.#timer) { clearTimeout(this.#timer); this.#timer = undefined; }
-    // All slots busy: the delivery that ends first kicks again (a timer now would only spin).
-    if (this.#inFlight.size >= MAX_IN_FLIGHT) return;
-    const next = this.store.webhooks.nextDueMs();
-    if (next === undefined) return;
-    this.#timer = setTimeout(() => { this.#timer = undefined; this.kick(); }, Math.min(Math.max(0, next - Date.now()), 2 ** 31 - 1));
-    this.#timer.unref();
-  }
-
-  #deliver(row: WebhookDeliveryRow): void {
+  #deliver(row: WebhookDeliveryRow): Promise<void> {
     const attempt = row.attempts + 1;
-    const done = this.#send(row).then((outcome) => {
-      if (this.#closed && outcome.kind === 'retry') {
+    return this.#send(row).then((outcome) => {
+      if (this.#outbox.closed && outcome.kind === 'retry') {
         // Cut off by close(): not an attempt; due again at once for the next start.
         this.store.transaction(() => this.store.webhooks.retryAt(row.id, row.attempts, Date.now()));
         return;
@@ -197,13 +152,7 @@ export class WebhookDispatcher {
         this.store.transaction(() => this.store.webhooks.retryAt(row.id, attempt, Date.now() + delay));
         this.log.info(`${what} delivery failed; will retry`, { ...fields, retryInMs: delay });
       }
-    }).catch((e: unknown) => {
-      this.log.error('webhook bookkeeping failed', { eventId: row.id, error: e instanceof Error ? e.message : String(e) });
-    }).finally(() => {
-      this.#inFlight.delete(row.id);
-      this.kick();
     });
-    this.#inFlight.set(row.id, done);
   }
 
   async #send(row: WebhookDeliveryRow): Promise<Outcome> {
@@ -253,10 +202,9 @@ export class WebhookDispatcher {
    * once, for the next start. Resolves when the outbox is written (before the store closes).
    */
   async close(): Promise<void> {
-    this.#closed = true;
-    if (this.#timer) clearTimeout(this.#timer);
+    const closing = this.#outbox.close();
     this.#abort.abort();
-    await Promise.allSettled([...this.#inFlight.values()]);
+    await closing;
     this.opts.mailer?.close();
     if (DISPATCHERS.get(this.store) === this) DISPATCHERS.delete(this.store);
   }

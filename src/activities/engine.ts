@@ -135,7 +135,7 @@ export function submitInTransaction(
     return storeActivity(store, organization, record, fingerprint, requestMs, nowMs);
   }
   recordEvaluations(store, decision, id, organization.id, '', nowMs);
-  const ran = runOperation(store, op, intent, principal, organization, nowMs, pre);
+  const ran = runOperation(store, op, intent, principal, organization, nowMs, id, pre);
   const record = activityRecord({
     id,
     organizationId: organization.id,
@@ -184,10 +184,10 @@ function resultOf(op: SubmitOperation, keys: TypeVersion, type: string, intent: 
 
 /** Runs the handler in a savepoint of its own; an ApiError it throws is the activity's failure. */
 function runOperation(
-  store: Store, op: SubmitOperation, intent: unknown, principal: Principal, organization: OrganizationRow, nowMs: number, pre?: Prepared,
+  store: Store, op: SubmitOperation, intent: unknown, principal: Principal, organization: OrganizationRow, nowMs: number, activityId: string, pre?: Prepared,
 ): { result?: unknown; failure?: ApiError } {
   const kept: (() => void)[] = [];
-  const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID, keepOnFailure: (fn) => { kept.push(fn); } };
+  const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID, activityId, keepOnFailure: (fn) => { kept.push(fn); } };
   if (pre?.prepared !== undefined) ctx.prepared = pre.prepared;
   if (pre?.external !== undefined) ctx.external = pre.external;
   try {
@@ -269,7 +269,7 @@ function castVote(
     if (decision?.outcome === 'OUTCOME_DENY_EXPLICIT') {
       settle(STATUS_FAILED, { failure: refusal(decision, type).toStatus() });
     } else if (decision?.outcome === 'OUTCOME_ALLOW') {
-      const ran = runOperation(store, target, intentOf, asRequester, organization, nowMs);
+      const ran = runOperation(store, target, intentOf, asRequester, organization, nowMs, row.id);
       if (ran.failure) settle(STATUS_FAILED, { failure: ran.failure.toStatus() });
       else settle(STATUS_COMPLETED, { result: resultOf(target, keys!, type, intentOf, ran.result) });
     }
@@ -487,9 +487,10 @@ export function runQuery(
   organization: OrganizationRow,
   fingerprint: string,
   nowMs: number,
+  external?: unknown,
 ): Record<string, unknown> {
   const q = op.validate(body);
-  const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID };
+  const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID, external };
   const reply = op.execute(ctx, q);
   if (op.specWrapper === 'none') return reply;
   return {

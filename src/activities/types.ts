@@ -12,6 +12,8 @@ export interface ExecContext {
   organization: OrganizationRow;
   nowMs: number;
   newId(): string;
+  /** The id of the activity a submit's execute runs for. */
+  activityId?: string;
   /** What the operation's prepare() produced before the transaction, if it ran and succeeded. */
   prepared?: unknown;
   /** In prepare(): the request's stamp, for work that can check it on its own thread (signpool.ts). */
@@ -86,6 +88,11 @@ export interface QueryOperation<Q = unknown> {
   /** whoami: the body may name the parent organization of the credential's sub-organization. */
   resolvesFromParent?: boolean;
   validate(body: Obj): Q;
+  /**
+   * Work outside the store the reply needs (e.g. asking a network's node), done after the caller
+   * is authenticated; its value reaches execute as ctx.external. An ApiError it throws is the reply.
+   */
+  external?(query: Q, store: Store): Promise<unknown>;
   /** The reply object exactly as the clients read it. */
   execute(ctx: ExecContext, query: Q): Record<string, unknown>;
   /**

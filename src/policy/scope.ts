@@ -115,6 +115,8 @@ const TABLE: Record<string, [string, string]> = {
   // not in the table (kmas's choice): secrets as their own resource
   INIT_IMPORT_SECRETS: ['SECRET', 'IMPORT'], IMPORT_SECRETS: ['SECRET', 'IMPORT'], EXPORT_SECRETS: ['SECRET', 'EXPORT'],
   SET_IP_ALLOWLIST: ['ORGANIZATION', 'UPDATE'], REMOVE_IP_ALLOWLIST: ['ORGANIZATION', 'UPDATE'],
+  // kmas's choice: sending uses (or stands for) the organization's keys
+  ETH_SEND_TRANSACTION: ['PRIVATE_KEY', 'SIGN'], ETH_SEND_RAW_TRANSACTION: ['PRIVATE_KEY', 'SIGN'],
   APPROVE_ACTIVITY: ['ACTIVITY', 'APPROVE'], REJECT_ACTIVITY: ['ACTIVITY', 'REJECT'],
 };
 

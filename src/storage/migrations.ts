@@ -380,4 +380,28 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX invitations_org ON invitations(organization_id, seq);
     `,
   },
+  {
+    version: 23,
+    name: 'transactions sent to EVM networks (eth_send_transaction, get_send_transaction_status)',
+    sql: `
+      CREATE TABLE send_transactions (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        organization_id TEXT NOT NULL,
+        activity_id TEXT NOT NULL,
+        caip2 TEXT NOT NULL,
+        from_address TEXT NOT NULL,
+        tx_hash TEXT NOT NULL,
+        signed_transaction TEXT NOT NULL,
+        status TEXT NOT NULL,
+        error TEXT,
+        block_number TEXT,
+        attempts INTEGER NOT NULL,
+        next_check_ms INTEGER,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL
+      );
+      CREATE INDEX send_transactions_due ON send_transactions(next_check_ms) WHERE next_check_ms IS NOT NULL;
+    `,
+  },
 ];

@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import type {
+  SendTransactionRow,
   PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, ContractInterfaceRow, InvitationRow, SecretRow, FeatureRow, IpAllowlistRow, IpAllowlistRule, OauthProviderRow, OrganizationRow, OtpRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
@@ -59,6 +60,12 @@ const invitationFrom = (r: Row): InvitationRow => ({
   receiverEmail: r.receiver_email as string, receiverUserTags: JSON.parse(r.receiver_user_tags as string) as string[],
   accessType: r.access_type as string, status: r.status as InvitationRow['status'], senderUserId: r.sender_user_id as string,
   createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
+});
+const sendTxFrom = (r: Row): SendTransactionRow => ({
+  id: r.id as string, organizationId: r.organization_id as string, activityId: r.activity_id as string, caip2: r.caip2 as string,
+  fromAddress: r.from_address as string, txHash: r.tx_hash as string, signedTransaction: r.signed_transaction as string,
+  status: r.status as SendTransactionRow['status'], error: (r.error as string | null) ?? null, blockNumber: (r.block_number as string | null) ?? null,
+  attempts: r.attempts as number, nextCheckMs: (r.next_check_ms as number | null) ?? null, createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
 });
 const secretFrom = (r: Row): SecretRow => ({
   id: r.id as string, organizationId: r.organization_id as string, name: (r.name as string | null) ?? null,
@@ -204,6 +211,13 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     featRemove: q('DELETE FROM features WHERE organization_id = ? AND name = ?'),
     featGet: q<{ value: string }>('SELECT value FROM features WHERE organization_id = ? AND name = ?'),
 
+    stxGet: q('SELECT * FROM send_transactions WHERE organization_id = ? AND id = ?'),
+    stxInsert: q(`INSERT INTO send_transactions (id, organization_id, activity_id, caip2, from_address, tx_hash, signed_transaction, status, error, block_number, attempts, next_check_ms, created_ms, updated_ms)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    stxDue: q('SELECT * FROM send_transactions WHERE next_check_ms IS NOT NULL AND next_check_ms <= ? ORDER BY next_check_ms, seq LIMIT ?'),
+    stxClaim: q('UPDATE send_transactions SET next_check_ms = ? WHERE id = ? AND next_check_ms = ?'),
+    stxUpdate: q('UPDATE send_transactions SET status = ?, error = ?, block_number = ?, attempts = ?, next_check_ms = ?, updated_ms = ? WHERE id = ?'),
+    stxNext: q<{ ms: number | null }>('SELECT MIN(next_check_ms) AS ms FROM send_transactions WHERE next_check_ms IS NOT NULL'),
     invGet: q('SELECT * FROM invitations WHERE organization_id = ? AND id = ?'),
     invList: q('SELECT * FROM invitations WHERE organization_id = ? ORDER BY seq'),
     invInsert: q(`INSERT INTO invitations (id, organization_id, receiver_user_name, receiver_email, receiver_user_tags, access_type, status, sender_user_id, created_ms, updated_ms)
@@ -400,6 +414,17 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       set: (org, name, value) => { clearCaches(); s.featSet.run(org, name, value); },
       remove: (org, name) => { clearCaches(); return s.featRemove.run(org, name).changes > 0; },
     },
+    sendTransactions: {
+      get: (org, id) => { const r = s.stxGet.get(org, id); return r ? sendTxFrom(r) : undefined; },
+      insert: (t) => {
+        s.stxInsert.run(t.id, t.organizationId, t.activityId, t.caip2, t.fromAddress, t.txHash, t.signedTransaction, t.status, t.error,
+          t.blockNumber, t.attempts, t.nextCheckMs, t.createdMs, t.updatedMs);
+      },
+      due: (nowMs, limit) => s.stxDue.all(nowMs, limit).map(sendTxFrom),
+      claim: (id, dueMs, untilMs) => s.stxClaim.run(untilMs, id, dueMs).changes > 0,
+      update: (t) => { s.stxUpdate.run(t.status, t.error, t.blockNumber, t.attempts, t.nextCheckMs, t.updatedMs, t.id); },
+      nextDueMs: () => s.stxNext.get()?.ms ?? undefined,
+    },
     invitations: {
       get: (org, id) => { const r = s.invGet.get(org, id) as Row | undefined; return r ? invitationFrom(r) : undefined; },
       list: (org) => (s.invList.all(org) as Row[]).map(invitationFrom),
@@ -532,6 +557,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     'DELETE FROM smart_contract_interfaces WHERE organization_id = ?',
     'DELETE FROM org_secrets WHERE organization_id = ?',
     'DELETE FROM invitations WHERE organization_id = ?',
+    'DELETE FROM send_transactions WHERE organization_id = ?',
     'DELETE FROM policies WHERE organization_id = ?',
     'DELETE FROM pending_activities WHERE organization_id = ?',
     'DELETE FROM organizations WHERE id = ?',

@@ -90,6 +90,29 @@ export interface InvitationRow {
   updatedMs: number;
 }
 
+/**
+ * eth_send_transaction: a signed transaction kmas broadcasts and follows (src/broadcaster.ts).
+ * INITIALIZED (signed, not yet accepted by a node) → BROADCASTING (in the node's pool) →
+ * INCLUDED (mined, status 1) or FAILED (refused, or mined and reverted). nextCheckMs is when the
+ * broadcaster looks at it again; null once it is INCLUDED or FAILED.
+ */
+export interface SendTransactionRow {
+  id: string;
+  organizationId: string;
+  activityId: string;
+  caip2: string;
+  fromAddress: string;
+  txHash: string;
+  signedTransaction: string;
+  status: 'INITIALIZED' | 'BROADCASTING' | 'INCLUDED' | 'FAILED';
+  error: string | null;
+  blockNumber: string | null;
+  attempts: number;
+  nextCheckMs: number | null;
+  createdMs: number;
+  updatedMs: number;
+}
+
 /** import_secrets: a secret of the organization (sealed at rest) with its policy-visible properties. */
 export interface SecretRow {
   id: string;
@@ -378,6 +401,18 @@ export interface Store {
     list(organizationId: string): FeatureRow[];
     set(organizationId: string, name: string, value: string): void;
     remove(organizationId: string, name: string): boolean;
+  };
+  sendTransactions: {
+    get(organizationId: string, id: string): SendTransactionRow | undefined;
+    insert(row: SendTransactionRow): void;
+    /** Rows to look at by nowMs (INITIALIZED or BROADCASTING), earliest first. */
+    due(nowMs: number, limit: number): SendTransactionRow[];
+    /** Takes a due row for this process (as webhooks.claim): its next check moves from dueMs to untilMs. */
+    claim(id: string, dueMs: number, untilMs: number): boolean;
+    /** A new state: status, error, block number, attempts, next check. */
+    update(row: Pick<SendTransactionRow, 'id' | 'status' | 'error' | 'blockNumber' | 'attempts' | 'nextCheckMs' | 'updatedMs'>): void;
+    /** When the earliest row is due (undefined: none waits). */
+    nextDueMs(): number | undefined;
   };
   invitations: {
     get(organizationId: string, id: string): InvitationRow | undefined;

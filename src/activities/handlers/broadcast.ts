@@ -1,0 +1,305 @@
+/**
+ * Broadcasting to EVM networks through the JSON-RPC endpoints of RPC_URLS (src/chains/evm.ts):
+ *
+ * - eth_send_transaction (V2): kmas fills what the caller left out (nonce, gas limit, EIP-1559
+ *   fees) from the node, signs an EIP-1559 transaction with the `from` key on the wasm core, and
+ *   stores it with the activity; src/broadcaster.ts sends it once that commit is on disk and
+ *   follows it (get_send_transaction_status: INITIALIZED → BROADCASTING → INCLUDED / FAILED).
+ * - eth_send_raw_transaction: a transaction signed elsewhere, sent to the node before the
+ *   activity is stored; the node's refusal is the reply (nothing stored).
+ * - get_nonces: the address's pending nonce, from the node.
+ *
+ * Turnkey's Gas Station (sponsor, gasStationNonce, several calls in one EIP-7702 batch) has no
+ * counterpart here: such requests are refused with a 400 naming the field.
+ */
+import { getAddress, keccak256, parseTransaction, serializeTransaction, type Hex, type TransactionSerializableEIP1559 } from 'viem';
+import { ApiError, Grpc, invalidArgument, notFound } from '../../errors.js';
+import { chainsOf, evmChainId, rpcError } from '../../chains/evm.js';
+import { cryptoCall, resolveSigningKey, vaultOf, type SigningKey } from '../../domain/keys.js';
+import { kickBroadcaster } from '../../broadcaster.js';
+import type { SendTransactionRow, Store } from '../../storage/types.js';
+import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
+import { Validator, type Obj } from '../validate.js';
+import { requireKeyAdmin } from './keyParams.js';
+import type { PolicyTargets } from '../../policy/scope.js';
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const HEX_DATA = /^0x([0-9a-fA-F]{2})*$/;
+const UINT256 = /^(0|[1-9]\d{0,77})$/;
+const MAX_UINT256 = (1n << 256n) - 1n;
+
+function readCaip2(v: Validator, o: Obj): string | undefined {
+  return v.string(o, 'caip2', 'caip2', { required: true, max: 64, pattern: /^eip155:[1-9]\d{0,15}$/, patternDesc: 'must be an EVM network as eip155:<chain id> (e.g. eip155:1)' });
+}
+
+function readAddress(v: Validator, o: Obj, key: string, field: string, required: boolean, what = 'an Ethereum address (0x and 40 hex digits)'): string | undefined {
+  return v.string(o, key, field, { required, max: 42, pattern: ADDRESS, patternDesc: `must be ${what}` });
+}
+
+/** A decimal uint256 (wei, gas, fees); undefined when absent or empty. */
+function readUint(v: Validator, o: Obj, key: string, field: string): string | undefined {
+  const x = o[key];
+  if (x === undefined || x === null || x === '') return undefined;
+  if (typeof x !== 'string' || !UINT256.test(x) || BigInt(x) > MAX_UINT256) { v.fail(field, 'must be a decimal integer string (at most 2^256 - 1)'); return undefined; }
+  return x;
+}
+
+// ---- eth_send_transaction ---------------------------------------------------------------------
+
+interface EthCall { to?: string; value?: string; data?: string }
+interface EthSendTransaction {
+  from: string;
+  caip2: string;
+  sponsor?: boolean;
+  nonce?: string;
+  gasLimit?: string;
+  maxFeePerGas?: string;
+  maxPriorityFeePerGas?: string;
+  calls: EthCall[];
+}
+/** What the node gave for the fields the caller left out (external), as decimal strings. */
+interface Filled { nonce: string; gasLimit: string; maxFeePerGas: string; maxPriorityFeePerGas: string }
+
+const SIGNER = Symbol('signer');
+type WithSigner<T> = T & { [SIGNER]?: SigningKey };
+
+/** The secp256k1 key of the organization whose Ethereum address is `from` (400 / 404 naming `from`). */
+function signerOf(store: Store, organizationId: string, intent: WithSigner<EthSendTransaction>): SigningKey {
+  return intent[SIGNER] ?? resolveSigner(store, organizationId, intent);
+}
+
+function resolveSigner(store: Store, organizationId: string, intent: EthSendTransaction): SigningKey {
+  const key = resolveSigningKey(store, organizationId, getAddress(intent.from), 'from');
+  if (key.curve !== 'secp256k1') {
+    throw invalidArgument(`from: ${intent.from} is not the address of a CURVE_SECP256K1 key`, [{ field: 'from', description: 'must be the Ethereum address of a secp256k1 private key or wallet account' }]);
+  }
+  return key;
+}
+
+/** The EIP-1559 transaction of the intent, with the node's values for what it left out. */
+function transactionOf(intent: EthSendTransaction, filled: Filled): TransactionSerializableEIP1559 {
+  const call = intent.calls[0]!;
+  return {
+    type: 'eip1559',
+    chainId: evmChainId(intent.caip2)!,
+    nonce: Number(filled.nonce),
+    gas: BigInt(filled.gasLimit),
+    maxFeePerGas: BigInt(filled.maxFeePerGas),
+    maxPriorityFeePerGas: BigInt(filled.maxPriorityFeePerGas),
+    ...(call.to !== undefined ? { to: getAddress(call.to) } : {}),
+    value: BigInt(call.value ?? '0'),
+    ...(call.data !== undefined && call.data !== '0x' ? { data: call.data as Hex } : {}),
+  };
+}
+
+export const ethSendTransaction: SubmitOperation<WithSigner<EthSendTransaction>, { sendTransactionStatusId: string }> = {
+  kind: 'submit',
+  path: 'eth_send_transaction',
+  types: { ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2: keysFor('ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const from = readAddress(v, params, 'from', 'from', true, 'the Ethereum address of a key or wallet account (private key ids are not accepted)');
+    const caip2 = readCaip2(v, params);
+    const sponsor = v.boolean(params, 'sponsor', 'sponsor');
+    if (sponsor === true) v.fail('sponsor', 'gas sponsorship (Turnkey\'s Gas Station) is not available on kmas: send with sponsor false, the sender pays the gas');
+    for (const k of ['deadline', 'gasStationNonce']) {
+      if (params[k] !== undefined && params[k] !== null && params[k] !== '') v.fail(k, 'is only used with sponsor true (Turnkey\'s Gas Station), which kmas does not have');
+    }
+    const nonce = readUint(v, params, 'nonce', 'nonce');
+    if (nonce !== undefined && BigInt(nonce) >= 2n ** 64n - 1n) v.fail('nonce', 'must be below 2^64 - 1');
+    const gasLimit = readUint(v, params, 'gasLimit', 'gasLimit');
+    const maxFeePerGas = readUint(v, params, 'maxFeePerGas', 'maxFeePerGas');
+    const maxPriorityFeePerGas = readUint(v, params, 'maxPriorityFeePerGas', 'maxPriorityFeePerGas');
+    if (maxFeePerGas !== undefined && maxPriorityFeePerGas !== undefined && BigInt(maxPriorityFeePerGas) > BigInt(maxFeePerGas)) {
+      v.fail('maxPriorityFeePerGas', 'must not exceed maxFeePerGas');
+    }
+    const list = v.array(params, 'calls', 'calls', { required: true, nonEmpty: true, max: 50 }) ?? [];
+    if (list.length > 1) v.fail('calls', 'several calls in one transaction need EIP-7702 batch execution through Turnkey\'s Gas Station, which kmas does not have: send one call per transaction');
+    const calls: EthCall[] = [];
+    list.forEach((c, i) => {
+      const o = v.object(c, `calls[${i}]`);
+      if (!o) return;
+      const call: EthCall = {};
+      const to = readAddress(v, o, 'to', `calls[${i}].to`, false);
+      if (to !== undefined) call.to = to;
+      const value = readUint(v, o, 'value', `calls[${i}].value`);
+      if (value !== undefined) call.value = value;
+      const data = v.string(o, 'data', `calls[${i}].data`, { max: 1 << 20, pattern: HEX_DATA, patternDesc: 'must be hex bytes with the 0x prefix' });
+      if (data !== undefined) call.data = data.toLowerCase();
+      if (call.to === undefined && (call.data === undefined || call.data === '0x')) v.fail(`calls[${i}]`, 'needs a `to` address, or `data` (the code) to deploy a contract');
+      calls.push(call);
+    });
+    v.done();
+    const intent: EthSendTransaction = { from: from!, caip2: caip2!, calls };
+    if (sponsor !== undefined) intent.sponsor = sponsor;
+    if (nonce !== undefined) intent.nonce = nonce;
+    if (gasLimit !== undefined) intent.gasLimit = gasLimit;
+    if (maxFeePerGas !== undefined) intent.maxFeePerGas = maxFeePerGas;
+    if (maxPriorityFeePerGas !== undefined) intent.maxPriorityFeePerGas = maxPriorityFeePerGas;
+    return intent;
+  },
+  authorize(p, intent, store) {
+    chainsOf(store).client(intent.caip2);
+    // resolved anew every time (in the transaction too): the key may have gone since
+    const key = resolveSigner(store, p.organization.id, intent);
+    Object.defineProperty(intent, SIGNER, { value: key, enumerable: false, configurable: true });
+    requireKeyAdmin(p, 'send transactions with keys of the organization');
+  },
+  policyTargets(intent, store, organizationId): PolicyTargets {
+    const key = signerOf(store, organizationId, intent);
+    // eth.tx as far as the request says it: what the node fills in later reads as 0.
+    const unsigned = serializeTransaction(transactionOf(intent, {
+      nonce: intent.nonce ?? '0', gasLimit: intent.gasLimit ?? '0', maxFeePerGas: intent.maxFeePerGas ?? '0', maxPriorityFeePerGas: intent.maxPriorityFeePerGas ?? '0',
+    }));
+    return { ...(key.kind === 'private_key' ? { privateKeyId: key.id } : { walletAccountAddress: getAddress(intent.from) }), ethereumTransaction: unsigned };
+  },
+  async external(intent, store): Promise<Filled> {
+    const client = chainsOf(store).client(intent.caip2);
+    const account = getAddress(intent.from);
+    const call = intent.calls[0]!;
+    try {
+      const chainId = await client.getChainId();
+      if (chainId !== evmChainId(intent.caip2)) {
+        throw new ApiError(Grpc.INTERNAL, `the RPC endpoint configured for ${intent.caip2} serves chain ${chainId}: check RPC_URLS`, { turnkeyErrorCode: 'RPC_MISCONFIGURED' });
+      }
+      const [nonce, fees] = await Promise.all([
+        intent.nonce ?? client.getTransactionCount({ address: account, blockTag: 'pending' }).then(String),
+        intent.maxFeePerGas !== undefined && intent.maxPriorityFeePerGas !== undefined ? undefined : client.estimateFeesPerGas({ type: 'eip1559', chain: null }),
+      ]);
+      const maxPriorityFeePerGas = intent.maxPriorityFeePerGas ?? String(fees!.maxPriorityFeePerGas);
+      let maxFeePerGas = intent.maxFeePerGas ?? String(fees!.maxFeePerGas);
+      if (intent.maxFeePerGas === undefined && BigInt(maxFeePerGas) < BigInt(maxPriorityFeePerGas)) maxFeePerGas = maxPriorityFeePerGas;
+      let gasLimit = intent.gasLimit;
+      if (gasLimit === undefined) {
+        try {
+          gasLimit = String(await client.estimateGas({
+            account, value: BigInt(call.value ?? '0'),
+            ...(call.to !== undefined ? { to: getAddress(call.to) } : {}),
+            ...(call.data !== undefined && call.data !== '0x' ? { data: call.data as Hex } : {}),
+          }));
+        } catch (e) {
+          const err = rpcError(e, 'calls[0]');
+          if (err.code === Grpc.INVALID_ARGUMENT) {
+            throw invalidArgument(`calls[0]: the network cannot estimate its gas (the call would fail): ${err.message.replace(/^calls\[0\]: the network refused it /, '')}`,
+              [{ field: 'calls[0]', description: 'would fail on the network (estimating its gas failed); give gasLimit to send it anyway' }]);
+          }
+          throw err;
+        }
+      }
+      return { nonce, gasLimit, maxFeePerGas, maxPriorityFeePerGas };
+    } catch (e) {
+      throw rpcError(e, 'caip2');
+    }
+  },
+  execute(ctx, intent) {
+    const key = signerOf(ctx.store, ctx.organization.id, intent);
+    const unsigned = serializeTransaction(transactionOf(intent, ctx.external as Filled));
+    const signed = cryptoCall(() => vaultOf(ctx.store).sign(key.sealed, key.ctx, { op: 'transaction', curve: key.curve, unsignedTransaction: unsigned.slice(2) }) as string);
+    const hex = signed.replace(/^0x/, '');
+    const row: SendTransactionRow = {
+      id: ctx.newId(), organizationId: ctx.organization.id, activityId: ctx.activityId ?? '', caip2: intent.caip2,
+      fromAddress: getAddress(intent.from), txHash: keccak256(`0x${hex}`), signedTransaction: hex,
+      status: 'INITIALIZED', error: null, blockNumber: null, attempts: 0, nextCheckMs: ctx.nowMs, createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
+    };
+    ctx.store.sendTransactions.insert(row);
+    kickBroadcaster(ctx.store);
+    return { sendTransactionStatusId: row.id };
+  },
+};
+
+// ---- eth_send_raw_transaction -----------------------------------------------------------------
+
+interface EthSendRawTransaction { signedTransaction: string; caip2: string }
+
+export const ethSendRawTransaction: SubmitOperation<EthSendRawTransaction, { transactionHash: string }> = {
+  kind: 'submit',
+  path: 'eth_send_raw_transaction',
+  types: { ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION: keysFor('ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const given = v.string(params, 'signedTransaction', 'signedTransaction', { required: true, max: 1 << 20, pattern: /^(0x)?([0-9a-fA-F]{2})+$/, patternDesc: 'must be the signed transaction in hex' });
+    const caip2 = readCaip2(v, params);
+    if (given !== undefined) {
+      const raw = (given.startsWith('0x') ? given : `0x${given}`).toLowerCase() as Hex;
+      try {
+        const tx = parseTransaction(raw);
+        if (tx.r === undefined || tx.s === undefined) v.fail('signedTransaction', 'is not signed (no signature): sign it first, e.g. with sign_transaction');
+        else if (tx.chainId === undefined) v.fail('signedTransaction', 'has no chain id (a pre-EIP-155 legacy transaction): kmas only sends replay-protected transactions');
+        else if (caip2 !== undefined && tx.chainId !== evmChainId(caip2)) v.fail('signedTransaction', `is for chain ${tx.chainId}, not ${caip2}`);
+      } catch (e) {
+        v.fail('signedTransaction', `cannot be parsed as an Ethereum transaction: ${String((e as { shortMessage?: string }).shortMessage ?? e).split('\n')[0]!.slice(0, 200)}`);
+      }
+    }
+    v.done();
+    return { signedTransaction: given!, caip2: caip2! };
+  },
+  authorize(p, intent, store) {
+    chainsOf(store).client(intent.caip2);
+    requireKeyAdmin(p, 'broadcast transactions for the organization');
+  },
+  async external(intent, store): Promise<string> {
+    const client = chainsOf(store).client(intent.caip2);
+    const raw = (intent.signedTransaction.startsWith('0x') ? intent.signedTransaction : `0x${intent.signedTransaction}`).toLowerCase() as Hex;
+    try {
+      return await client.sendRawTransaction({ serializedTransaction: raw });
+    } catch (e) {
+      throw rpcError(e, 'signedTransaction');
+    }
+  },
+  readOnly: true,
+  execute(ctx) {
+    return { transactionHash: ctx.external as string };
+  },
+};
+
+// ---- queries ----------------------------------------------------------------------------------
+
+export const getSendTransactionStatus: QueryOperation<{ sendTransactionStatusId: string }> = {
+  kind: 'query',
+  path: 'get_send_transaction_status',
+  parentMayRead: true,
+  specWrapper: 'wrap',
+  validate(body) {
+    const v = new Validator();
+    const id = v.string(body, 'sendTransactionStatusId', 'sendTransactionStatusId', { required: true, max: 128 });
+    v.done();
+    return { sendTransactionStatusId: id! };
+  },
+  execute(ctx, q) {
+    const row = ctx.store.sendTransactions.get(ctx.organization.id, q.sendTransactionStatusId);
+    if (!row) throw notFound(`no sent transaction ${q.sendTransactionStatusId.slice(0, 128)} in this organization`, 'SEND_TRANSACTION_NOT_FOUND');
+    return {
+      txStatus: row.status,
+      eth: { txHash: row.txHash },
+      ...(row.error !== null ? { txError: row.error, error: { message: row.error } } : {}),
+    };
+  },
+};
+
+export const getNonces: QueryOperation<{ address: string; caip2: string; nonce: boolean }> = {
+  kind: 'query',
+  path: 'get_nonces',
+  parentMayRead: true,
+  specWrapper: 'wrap',
+  validate(body) {
+    const v = new Validator();
+    const address = readAddress(v, body, 'address', 'address', true);
+    const caip2 = readCaip2(v, body);
+    const nonce = v.boolean(body, 'nonce', 'nonce');
+    if (v.boolean(body, 'gasStationNonce', 'gasStationNonce') === true) v.fail('gasStationNonce', 'kmas has no Gas Station: only the on-chain nonce is available');
+    v.done();
+    return { address: address!, caip2: caip2!, nonce: nonce === true };
+  },
+  async external(q, store) {
+    if (!q.nonce) return undefined;
+    try {
+      return String(await chainsOf(store).client(q.caip2).getTransactionCount({ address: getAddress(q.address), blockTag: 'pending' }));
+    } catch (e) {
+      throw rpcError(e, 'caip2');
+    }
+  },
+  execute(ctx, q) {
+    if (!q.nonce) chainsOf(ctx.store).client(q.caip2);
+    return ctx.external === undefined ? {} : { nonce: ctx.external as string };
+  },
+};

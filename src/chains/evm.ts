@@ -1,0 +1,73 @@
+/**
+ * EVM networks kmas broadcasts to: one JSON-RPC endpoint per CAIP-2 chain id (RPC_URLS), reached
+ * with viem's public client. Handlers find them through the store (attachChains / chainsOf), as
+ * the auth flows find their services.
+ */
+import { createPublicClient, http, type PublicClient } from 'viem';
+import { ApiError, Grpc, invalidArgument } from '../errors.js';
+import type { Store } from '../storage/types.js';
+
+/** `eip155:<decimal chain id>` → the chain id (undefined for anything else). */
+export function evmChainId(caip2: string): number | undefined {
+  const m = /^eip155:([1-9]\d{0,15})$/.exec(caip2);
+  if (!m) return undefined;
+  const id = Number(m[1]);
+  return Number.isSafeInteger(id) ? id : undefined;
+}
+
+export class EvmChains {
+  readonly #clients = new Map<string, PublicClient>();
+
+  /** entries: `caip2=url` (config.rpcUrls). */
+  constructor(entries: readonly string[], readonly timeoutMs: number) {
+    for (const e of entries) {
+      const eq = e.indexOf('=');
+      const caip2 = e.slice(0, eq);
+      this.#clients.set(caip2, createPublicClient({ transport: http(e.slice(eq + 1), { timeout: timeoutMs, retryCount: 0 }) }));
+    }
+  }
+
+  get configured(): string[] { return [...this.#clients.keys()]; }
+
+  has(caip2: string): boolean { return this.#clients.has(caip2); }
+
+  /** The client of a configured chain; a 400 naming `field` otherwise. */
+  client(caip2: string, field = 'caip2'): PublicClient {
+    const c = this.#clients.get(caip2);
+    if (c) return c;
+    const which = this.#clients.size === 0 ? 'no network is configured (RPC_URLS)' : `configured: ${this.configured.join(', ')}`;
+    throw invalidArgument(`${field}: kmas has no RPC endpoint for ${caip2.slice(0, 64)} (${which})`,
+      [{ field, description: `must name a network this server broadcasts to (${which})` }]);
+  }
+}
+
+const CHAINS = new WeakMap<Store, EvmChains>();
+
+export function attachChains(store: Store, chains: EvmChains): void { CHAINS.set(store, chains); }
+
+/** The store's networks (none when the server was started without RPC_URLS, e.g. by a library user). */
+export function chainsOf(store: Store): EvmChains {
+  let c = CHAINS.get(store);
+  if (!c) { c = new EvmChains([], 10_000); CHAINS.set(store, c); }
+  return c;
+}
+
+/** A failed JSON-RPC exchange as the API answers it: the node's refusal (400 naming `what`, a field) or an unreachable node (503). */
+export function rpcError(e: unknown, what: string): ApiError {
+  if (e instanceof ApiError) return e;
+  const err = e as { name?: string; shortMessage?: string; details?: string; message?: string; code?: number };
+  const reason = String(err.details || err.shortMessage || err.message || e).split('\n')[0]!.slice(0, 300);
+  if (isUnreachable(e)) {
+    return new ApiError(Grpc.UNAVAILABLE, `${what}: the network's RPC endpoint did not answer (${reason})`, { turnkeyErrorCode: 'RPC_UNAVAILABLE' });
+  }
+  return new ApiError(Grpc.INVALID_ARGUMENT, `${what}: the network refused it (${reason})`,
+    { turnkeyErrorCode: 'RPC_REFUSED', fieldViolations: [{ field: what, description: `refused by the network: ${reason}` }] });
+}
+
+/** Whether an RPC failure is the transport's (timeout, connection, HTTP status) rather than the node's answer. */
+export function isUnreachable(e: unknown): boolean {
+  for (let x = e as { name?: string; cause?: unknown } | undefined, i = 0; x && i < 6; x = x.cause as typeof x, i++) {
+    if (x.name === 'HttpRequestError' || x.name === 'TimeoutError' || x.name === 'WebSocketRequestError') return true;
+  }
+  return false;
+}

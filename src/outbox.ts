@@ -1,0 +1,105 @@
+/**
+ * The loop behind the work kmas does after a reply, from rows of the store that come due at a
+ * time (webhook deliveries and e-mails in webhooks.ts, sent transactions in broadcaster.ts):
+ * look only at what is on disk, take each due row under a lease (so the processes of a WORKERS
+ * pool never work on one row at once, and a row whose process died comes due again), run at most
+ * `maxInFlight` at once, and sleep until the next row is due.
+ */
+import type { Logger } from './log.js';
+import type { Store } from './storage/types.js';
+
+export interface LeasedRows<R extends { id: string }> {
+  /** Rows due at nowMs, earliest first. */
+  due(nowMs: number, limit: number): R[];
+  /** Takes a due row for this process until untilMs (in a transaction of the store); false when another has it. */
+  claim(row: R, untilMs: number): boolean;
+  /** When the earliest row is due (undefined: none waits). */
+  nextDueMs(): number | undefined;
+}
+
+export interface OutboxOptions {
+  /** what the rows are, for the log */
+  what: string;
+  maxInFlight: number;
+  /** how long a claimed row stays this process's */
+  leaseMs: number;
+}
+
+export class Outbox<R extends { id: string }> {
+  readonly #inFlight = new Map<string, Promise<void>>();
+  #scheduled = false;
+  #pumping = false;
+  #again = false;
+  #closed = false;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly rows: LeasedRows<R>,
+    private readonly work: (row: R) => Promise<void>,
+    private readonly log: Logger,
+    private readonly opts: OutboxOptions,
+  ) {}
+
+  get closed(): boolean { return this.#closed; }
+
+  /** Looks for due rows soon (after the current turn, whose commit may still be open). */
+  kick(): void {
+    if (this.#closed || this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => { this.#scheduled = false; void this.#pump(); });
+  }
+
+  async #pump(): Promise<void> {
+    if (this.#pumping) { this.#again = true; return; }
+    this.#pumping = true;
+    try {
+      do {
+        this.#again = false;
+        // Act only on what is on disk.
+        await this.store.durable?.();
+        if (this.#closed) return;
+        const room = this.opts.maxInFlight - this.#inFlight.size;
+        if (room <= 0) break; // a row that ends kicks again
+        const now = Date.now();
+        for (const row of this.rows.due(now, room)) {
+          if (this.#inFlight.has(row.id)) continue;
+          if (!this.rows.claim(row, now + this.opts.leaseMs)) continue;
+          const done = this.work(row).catch((e: unknown) => {
+            this.log.error(`${this.opts.what} bookkeeping failed`, { id: row.id, error: e instanceof Error ? e.message : String(e) });
+          }).finally(() => {
+            this.#inFlight.delete(row.id);
+            this.kick();
+          });
+          this.#inFlight.set(row.id, done);
+        }
+      } while (this.#again && !this.#closed);
+    } catch (e) {
+      // The store failed (e.g. its fsync): the rows stay and are taken up after a restart.
+      this.log.error(`${this.opts.what} stopped`, { error: e instanceof Error ? e.message : String(e) });
+      return;
+    } finally {
+      this.#pumping = false;
+    }
+    this.#arm();
+  }
+
+  /** A timer for the next due row that is not in flight here. */
+  #arm(): void {
+    if (this.#closed) return;
+    if (this.#timer) { clearTimeout(this.#timer); this.#timer = undefined; }
+    // All slots busy: the row that ends first kicks again (a timer now would only spin).
+    if (this.#inFlight.size >= this.opts.maxInFlight) return;
+    const next = this.rows.nextDueMs();
+    if (next === undefined) return;
+    this.#timer = setTimeout(() => { this.#timer = undefined; this.kick(); }, Math.min(Math.max(0, next - Date.now()), 2 ** 31 - 1));
+    this.#timer.unref();
+  }
+
+  /** Takes no more rows; resolves when the rows under way are done. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer) { clearTimeout(this.#timer); this.#timer = undefined; }
+    await Promise.allSettled([...this.#inFlight.values()]);
+  }
+}

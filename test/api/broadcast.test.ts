@@ -1,0 +1,267 @@
+// Broadcasting to an EVM network: a real Ethereum node (ganache, in this process, on loopback) is
+// the network of RPC_URLS. @turnkey/sdk-server's ethSendTransaction has kmas fill the nonce, gas
+// and fees from the node, sign on the wasm core and send; pollTransactionStatus follows it to
+// INCLUDED, and the node itself says who sent what. eth_send_raw_transaction, get_nonces,
+// reverted and refused transactions, a restart between signing and sending, and bad input.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import http from 'node:http';
+import ganache from 'ganache';
+import { keccak256, parseTransaction, serializeTransaction, type Hex } from 'viem';
+import { startTestServer, submitBody, uniqueName, allActivities, sdkClient, rawRequest, newP256Key, type TestServer } from '../server/harness.js';
+import { checkError, expectFieldViolation, SUBMIT, QUERY } from '../server/checks.js';
+
+// a chain id of the swagger's caip2 list (Sepolia's), so the stored intents validate against it
+const CHAIN = 'eip155:11155111';
+const DOWN = 'eip155:84532'; // configured, but its node does not answer
+let node: { listen(port: number, host: string): Promise<void>; address(): unknown; close(): Promise<void> };
+let rpcUrl: string;
+let ts: TestServer;
+let from: string; // a kmas wallet account holding 10 ETH on the node
+let funder: string; // one of the node's own unlocked accounts
+const RECIPIENT = '0x000000000000000000000000000000000000bEEF';
+
+function serverOpts(): any {
+  return { rpcUrls: [`${CHAIN}=${rpcUrl}`, `${DOWN}=http://127.0.0.1:1`], rpcPollMs: 50, rpcTimeoutMs: 2000 };
+}
+
+async function rpc<T = any>(method: string, params: unknown[] = []): Promise<T> {
+  const r = await fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const j = await r.json() as { result?: T; error?: { message: string } };
+  if (j.error) throw new Error(j.error.message);
+  return j.result as T;
+}
+
+async function fund(address: string, wei: bigint): Promise<void> {
+  const hash = await rpc<string>('eth_sendTransaction', [{ from: funder, to: address, value: `0x${wei.toString(16)}` }]);
+  expect((await rpc('eth_getTransactionReceipt', [hash])).status).toBe('0x1');
+}
+
+async function newAccount(name: string): Promise<string> {
+  const w: any = await ts.sdk.createWallet({ walletName: uniqueName(name), accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }] });
+  return w.addresses[0];
+}
+
+async function statusOf(t: TestServer, id: string): Promise<any> {
+  return t.sdk.getSendTransactionStatus({ sendTransactionStatusId: id } as any);
+}
+
+/** Polls get_send_transaction_status until the status is one of `want` (or fails the test after 10 s). */
+async function until(t: TestServer, id: string, want: string[]): Promise<any> {
+  for (let i = 0; i < 200; i++) {
+    const s = await statusOf(t, id);
+    if (want.includes(s.txStatus)) return s;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`transaction ${id} never reached ${want.join('/')}`);
+}
+
+beforeAll(async () => {
+  node = ganache.server({ logging: { quiet: true }, chain: { chainId: 11155111 }, wallet: { deterministic: true, totalAccounts: 2 } } as any);
+  await node.listen(0, '127.0.0.1');
+  rpcUrl = `http://127.0.0.1:${(node.address() as { port: number }).port}`;
+  ts = await startTestServer(serverOpts());
+  [funder] = await rpc<string[]>('eth_accounts');
+  from = await newAccount('sender');
+  await fund(from, 10n * 10n ** 18n);
+}, 60_000);
+afterAll(async () => { await ts?.stop(); await node?.close(); });
+
+describe('eth_send_transaction', () => {
+  it('fills nonce, gas and fees from the node, signs, sends; the node mines it from the kmas account', async () => {
+    const before = BigInt(await rpc<string>('eth_getBalance', [RECIPIENT, 'latest']));
+    const r: any = await ts.sdk.ethSendTransaction({ from, caip2: CHAIN, calls: [{ to: RECIPIENT, value: '1234567890', data: '0x' }] } as any);
+    expect(r.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(r.activity.type).toBe('ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2');
+    const id = r.sendTransactionStatusId as string;
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    const done: any = await (ts.sdk as any).pollTransactionStatus({ sendTransactionStatusId: id, pollingIntervalMs: 50, timeoutMs: 10_000 });
+    expect(done.txStatus).toBe('INCLUDED');
+    const hash = done.eth.txHash as Hex;
+    const tx = await rpc('eth_getTransactionByHash', [hash]);
+    // the node recovered the sender from kmas's signature
+    expect(tx.from.toLowerCase()).toBe(from.toLowerCase());
+    expect(tx.to.toLowerCase()).toBe(RECIPIENT.toLowerCase());
+    expect(BigInt(tx.value)).toBe(1234567890n);
+    expect(tx.type).toBe('0x2');
+    expect(BigInt(tx.nonce)).toBe(0n);
+    expect(BigInt(await rpc<string>('eth_getBalance', [RECIPIENT, 'latest'])) - before).toBe(1234567890n);
+    const receipt = await rpc('eth_getTransactionReceipt', [hash]);
+    expect(receipt.status).toBe('0x1');
+    expect(BigInt(tx.gas)).toBeGreaterThanOrEqual(21000n);
+
+    // get_nonces now says 1, as the node does
+    const n: any = await ts.sdk.getNonces({ address: from, caip2: CHAIN, nonce: true } as any);
+    expect(n.nonce).toBe('1');
+    expect(BigInt(await rpc<string>('eth_getTransactionCount', [from, 'pending']))).toBe(1n);
+  });
+
+  it('takes the caller\'s nonce, gas limit and fees as given', async () => {
+    const r: any = await ts.sdk.ethSendTransaction({ from, caip2: CHAIN, nonce: '1', gasLimit: '30000', maxFeePerGas: '5000000000', maxPriorityFeePerGas: '1000000000', calls: [{ to: RECIPIENT, value: '1', data: '0x' }] } as any);
+    const done = await until(ts, r.sendTransactionStatusId, ['INCLUDED', 'FAILED']);
+    expect(done.txStatus).toBe('INCLUDED');
+    const tx = await rpc('eth_getTransactionByHash', [done.eth.txHash]);
+    expect([BigInt(tx.nonce), BigInt(tx.gas), BigInt(tx.maxFeePerGas), BigInt(tx.maxPriorityFeePerGas)]).toEqual([1n, 30000n, 5000000000n, 1000000000n]);
+  });
+
+  it('a call that would revert is refused (400 naming calls[0], nothing stored); sent with a gas limit it is FAILED once mined', async () => {
+    // a contract whose code always reverts (PUSH1 0 PUSH1 0 REVERT)
+    const deploy = await rpc<string>('eth_sendTransaction', [{ from: funder, data: '0x6005600c60003960056000f360006000fd', gas: '0x30000' }]);
+    const contract = (await rpc('eth_getTransactionReceipt', [deploy])).contractAddress as string;
+    const count = (await allActivities(ts)).length;
+    const body = submitBody('ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2', ts.orgId, { from, caip2: CHAIN, calls: [{ to: contract, value: '0', data: '0x12345678' }] });
+    const refused = await ts.raw(SUBMIT('eth_send_transaction'), body);
+    checkError(refused, 400, 'reverting call');
+    expectFieldViolation(refused, 'calls[0]');
+    expect((await allActivities(ts)).length).toBe(count);
+
+    const r: any = await ts.sdk.ethSendTransaction({ from, caip2: CHAIN, gasLimit: '50000', calls: [{ to: contract, value: '0', data: '0x12345678' }] } as any);
+    const done = await until(ts, r.sendTransactionStatusId, ['INCLUDED', 'FAILED']);
+    expect(done.txStatus).toBe('FAILED');
+    expect(done.error.message).toMatch(/reverted/);
+    expect(done.txError).toBe(done.error.message);
+    expect((await rpc('eth_getTransactionReceipt', [done.eth.txHash])).status).toBe('0x0');
+  });
+
+  it('a transaction the node refuses (no funds to pay its gas) is FAILED with the node\'s reason', async () => {
+    const empty = await newAccount('empty');
+    const r: any = await ts.sdk.ethSendTransaction({ from: empty, caip2: CHAIN, gasLimit: '21000', maxFeePerGas: '2000000000', maxPriorityFeePerGas: '1000000000', calls: [{ to: RECIPIENT, value: '1', data: '0x' }] } as any);
+    const done = await until(ts, r.sendTransactionStatusId, ['INCLUDED', 'FAILED']);
+    expect(done.txStatus).toBe('FAILED');
+    expect(done.error.message).toMatch(/refused.*(insufficient|funds)/i);
+    expect(await rpc('eth_getTransactionByHash', [done.eth.txHash])).toBeNull();
+  });
+
+  it('a transaction signed while its node refuses connections is sent by the server after a restart', async () => {
+    // A loopback relay to the node that answers everything but eth_sendRawTransaction (HTTP 503):
+    // the first server fills and signs the transaction, but cannot send it.
+    const relay = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        if (body.includes('eth_sendRawTransaction')) { res.writeHead(503).end('down'); return; }
+        fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async (r) => {
+          res.writeHead(r.status, { 'content-type': 'application/json' }).end(await r.text());
+        }, () => res.writeHead(502).end());
+      });
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const relayUrl = `http://127.0.0.1:${(relay.address() as { port: number }).port}`;
+    const dataDir = ts.dataDir;
+    await ts.stop(true);
+    const first = await startTestServer({ ...serverOpts(), rpcUrls: [`${CHAIN}=${relayUrl}`], dataDir });
+    const nonce = BigInt(await rpc<string>('eth_getTransactionCount', [from, 'pending']));
+    const r: any = await first.sdk.ethSendTransaction({ from, caip2: CHAIN, calls: [{ to: RECIPIENT, value: '7', data: '0x' }] } as any);
+    await new Promise((res) => setTimeout(res, 300)); // several send attempts, all refused
+    const pending = await statusOf(first, r.sendTransactionStatusId);
+    expect(pending.txStatus).toBe('INITIALIZED');
+    expect(await rpc('eth_getTransactionByHash', [pending.eth.txHash])).toBeNull();
+    await first.stop(true);
+    await new Promise<void>((resolve) => relay.close(() => resolve()));
+
+    ts = await startTestServer({ ...serverOpts(), dataDir });
+    const done = await until(ts, r.sendTransactionStatusId, ['INCLUDED', 'FAILED']);
+    expect(done.txStatus).toBe('INCLUDED');
+    expect(done.eth.txHash).toBe(pending.eth.txHash);
+    const tx = await rpc('eth_getTransactionByHash', [done.eth.txHash]);
+    expect(BigInt(tx.nonce)).toBe(nonce);
+    expect(tx.from.toLowerCase()).toBe(from.toLowerCase());
+  });
+
+  it('refuses what kmas cannot send, with a 400 naming the field, and stores nothing', async () => {
+    const pk: any = await ts.sdk.createPrivateKeys({ privateKeys: [{ privateKeyName: uniqueName('k'), curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] }] } as any);
+    const ed: any = await ts.sdk.createWallet({ walletName: uniqueName('sol'), accounts: [{ curve: 'CURVE_ED25519', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/501'/0'/0'", addressFormat: 'ADDRESS_FORMAT_SOLANA' }] });
+    const call = { to: RECIPIENT, value: '1', data: '0x' };
+    const count = (await allActivities(ts)).length;
+    const cases: [Record<string, unknown>, string, number?][] = [
+      [{ from, caip2: CHAIN, sponsor: true, calls: [call] }, 'sponsor'],
+      [{ from, caip2: CHAIN, calls: [call, call] }, 'calls'],
+      [{ from, caip2: CHAIN, calls: [] }, 'calls'],
+      [{ from, caip2: CHAIN, calls: [{ value: '1' }] }, 'calls[0]'],
+      [{ from, caip2: CHAIN, calls: [{ ...call, value: '-1' }] }, 'calls[0].value'],
+      [{ from, caip2: CHAIN, calls: [{ ...call, data: 'zz' }] }, 'calls[0].data'],
+      [{ from, caip2: 'eip155:1', calls: [call] }, 'caip2'],
+      [{ from, caip2: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp', calls: [call] }, 'caip2'],
+      [{ from: pk.privateKeys[0].privateKeyId, caip2: CHAIN, calls: [call] }, 'from'],
+      [{ from: '0x00000000000000000000000000000000000000aa', caip2: CHAIN, calls: [call] }, 'from', 404],
+      [{ from, caip2: CHAIN, maxFeePerGas: '1', maxPriorityFeePerGas: '2', calls: [call] }, 'maxPriorityFeePerGas'],
+      [{ from, caip2: CHAIN, gasStationNonce: '3', calls: [call] }, 'gasStationNonce'],
+    ];
+    for (const [params, field, status] of cases) {
+      const r = await ts.raw(SUBMIT('eth_send_transaction'), submitBody('ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2', ts.orgId, params));
+      checkError(r, status ?? 400, JSON.stringify(params));
+      expectFieldViolation(r, field);
+    }
+    // a network whose node does not answer: 503, nothing stored
+    // (straight to the server: the test proxy counts every 5xx as a fault)
+    const down = await rawRequest(ts.directUrl, SUBMIT('eth_send_transaction'), submitBody('ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2', ts.orgId, { from, caip2: DOWN, calls: [call] }), { key: ts.rootKey });
+    checkError(down, 503, 'unreachable node');
+    expect(down.json.message).toMatch(/did not answer/);
+    expect(ed.addresses[0]).toBeTruthy();
+    expect((await allActivities(ts)).length).toBe(count);
+  });
+});
+
+describe('who may send', () => {
+  it('a non-root user no policy allows is refused (403: a send cannot wait for approvals) and nothing is stored', async () => {
+    const key = newP256Key();
+    await ts.sdk.createUsers({ users: [{ userName: uniqueName('clerk'), apiKeys: [{ apiKeyName: 'k', publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
+    const count = (await allActivities(ts)).length;
+    const nonce = await rpc<string>('eth_getTransactionCount', [from, 'pending']);
+    const r = await ts.raw(SUBMIT('eth_send_transaction'), submitBody('ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2', ts.orgId, { from, caip2: CHAIN, calls: [{ to: RECIPIENT, value: '1', data: '0x' }] }), { key });
+    checkError(r, 403, 'non-root send');
+    expect((await allActivities(ts)).length).toBe(count);
+    expect(await rpc<string>('eth_getTransactionCount', [from, 'pending'])).toBe(nonce);
+  });
+});
+
+describe('eth_send_raw_transaction and get_nonces', () => {
+  it('sends a transaction kmas signed with sign_transaction; the hash is the node\'s; a replay is refused and stores nothing', async () => {
+    const nonce = Number(BigInt(await rpc<string>('eth_getTransactionCount', [from, 'pending'])));
+    const unsigned = serializeTransaction({ type: 'eip1559', chainId: 11155111, nonce, to: RECIPIENT, value: 5n, gas: 21000n, maxFeePerGas: 3_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n });
+    const s: any = await ts.sdk.signTransaction({ signWith: from, unsignedTransaction: unsigned.slice(2), type: 'TRANSACTION_TYPE_ETHEREUM' });
+    const raw = `0x${s.signedTransaction.replace(/^0x/, '')}` as Hex;
+    // the installed clients have no ethSendRawTransaction yet: a stamped request as the swagger gives it
+    const sent = await ts.raw(SUBMIT('eth_send_raw_transaction'), submitBody('ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION', ts.orgId, { signedTransaction: raw, caip2: CHAIN }));
+    expect(sent.status, sent.text).toBe(200);
+    const r = sent.json.activity;
+    expect(r.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(r.result.ethSendRawTransactionResult.transactionHash).toBe(keccak256(raw));
+    expect((await rpc('eth_getTransactionReceipt', [keccak256(raw)])).status).toBe('0x1');
+
+    const count = (await allActivities(ts)).length;
+    const replay = await ts.raw(SUBMIT('eth_send_raw_transaction'), submitBody('ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION', ts.orgId, { signedTransaction: raw, caip2: CHAIN }));
+    checkError(replay, 400, 'replayed transaction');
+    expect(replay.json.message).toMatch(/refused/);
+    for (const [params, field] of [
+      [{ signedTransaction: unsigned, caip2: CHAIN }, 'signedTransaction'],
+      [{ signedTransaction: raw, caip2: 'eip155:1' }, 'signedTransaction'],
+      [{ signedTransaction: 'nothex', caip2: CHAIN }, 'signedTransaction'],
+      [{ signedTransaction: raw }, 'caip2'],
+    ] as [Record<string, unknown>, string][]) {
+      const bad = await ts.raw(SUBMIT('eth_send_raw_transaction'), submitBody('ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION', ts.orgId, params));
+      checkError(bad, 400, JSON.stringify(params));
+      expectFieldViolation(bad, field);
+    }
+    expect((await allActivities(ts)).length).toBe(count);
+    expect(parseTransaction(raw).nonce).toBe(nonce);
+  });
+
+  it('get_nonces answers the node\'s pending nonce for any address; refuses the gas station nonce and unknown networks', async () => {
+    const other: any = await ts.sdk.getNonces({ address: funder, caip2: CHAIN, nonce: true } as any);
+    expect(other.nonce).toBe(String(BigInt(await rpc<string>('eth_getTransactionCount', [funder, 'pending']))));
+    const gs = await ts.raw(QUERY('get_nonces'), JSON.stringify({ organizationId: ts.orgId, address: from, caip2: CHAIN, gasStationNonce: true }));
+    checkError(gs, 400, 'gas station nonce');
+    expectFieldViolation(gs, 'gasStationNonce');
+    const unknown = await ts.raw(QUERY('get_nonces'), JSON.stringify({ organizationId: ts.orgId, address: from, caip2: 'eip155:10', nonce: true }));
+    checkError(unknown, 400, 'unknown network');
+    expectFieldViolation(unknown, 'caip2');
+  });
+
+  it('get_send_transaction_status of an id of another organization is 404', async () => {
+    const r = await ts.raw(QUERY('get_send_transaction_status'), JSON.stringify({ organizationId: ts.orgId, sendTransactionStatusId: '00000000-0000-4000-8000-000000000000' }));
+    checkError(r, 404, 'unknown id');
+    const viaClient = sdkClient(ts.url, ts.rootKey, ts.orgId);
+    await expect(viaClient.getSendTransactionStatus({ sendTransactionStatusId: 'nope' } as any)).rejects.toThrow();
+  });
+});
