@@ -92,7 +92,7 @@ export interface QueryOperation<Q = unknown> {
    * Work outside the store the reply needs (e.g. asking a network's node), done after the caller
    * is authenticated; its value reaches execute as ctx.external. An ApiError it throws is the reply.
    */
-  external?(query: Q, store: Store): Promise<unknown>;
+  external?(query: Q, store: Store, organizationId: string): Promise<unknown>;
   /** The reply object exactly as the clients read it. */
   execute(ctx: ExecContext, query: Q): Record<string, unknown>;
   /**

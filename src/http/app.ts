@@ -209,7 +209,7 @@ export function createApp(deps: AppDeps): express.Express {
       const { principal, organization } = resolvePrincipal(store, keys, orgId,
         { parentMayRead: op.parentMayRead, resolvesFromParent: op.resolvesFromParent === true, clientAddress }, nowMs);
       // A query that asks outside the store (a network's node) does so once the caller is known.
-      const external = op.external ? await op.external(op.validate(body), store) : undefined;
+      const external = op.external ? await op.external(op.validate(body), store, organization.id) : undefined;
       const reply = runQuery(store, op, body, principal, organization, fingerprintOf(raw), nowMs, external);
       // What it read may include commits whose fsync is still under way: show it once on disk.
       const durable = store.durable?.();

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import ganache from 'ganache';
-import { keccak256, parseTransaction, serializeTransaction, type Hex } from 'viem';
+import { formatEther, keccak256, parseTransaction, serializeTransaction, type Hex } from 'viem';
 import { startTestServer, submitBody, uniqueName, allActivities, sdkClient, rawRequest, newP256Key, type TestServer } from '../server/harness.js';
 import { checkError, expectFieldViolation, SUBMIT, QUERY } from '../server/checks.js';
 
@@ -215,6 +215,32 @@ describe('who may send', () => {
   });
 });
 
+describe('eth.tx policies on sends', () => {
+  it('a bot may send at most 1000 wei to one address: that send is mined, a larger one is refused and nothing is sent', async () => {
+    const key = newP256Key();
+    const u: any = await ts.sdk.createUsers({ users: [{ userName: uniqueName('bot'), apiKeys: [{ apiKeyName: 'k', publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
+    const bot = u.userIds[0] as string;
+    await ts.sdk.createPolicy({
+      policyName: uniqueName('small sends'), effect: 'EFFECT_ALLOW', notes: '',
+      consensus: `approvers.any(user, user.id == '${bot}')`,
+      condition: `activity.type == 'ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2' && eth.tx.to == '${RECIPIENT.toLowerCase()}' && eth.tx.value <= 1000 && eth.tx.chain_id == 11155111`,
+    });
+    const send = (value: string) => ts.raw(SUBMIT('eth_send_transaction'), submitBody('ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2', ts.orgId, { from, caip2: CHAIN, calls: [{ to: RECIPIENT, value, data: '0x' }] }), { key });
+    const ok = await send('1000');
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.json.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const done = await until(ts, ok.json.activity.result.ethSendTransactionResultV2.sendTransactionStatusId, ['INCLUDED', 'FAILED']);
+    expect(done.txStatus).toBe('INCLUDED');
+    expect(BigInt((await rpc('eth_getTransactionByHash', [done.eth.txHash])).value)).toBe(1000n);
+
+    const count = (await allActivities(ts)).length;
+    const nonce = await rpc<string>('eth_getTransactionCount', [from, 'pending']);
+    checkError(await send('1001'), 403, 'over the limit');
+    expect((await allActivities(ts)).length).toBe(count);
+    expect(await rpc<string>('eth_getTransactionCount', [from, 'pending'])).toBe(nonce);
+  });
+});
+
 describe('eth_send_raw_transaction and get_nonces', () => {
   it('sends a transaction kmas signed with sign_transaction; the hash is the node\'s; a replay is refused and stores nothing', async () => {
     const nonce = Number(BigInt(await rpc<string>('eth_getTransactionCount', [from, 'pending'])));
@@ -256,6 +282,21 @@ describe('eth_send_raw_transaction and get_nonces', () => {
     const unknown = await ts.raw(QUERY('get_nonces'), JSON.stringify({ organizationId: ts.orgId, address: from, caip2: 'eip155:10', nonce: true }));
     checkError(unknown, 400, 'unknown network');
     expectFieldViolation(unknown, 'caip2');
+  });
+
+  it('get_wallet_address_balances answers a wallet account\'s native balance from the node; other addresses are 404', async () => {
+    const b: any = await ts.sdk.getWalletAddressBalances({ address: from.toLowerCase(), caip2: CHAIN } as any);
+    const wei = BigInt(await rpc<string>('eth_getBalance', [from, 'latest']));
+    expect(b.balances).toEqual([{ caip19: `${CHAIN}/slip44:60`, symbol: 'ETH', name: 'Ether', balance: wei.toString(), decimals: 18, display: { crypto: formatEther(wei) } }]);
+    expect(wei).toBeGreaterThan(0n);
+    const pk: any = await ts.sdk.createPrivateKeys({ privateKeys: [{ privateKeyName: uniqueName('pk'), curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] }] } as any);
+    for (const address of [pk.privateKeys[0].addresses[0].address, funder]) {
+      const r = await ts.raw(QUERY('get_wallet_address_balances'), JSON.stringify({ organizationId: ts.orgId, address, caip2: CHAIN }));
+      checkError(r, 404, address);
+    }
+    const bad = await ts.raw(QUERY('get_wallet_address_balances'), JSON.stringify({ organizationId: ts.orgId, address: from, caip2: 'eip155:1' }));
+    checkError(bad, 400, 'unconfigured network');
+    expectFieldViolation(bad, 'caip2');
   });
 
   it('get_send_transaction_status of an id of another organization is 404', async () => {

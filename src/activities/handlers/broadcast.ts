@@ -8,11 +8,13 @@
  * - eth_send_raw_transaction: a transaction signed elsewhere, sent to the node before the
  *   activity is stored; the node's refusal is the reply (nothing stored).
  * - get_nonces: the address's pending nonce, from the node.
+ * - get_wallet_address_balances: a wallet account's native balance, from the node (no token
+ *   balances: kmas keeps no token list; no USD value: kmas has no price feed).
  *
  * Turnkey's Gas Station (sponsor, gasStationNonce, several calls in one EIP-7702 batch) has no
  * counterpart here: such requests are refused with a 400 naming the field.
  */
-import { getAddress, keccak256, parseTransaction, serializeTransaction, type Hex, type TransactionSerializableEIP1559 } from 'viem';
+import { formatUnits, getAddress, keccak256, parseTransaction, serializeTransaction, type Hex, type TransactionSerializableEIP1559 } from 'viem';
 import { ApiError, Grpc, invalidArgument, notFound } from '../../errors.js';
 import { chainsOf, evmChainId, rpcError } from '../../chains/evm.js';
 import { cryptoCall, resolveSigningKey, vaultOf, type SigningKey } from '../../domain/keys.js';
@@ -301,5 +303,47 @@ export const getNonces: QueryOperation<{ address: string; caip2: string; nonce: 
   execute(ctx, q) {
     if (!q.nonce) chainsOf(ctx.store).client(q.caip2);
     return ctx.external === undefined ? {} : { nonce: ctx.external as string };
+  },
+};
+
+/** Native assets of the networks the swagger lists (SLIP-44 coin types); any other chain is taken as ETH. */
+const NATIVE: Record<number, { symbol: string; name: string; slip44: number }> = {
+  137: { symbol: 'POL', name: 'Polygon', slip44: 966 }, 80002: { symbol: 'POL', name: 'Polygon', slip44: 966 },
+  56: { symbol: 'BNB', name: 'BNB', slip44: 714 }, 97: { symbol: 'BNB', name: 'BNB', slip44: 714 },
+};
+const ETHER = { symbol: 'ETH', name: 'Ether', slip44: 60 };
+
+export const getWalletAddressBalances: QueryOperation<{ address: string; caip2: string }> = {
+  kind: 'query',
+  path: 'get_wallet_address_balances',
+  parentMayRead: true,
+  specWrapper: 'wrap',
+  validate(body) {
+    const v = new Validator();
+    const address = readAddress(v, body, 'address', 'address', true, 'the Ethereum address of a wallet account of the organization');
+    const caip2 = readCaip2(v, body);
+    v.done();
+    return { address: address!, caip2: caip2! };
+  },
+  async external(q, store, organizationId) {
+    if (!store.keys.accounts.byAddress(organizationId, getAddress(q.address))) {
+      throw notFound(`address: no wallet account of this organization has the address ${q.address} (private key addresses are not supported)`, 'WALLET_ACCOUNT_NOT_FOUND');
+    }
+    try {
+      return String(await chainsOf(store).client(q.caip2).getBalance({ address: getAddress(q.address), blockTag: 'latest' }));
+    } catch (e) {
+      throw rpcError(e, 'caip2');
+    }
+  },
+  execute(ctx, q) {
+    const chainId = evmChainId(q.caip2)!;
+    const native = NATIVE[chainId] ?? ETHER;
+    const balance = ctx.external as string;
+    return {
+      balances: [{
+        caip19: `${q.caip2}/slip44:${native.slip44}`, symbol: native.symbol, name: native.name, balance, decimals: 18,
+        display: { crypto: formatUnits(BigInt(balance), 18) },
+      }],
+    };
   },
 };
