@@ -16,6 +16,7 @@ import type { Logger } from './log.js';
 import type { SendTransactionRow, Store } from './storage/types.js';
 import { isUnreachable, type EvmChains } from './chains/evm.js';
 import { Outbox } from './outbox.js';
+import { enqueueTransactionEvent } from './webhooks.js';
 
 export interface BroadcastOptions {
   /** how often a BROADCASTING transaction's receipt is looked for (ms) */
@@ -58,7 +59,11 @@ export class Broadcaster {
 
   async #work(row: SendTransactionRow): Promise<void> {
     const next = await this.#step(row, Date.now());
-    this.store.transaction(() => this.store.sendTransactions.update({ id: row.id, ...next, updatedMs: Date.now() }));
+    const now = Date.now();
+    this.store.transaction(() => {
+      this.store.sendTransactions.update({ id: row.id, ...next, updatedMs: now });
+      if (next.status !== row.status) enqueueTransactionEvent(this.store, { ...row, ...next, updatedMs: now }, now);
+    });
     if (next.status !== row.status) {
       this.log.info('sent transaction', { sendTransactionStatusId: row.id, caip2: row.caip2, txHash: row.txHash, status: next.status, ...(next.error ? { error: next.error } : {}) });
     }

@@ -35,7 +35,7 @@ export function enqueueMail(store: Store, organizationId: string, message: MailM
   const id = randomUUID();
   const sealed = vaultOf(store).seal(utf8(JSON.stringify(message)), mailContext({ id, organizationId }));
   store.webhooks.enqueue({
-    id, organizationId, activityId: '', url: `mailto:${message.to}`, body: Buffer.from(sealed).toString('base64'),
+    id, organizationId, activityId: '', eventType: '', url: `mailto:${message.to}`, body: Buffer.from(sealed).toString('base64'),
     attempts: 0, nextAttemptMs: nowMs, createdMs: nowMs,
   });
   kickDeliveries(store);

@@ -1,7 +1,9 @@
 /**
  * Webhooks: every activity of an organization is POSTed to the address its FEATURE_NAME_WEBHOOK
  * names (key-management-api.md, Events) and to each of its active webhook endpoints subscribed to
- * ACTIVITY_UPDATES (create_webhook_endpoint); so is every activity of its sub-organizations.
+ * ACTIVITY_UPDATES (create_webhook_endpoint); so is every activity of its sub-organizations. Each
+ * status change of a sent transaction (broadcaster.ts) goes the same way to the endpoints
+ * subscribed to SEND_TRANSACTION_STATUS_UPDATES.
  *
  * - Outbox: the engine writes one webhook_deliveries row per receiving address inside the
  *   activity's own transaction (enqueueActivityEvents), so an event exists exactly when its
@@ -28,13 +30,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from './log.js';
 import { Outbox } from './outbox.js';
-import type { OrganizationRow, Store, WebhookDeliveryRow } from './storage/types.js';
+import type { OrganizationRow, SendTransactionRow, Store, WebhookDeliveryRow } from './storage/types.js';
 import { bytesToHex, concatBytes, utf8 } from './crypto/bytes.js';
 import { sha256 } from './crypto/curves.js';
 import type { Mailer } from './mail.js';
 
 export const WEBHOOK_FEATURE = 'FEATURE_NAME_WEBHOOK';
 export const ACTIVITY_EVENT = 'ACTIVITY_UPDATES';
+export const TRANSACTION_EVENT = 'SEND_TRANSACTION_STATUS_UPDATES';
 const MAX_IN_FLIGHT = 8;
 const MAX_BACKOFF_MS = 10 * 60_000;
 
@@ -67,13 +70,24 @@ export function webhookJwks(publicKeyHex: string): Record<string, unknown> {
 
 const DISPATCHERS = new WeakMap<Store, WebhookDispatcher>();
 
-/** The addresses an organization sends activity events to: its FEATURE_NAME_WEBHOOK and its active endpoints subscribed to ACTIVITY_UPDATES. */
+/** The addresses of an organization's active endpoints with an active subscription to eventType. */
+function endpointAddresses(store: Store, organizationId: string, eventType: string, into: Set<string>): void {
+  for (const e of store.webhooks.endpoints(organizationId)) {
+    if (e.isActive && e.subscriptions.some((s) => s.isActive && s.eventType === eventType)) into.add(e.url);
+  }
+}
+
+/** The addresses an organization sends activity events to: its FEATURE_NAME_WEBHOOK and its endpoints subscribed to ACTIVITY_UPDATES. */
 function activityAddresses(store: Store, organizationId: string, into: Set<string>): void {
   const feature = store.features.get(organizationId, WEBHOOK_FEATURE);
   if (feature) into.add(feature);
-  for (const e of store.webhooks.endpoints(organizationId)) {
-    if (e.isActive && e.subscriptions.some((s) => s.isActive && s.eventType === ACTIVITY_EVENT)) into.add(e.url);
-  }
+  endpointAddresses(store, organizationId, ACTIVITY_EVENT, into);
+}
+
+/** An outbox row per address (each once), then a look for due rows after the commit. */
+function enqueueEvents(store: Store, urls: Set<string>, row: Omit<WebhookDeliveryRow, 'id' | 'url' | 'attempts' | 'nextAttemptMs'>): void {
+  for (const url of urls) store.webhooks.enqueue({ ...row, id: randomUUID(), url, attempts: 0, nextAttemptMs: row.createdMs });
+  if (urls.size > 0) kickDeliveries(store);
 }
 
 /**
@@ -86,13 +100,40 @@ export function enqueueActivityEvents(store: Store, organization: OrganizationRo
   activityAddresses(store, organization.id, urls);
   if (organization.parentId !== null) activityAddresses(store, organization.parentId, urls);
   if (urls.size === 0) return;
-  for (const url of urls) {
-    store.webhooks.enqueue({
-      id: randomUUID(), organizationId: organization.id, activityId, url, body,
-      attempts: 0, nextAttemptMs: nowMs, createdMs: nowMs,
-    });
-  }
-  kickDeliveries(store);
+  enqueueEvents(store, urls, { organizationId: organization.id, activityId, eventType: ACTIVITY_EVENT, body, createdMs: nowMs });
+}
+
+/**
+ * Inside the transaction that records a sent transaction's new status: a SEND_TRANSACTION_STATUS_UPDATES
+ * event for the endpoints of its organization and of its parent subscribed to them. The body is
+ * the envelope wire-compat §6 gives these events, `{type: 'transaction:status', organizationId,
+ * parentOrganizationId, msg}`; msg's fields are kmas's (Turnkey's are not documented).
+ */
+export function enqueueTransactionEvent(store: Store, tx: SendTransactionRow, nowMs: number): void {
+  const organization = store.organizations.get(tx.organizationId);
+  if (!organization) return;
+  const urls = new Set<string>();
+  endpointAddresses(store, organization.id, TRANSACTION_EVENT, urls);
+  if (organization.parentId !== null) endpointAddresses(store, organization.parentId, TRANSACTION_EVENT, urls);
+  if (urls.size === 0) return;
+  const body = JSON.stringify({
+    type: 'transaction:status',
+    organizationId: organization.id,
+    parentOrganizationId: organization.parentId ?? '',
+    msg: {
+      idempotencyKey: `${tx.id}:${tx.status}`,
+      sendTransactionStatusId: tx.id,
+      activityId: tx.activityId,
+      caip2: tx.caip2,
+      from: tx.fromAddress,
+      txStatus: tx.status,
+      eth: { txHash: tx.txHash },
+      ...(tx.blockNumber !== null ? { blockNumber: tx.blockNumber } : {}),
+      ...(tx.error !== null ? { txError: tx.error, error: { message: tx.error } } : {}),
+      timestampMs: String(nowMs),
+    },
+  });
+  enqueueEvents(store, urls, { organizationId: organization.id, activityId: tx.activityId, eventType: TRANSACTION_EVENT, body, createdMs: nowMs });
 }
 
 export type Outcome = { kind: 'delivered' | 'retry' | 'refused'; reason: string };
@@ -171,7 +212,7 @@ export class WebhookDispatcher {
           'Content-Type': 'application/json',
           'User-Agent': 'kmas-webhooks/1',
           'X-Turnkey-Organization-Id': row.organizationId,
-          'X-Turnkey-Event-Type': ACTIVITY_EVENT,
+          'X-Turnkey-Event-Type': row.eventType || ACTIVITY_EVENT,
           'X-Turnkey-Timestamp': timestamp,
           'X-Turnkey-Webhook-Version': '1',
           'X-Turnkey-Event-Id': row.id,

@@ -404,4 +404,11 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX send_transactions_due ON send_transactions(next_check_ms) WHERE next_check_ms IS NOT NULL;
     `,
   },
+  {
+    version: 24,
+    name: 'webhook deliveries carry their event type (SEND_TRANSACTION_STATUS_UPDATES besides ACTIVITY_UPDATES)',
+    sql: `
+      ALTER TABLE webhook_deliveries ADD COLUMN event_type TEXT NOT NULL DEFAULT 'ACTIVITY_UPDATES';
+    `,
+  },
 ];

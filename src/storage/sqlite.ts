@@ -83,7 +83,7 @@ const allowlistFrom = (r: Row): IpAllowlistRow => ({
   createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
 });
 const deliveryFrom = (r: Row): WebhookDeliveryRow => ({
-  id: r.id as string, organizationId: r.organization_id as string, activityId: r.activity_id as string,
+  id: r.id as string, organizationId: r.organization_id as string, activityId: r.activity_id as string, eventType: r.event_type as string,
   url: r.url as string, body: r.body as string, attempts: r.attempts as number,
   nextAttemptMs: r.next_attempt_ms as number, createdMs: r.created_ms as number,
 });
@@ -243,7 +243,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     whepInsert: q('INSERT INTO webhook_endpoints (id, organization_id, url, name, is_active, subscriptions, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
     whepUpdate: q('UPDATE webhook_endpoints SET url = ?, name = ?, is_active = ?, subscriptions = ?, updated_ms = ? WHERE organization_id = ? AND id = ?'),
     whepDelete: q('DELETE FROM webhook_endpoints WHERE organization_id = ? AND id = ?'),
-    whInsert: q('INSERT INTO webhook_deliveries (id, organization_id, activity_id, url, body, attempts, next_attempt_ms, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+    whInsert: q('INSERT INTO webhook_deliveries (id, organization_id, activity_id, event_type, url, body, attempts, next_attempt_ms, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     whDue: q('SELECT * FROM webhook_deliveries WHERE next_attempt_ms <= ? ORDER BY next_attempt_ms, created_ms LIMIT ?'),
     whClaim: q('UPDATE webhook_deliveries SET next_attempt_ms = ? WHERE id = ? AND next_attempt_ms = ?'),
     whDelete: q('DELETE FROM webhook_deliveries WHERE id = ?'),
@@ -470,7 +470,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
         s.whepUpdate.run(e.url, e.name, e.isActive ? 1 : 0, JSON.stringify(e.subscriptions), e.updatedMs, e.organizationId, e.id);
       },
       deleteEndpoint: (org, id) => { clearCaches(); return s.whepDelete.run(org, id).changes > 0; },
-      enqueue: (w) => { s.whInsert.run(w.id, w.organizationId, w.activityId, w.url, w.body, w.attempts, w.nextAttemptMs, w.createdMs); },
+      enqueue: (w) => { s.whInsert.run(w.id, w.organizationId, w.activityId, w.eventType, w.url, w.body, w.attempts, w.nextAttemptMs, w.createdMs); },
       due: (nowMs, limit) => s.whDue.all(nowMs, limit).map(deliveryFrom),
       claim: (id, dueMs, untilMs) => s.whClaim.run(untilMs, id, dueMs).changes > 0,
       remove: (id) => { s.whDelete.run(id); },

@@ -214,6 +214,8 @@ export interface WebhookDeliveryRow {
   /** the activity's organization (X-Turnkey-Organization-Id); the address may be its parent's */
   organizationId: string;
   activityId: string;
+  /** X-Turnkey-Event-Type: ACTIVITY_UPDATES, SEND_TRANSACTION_STATUS_UPDATES (e-mails: unused) */
+  eventType: string;
   url: string;
   body: string;
   /** attempts made so far */

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import ganache from 'ganache';
+import { verifyTurnkeyWebhookSignature } from '@turnkey/crypto';
 import { formatEther, keccak256, parseTransaction, serializeTransaction, type Hex } from 'viem';
 import { startTestServer, submitBody, uniqueName, allActivities, sdkClient, rawRequest, newP256Key, type TestServer } from '../server/harness.js';
 import { checkError, expectFieldViolation, SUBMIT, QUERY } from '../server/checks.js';
@@ -212,6 +213,50 @@ describe('who may send', () => {
     checkError(r, 403, 'non-root send');
     expect((await allActivities(ts)).length).toBe(count);
     expect(await rpc<string>('eth_getTransactionCount', [from, 'pending'])).toBe(nonce);
+  });
+});
+
+describe('SEND_TRANSACTION_STATUS_UPDATES webhooks', () => {
+  it('an endpoint subscribed to them receives BROADCASTING then INCLUDED, signed as @turnkey/crypto verifies; an ACTIVITY_UPDATES endpoint does not', async () => {
+    const got: { url: string; headers: Record<string, string>; body: Buffer }[] = [];
+    const receiver = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => { got.push({ url: req.url ?? '', headers: req.headers as Record<string, string>, body: Buffer.concat(chunks) }); res.writeHead(200).end(); });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(receiver.address() as { port: number }).port}`;
+    const endpoints: string[] = [];
+    try {
+      for (const [path, eventType] of [['/tx', 'SEND_TRANSACTION_STATUS_UPDATES'], ['/activities', 'ACTIVITY_UPDATES']]) {
+        const e: any = await ts.sdk.createWebhookEndpoint({ url: `${base}${path}`, name: uniqueName(path), subscriptions: [{ eventType }] } as any);
+        endpoints.push(e.endpointId);
+      }
+      const r: any = await ts.sdk.ethSendTransaction({ from, caip2: CHAIN, calls: [{ to: RECIPIENT, value: '3', data: '0x' }] } as any);
+      const id = r.sendTransactionStatusId as string;
+      const done = await until(ts, id, ['INCLUDED', 'FAILED']);
+      expect(done.txStatus).toBe('INCLUDED');
+      for (let i = 0; i < 100 && got.filter((g) => g.url === '/tx').length < 2; i++) await new Promise((res) => setTimeout(res, 50));
+      const jwks: any = await (await fetch(`${ts.directUrl}/public/v1/discovery/webhooks/jwks`)).json();
+      const keys = jwks.keys.map((k: any) => ({ keyId: k.kid, publicKey: Buffer.from(k.x, 'base64url').toString('hex') }));
+      const tx = got.filter((g) => g.url === '/tx');
+      expect(tx.map((g) => JSON.parse(g.body.toString('utf8')).msg.txStatus)).toEqual(['BROADCASTING', 'INCLUDED']);
+      for (const g of tx) {
+        expect(g.headers['x-turnkey-event-type']).toBe('SEND_TRANSACTION_STATUS_UPDATES');
+        expect(verifyTurnkeyWebhookSignature({ headers: g.headers, body: new Uint8Array(g.body), verificationKeys: keys, maxTimestampAgeMs: 60_000 }).ok).toBe(true);
+        const event = JSON.parse(g.body.toString('utf8'));
+        expect(event).toMatchObject({ type: 'transaction:status', organizationId: ts.orgId, msg: { sendTransactionStatusId: id, caip2: CHAIN, eth: { txHash: done.eth.txHash } } });
+      }
+      const included = JSON.parse(tx[1]!.body.toString('utf8')).msg;
+      expect(included.blockNumber).toBe(String(BigInt((await rpc('eth_getTransactionReceipt', [done.eth.txHash])).blockNumber)));
+      // the activity endpoint got the activity, never a transaction event
+      const acts = got.filter((g) => g.url === '/activities');
+      expect(acts.length).toBeGreaterThan(0);
+      expect(acts.every((g) => g.headers['x-turnkey-event-type'] === 'ACTIVITY_UPDATES')).toBe(true);
+    } finally {
+      for (const endpointId of endpoints) await ts.sdk.deleteWebhookEndpoint({ endpointId } as any);
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
   });
 });
 
