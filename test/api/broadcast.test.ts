@@ -37,6 +37,13 @@ async function fund(address: string, wei: bigint): Promise<void> {
   expect((await rpc('eth_getTransactionReceipt', [hash])).status).toBe('0x1');
 }
 
+/** The address with the case of its first letter flipped: a wrong EIP-55 checksum. */
+function badChecksum(address: string): string {
+  const i = address.slice(2).search(/[a-fA-F]/) + 2;
+  const c = address[i]!;
+  return address.slice(0, i) + (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()) + address.slice(i + 1);
+}
+
 async function newAccount(name: string): Promise<string> {
   const w: any = await ts.sdk.createWallet({ walletName: uniqueName(name), accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }] });
   return w.addresses[0];
@@ -187,6 +194,8 @@ describe('eth_send_transaction', () => {
       [{ from: '0x00000000000000000000000000000000000000aa', caip2: CHAIN, calls: [call] }, 'from', 404],
       [{ from, caip2: CHAIN, maxFeePerGas: '1', maxPriorityFeePerGas: '2', calls: [call] }, 'maxPriorityFeePerGas'],
       [{ from, caip2: CHAIN, gasStationNonce: '3', calls: [call] }, 'gasStationNonce'],
+      [{ from: badChecksum(from), caip2: CHAIN, calls: [call] }, 'from'],
+      [{ from, caip2: CHAIN, nonce: '9007199254740992', calls: [call] }, 'nonce'],
     ];
     for (const [params, field, status] of cases) {
       const r = await ts.raw(SUBMIT('eth_send_transaction'), submitBody('ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2', ts.orgId, params));

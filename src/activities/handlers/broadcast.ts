@@ -14,7 +14,7 @@
  * Turnkey's Gas Station (sponsor, gasStationNonce, several calls in one EIP-7702 batch) has no
  * counterpart here: such requests are refused with a 400 naming the field.
  */
-import { formatUnits, getAddress, keccak256, parseTransaction, serializeTransaction, type Hex, type TransactionSerializableEIP1559 } from 'viem';
+import { formatUnits, getAddress, isAddress, keccak256, parseTransaction, serializeTransaction, type Hex, type TransactionSerializableEIP1559 } from 'viem';
 import { ApiError, Grpc, invalidArgument, notFound } from '../../errors.js';
 import { chainsOf, evmChainId, rpcError } from '../../chains/evm.js';
 import { cryptoCall, resolveSigningKey, vaultOf, type SigningKey } from '../../domain/keys.js';
@@ -35,7 +35,10 @@ function readCaip2(v: Validator, o: Obj): string | undefined {
 }
 
 function readAddress(v: Validator, o: Obj, key: string, field: string, required: boolean, what = 'an Ethereum address (0x and 40 hex digits)'): string | undefined {
-  return v.string(o, key, field, { required, max: 42, pattern: ADDRESS, patternDesc: `must be ${what}` });
+  const a = v.string(o, key, field, { required, max: 42, pattern: ADDRESS, patternDesc: `must be ${what}` });
+  // mixed case is an EIP-55 checksum, and must be right (all lower or all upper case carries none)
+  if (a !== undefined && !isAddress(a, { strict: true })) { v.fail(field, 'has a wrong EIP-55 checksum (mixed-case letters that do not match it)'); return undefined; }
+  return a;
 }
 
 /** A decimal uint256 (wei, gas, fees); undefined when absent or empty. */
@@ -108,7 +111,7 @@ export const ethSendTransaction: SubmitOperation<WithSigner<EthSendTransaction>,
       if (params[k] !== undefined && params[k] !== null && params[k] !== '') v.fail(k, 'is only used with sponsor true (Turnkey\'s Gas Station), which kmas does not have');
     }
     const nonce = readUint(v, params, 'nonce', 'nonce');
-    if (nonce !== undefined && BigInt(nonce) >= 2n ** 64n - 1n) v.fail('nonce', 'must be below 2^64 - 1');
+    if (nonce !== undefined && BigInt(nonce) > BigInt(Number.MAX_SAFE_INTEGER)) v.fail('nonce', 'must be at most 2^53 - 1');
     const gasLimit = readUint(v, params, 'gasLimit', 'gasLimit');
     const maxFeePerGas = readUint(v, params, 'maxFeePerGas', 'maxFeePerGas');
     const maxPriorityFeePerGas = readUint(v, params, 'maxPriorityFeePerGas', 'maxPriorityFeePerGas');
