@@ -14,7 +14,7 @@
 import { TransactionReceiptNotFoundError, type Hex } from 'viem';
 import type { Logger } from './log.js';
 import type { SendTransactionRow, Store } from './storage/types.js';
-import { isUnreachable, type EvmChains } from './chains/evm.js';
+import { isUnreachable, rpcReason, type EvmChains } from './chains/evm.js';
 import { Outbox } from './outbox.js';
 import { enqueueTransactionEvent } from './webhooks.js';
 
@@ -92,10 +92,10 @@ export class Broadcaster {
         // Sent before (a restart between the send and its record): the node knows it, or it is mined.
         const seen = await this.#receiptOrUndefined(row);
         if (seen) return seen;
-        if (/already known|known transaction|already imported/i.test(reason(e))) {
+        if (/already known|known transaction|already imported/i.test(rpcReason(e))) {
           return { ...keep, status: 'BROADCASTING', attempts: row.attempts + 1, nextCheckMs: now + this.opts.pollMs };
         }
-        return failed(`the network refused the transaction: ${reason(e)}`);
+        return failed(`the network refused the transaction: ${rpcReason(e)}`);
       }
     }
     try {
@@ -127,9 +127,4 @@ export class Broadcaster {
     await this.#outbox.close();
     if (BROADCASTERS.get(this.store) === this) BROADCASTERS.delete(this.store);
   }
-}
-
-function reason(e: unknown): string {
-  const err = e as { details?: string; shortMessage?: string; message?: string };
-  return String(err.details || err.shortMessage || err.message || e).split('\n')[0]!.slice(0, 300);
 }

@@ -55,13 +55,18 @@ export function chainsOf(store: Store): EvmChains {
 /** A failed JSON-RPC exchange as the API answers it: the node's refusal (400 naming `what`, a field) or an unreachable node (503). */
 export function rpcError(e: unknown, what: string): ApiError {
   if (e instanceof ApiError) return e;
-  const err = e as { name?: string; shortMessage?: string; details?: string; message?: string; code?: number };
-  const reason = String(err.details || err.shortMessage || err.message || e).split('\n')[0]!.slice(0, 300);
+  const reason = rpcReason(e);
   if (isUnreachable(e)) {
     return new ApiError(Grpc.UNAVAILABLE, `${what}: the network's RPC endpoint did not answer (${reason})`, { turnkeyErrorCode: 'RPC_UNAVAILABLE' });
   }
   return new ApiError(Grpc.INVALID_ARGUMENT, `${what}: the network refused it (${reason})`,
     { turnkeyErrorCode: 'RPC_REFUSED', fieldViolations: [{ field: what, description: `refused by the network: ${reason}` }] });
+}
+
+/** The node's (or the transport's) reason for a failed call, on one line. */
+export function rpcReason(e: unknown): string {
+  const err = e as { shortMessage?: string; details?: string; message?: string };
+  return String(err.details || err.shortMessage || err.message || e).split('\n')[0]!.slice(0, 300);
 }
 
 /** Whether an RPC failure is the transport's (timeout, connection, HTTP status) rather than the node's answer. */

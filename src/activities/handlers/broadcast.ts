@@ -216,6 +216,9 @@ export const ethSendTransaction: SubmitOperation<WithSigner<EthSendTransaction>,
 
 interface EthSendRawTransaction { signedTransaction: string; caip2: string }
 
+/** Hex as given (with or without 0x) → lower-case 0x hex. */
+const prefixed = (hex: string): Hex => (hex.startsWith('0x') ? hex : `0x${hex}`).toLowerCase() as Hex;
+
 export const ethSendRawTransaction: SubmitOperation<EthSendRawTransaction, { transactionHash: string }> = {
   kind: 'submit',
   path: 'eth_send_raw_transaction',
@@ -225,9 +228,8 @@ export const ethSendRawTransaction: SubmitOperation<EthSendRawTransaction, { tra
     const given = v.string(params, 'signedTransaction', 'signedTransaction', { required: true, max: 1 << 20, pattern: /^(0x)?([0-9a-fA-F]{2})+$/, patternDesc: 'must be the signed transaction in hex' });
     const caip2 = readCaip2(v, params);
     if (given !== undefined) {
-      const raw = (given.startsWith('0x') ? given : `0x${given}`).toLowerCase() as Hex;
       try {
-        const tx = parseTransaction(raw);
+        const tx = parseTransaction(prefixed(given));
         if (tx.r === undefined || tx.s === undefined) v.fail('signedTransaction', 'is not signed (no signature): sign it first, e.g. with sign_transaction');
         else if (tx.chainId === undefined) v.fail('signedTransaction', 'has no chain id (a pre-EIP-155 legacy transaction): kmas only sends replay-protected transactions');
         else if (caip2 !== undefined && tx.chainId !== evmChainId(caip2)) v.fail('signedTransaction', `is for chain ${tx.chainId}, not ${caip2}`);
@@ -244,9 +246,8 @@ export const ethSendRawTransaction: SubmitOperation<EthSendRawTransaction, { tra
   },
   async external(intent, store): Promise<string> {
     const client = chainsOf(store).client(intent.caip2);
-    const raw = (intent.signedTransaction.startsWith('0x') ? intent.signedTransaction : `0x${intent.signedTransaction}`).toLowerCase() as Hex;
     try {
-      return await client.sendRawTransaction({ serializedTransaction: raw });
+      return await client.sendRawTransaction({ serializedTransaction: prefixed(intent.signedTransaction) });
     } catch (e) {
       throw rpcError(e, 'signedTransaction');
     }
