@@ -22,14 +22,14 @@ import { createSmartContractInterface, deleteSmartContractInterface, getSmartCon
 import { exportSecrets, importSecrets, initImportSecrets, listSecrets } from './handlers/secrets.js';
 import { createInvitations, deleteInvitation } from './handlers/invitations.js';
 import { getIpAllowlist, removeIpAllowlist, setIpAllowlist } from './handlers/ipAllowlist.js';
-import { ethSendRawTransaction, ethSendTransaction, getNonces, getSendTransactionStatus, getWalletAddressBalances } from './handlers/broadcast.js';
+import { ethSendRawTransaction, ethSendTransaction, getNonces, getSendTransactionStatus, getWalletAddressBalances, listSupportedAssets } from './handlers/broadcast.js';
 import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookEndpoints, updateWebhookEndpoint } from './handlers/webhookEndpoints.js';
 
 const QUERIES: QueryOperation<any>[] = [
   getActivity, listActivities, whoami, getOrganization, getOrganizationConfigs,
   listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags, listSubOrgs, listWebhookEndpoints, getAuthenticator, getAuthenticators,
   getOauthProviders, listVerifiedSubOrgs, getPolicy, listPolicies, getPolicyEvaluations, getIpAllowlist,
-  getSmartContractInterface, listSmartContractInterfaces, listSecrets, getSendTransactionStatus, getNonces, getWalletAddressBalances,
+  getSmartContractInterface, listSmartContractInterfaces, listSecrets, getSendTransactionStatus, getNonces, getWalletAddressBalances, listSupportedAssets,
   ...KEY_QUERIES,
 ];
 const SUBMITS: SubmitOperation<any, any>[] = [

@@ -338,7 +338,7 @@ describe('eth_send_raw_transaction and get_nonces', () => {
     expectFieldViolation(unknown, 'caip2');
   });
 
-  it('get_wallet_address_balances answers a wallet account\'s native balance from the node; other addresses are 404', async () => {
+  it('get_wallet_address_balances answers a wallet account\'s native balance from the node (the asset list_supported_assets names); other addresses are 404', async () => {
     const b: any = await ts.sdk.getWalletAddressBalances({ address: from.toLowerCase(), caip2: CHAIN } as any);
     const wei = BigInt(await rpc<string>('eth_getBalance', [from, 'latest']));
     expect(b.balances).toEqual([{ caip19: `${CHAIN}/slip44:60`, symbol: 'ETH', name: 'Ether', balance: wei.toString(), decimals: 18, display: { crypto: formatEther(wei) } }]);
@@ -351,6 +351,12 @@ describe('eth_send_raw_transaction and get_nonces', () => {
     const bad = await ts.raw(QUERY('get_wallet_address_balances'), JSON.stringify({ organizationId: ts.orgId, address: from, caip2: 'eip155:1' }));
     checkError(bad, 400, 'unconfigured network');
     expectFieldViolation(bad, 'caip2');
+    // list_supported_assets names the same asset
+    const assets: any = await ts.sdk.listSupportedAssets({ caip2: CHAIN } as any);
+    expect(assets.assets).toEqual([{ caip19: `${CHAIN}/slip44:60`, symbol: 'ETH', name: 'Ether', decimals: 18, stable: false }]);
+    const none = await ts.raw(QUERY('list_supported_assets'), JSON.stringify({ organizationId: ts.orgId, caip2: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp' }));
+    checkError(none, 400, 'solana');
+    expectFieldViolation(none, 'caip2');
   });
 
   it('get_send_transaction_status of an id of another organization is 404', async () => {

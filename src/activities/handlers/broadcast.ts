@@ -317,6 +317,30 @@ const NATIVE: Record<number, { symbol: string; name: string; slip44: number }> =
 };
 const ETHER = { symbol: 'ETH', name: 'Ether', slip44: 60 };
 
+/** The native asset of an eip155 network, as balances and list_supported_assets name it. */
+function nativeAsset(caip2: string): { caip19: string; symbol: string; name: string; decimals: number } {
+  const native = NATIVE[evmChainId(caip2)!] ?? ETHER;
+  return { caip19: `${caip2}/slip44:${native.slip44}`, symbol: native.symbol, name: native.name, decimals: 18 };
+}
+
+/** list_supported_assets: what get_wallet_address_balances reports on a configured network (its native asset). */
+export const listSupportedAssets: QueryOperation<{ caip2: string }> = {
+  kind: 'query',
+  path: 'list_supported_assets',
+  parentMayRead: true,
+  specWrapper: 'wrap',
+  validate(body) {
+    const v = new Validator();
+    const caip2 = readCaip2(v, body);
+    v.done();
+    return { caip2: caip2! };
+  },
+  execute(ctx, q) {
+    chainsOf(ctx.store).client(q.caip2);
+    return { assets: [{ ...nativeAsset(q.caip2), stable: false }] };
+  },
+};
+
 export const getWalletAddressBalances: QueryOperation<{ address: string; caip2: string }> = {
   kind: 'query',
   path: 'get_wallet_address_balances',
@@ -340,14 +364,8 @@ export const getWalletAddressBalances: QueryOperation<{ address: string; caip2: 
     }
   },
   execute(ctx, q) {
-    const chainId = evmChainId(q.caip2)!;
-    const native = NATIVE[chainId] ?? ETHER;
+    const { caip19, symbol, name, decimals } = nativeAsset(q.caip2);
     const balance = ctx.external as string;
-    return {
-      balances: [{
-        caip19: `${q.caip2}/slip44:${native.slip44}`, symbol: native.symbol, name: native.name, balance, decimals: 18,
-        display: { crypto: formatUnits(BigInt(balance), 18) },
-      }],
-    };
+    return { balances: [{ caip19, symbol, name, balance, decimals, display: { crypto: formatUnits(BigInt(balance), decimals) } }] };
   },
 };
