@@ -1,6 +1,7 @@
 /**
- * Broadcasting of the transactions eth_send_transaction signed (send_transactions rows): sends
- * each to its network's node once its activity is on disk, then follows it until it is mined.
+ * Broadcasting of the transactions eth_send_transaction and sol_send_transaction signed
+ * (send_transactions rows): sends each to its network's node once its activity is on disk, then
+ * follows it until it is mined (EVM) or confirmed (Solana).
  *
  *   INITIALIZED  → eth_sendRawTransaction accepted → BROADCASTING
  *                → the node refuses it (nonce too low, insufficient funds, …) → FAILED
@@ -14,7 +15,10 @@
 import { TransactionReceiptNotFoundError, type Hex } from 'viem';
 import type { Logger } from './log.js';
 import type { SendTransactionRow, Store } from './storage/types.js';
-import { isUnreachable, rpcReason, type EvmChains } from './chains/evm.js';
+import { isUnreachable, rpcReason, type Networks } from './chains/networks.js';
+import { isSolana } from './chains/caip2.js';
+import { hexToBytes, parseSolanaTransaction } from './crypto/index.js';
+import { base58 } from '@scure/base';
 import { Outbox } from './outbox.js';
 import { enqueueTransactionEvent } from './webhooks.js';
 
@@ -37,12 +41,29 @@ export function kickBroadcaster(store: Store): void {
 
 type Next = Pick<SendTransactionRow, 'status' | 'error' | 'blockNumber' | 'attempts' | 'nextCheckMs'>;
 
+/** How one family of networks sends a transaction and tells what became of it. */
+interface Network {
+  send(): Promise<void>;
+  /** INCLUDED / FAILED once the network has settled it; undefined while it is pending */
+  settled(): Promise<Next | undefined>;
+  /** whether a refusal to send means the node has it already */
+  known(reason: string): boolean;
+  /** why a pending transaction can no longer land, if it cannot */
+  lapsed(now: number): Promise<string | undefined>;
+}
+
+const settled = (row: SendTransactionRow, status: 'INCLUDED' | 'FAILED', error: string | null, blockNumber: string): Next =>
+  ({ status, error, blockNumber, attempts: row.attempts + 1, nextCheckMs: null });
+
+/** How long a Solana transaction may stay unconfirmed before kmas asks whether its blockhash expired. */
+const SOLANA_BLOCKHASH_CHECK_MS = 60_000;
+
 export class Broadcaster {
   readonly #outbox: Outbox<SendTransactionRow>;
 
   constructor(
     private readonly store: Store,
-    private readonly chains: EvmChains,
+    private readonly chains: Networks,
     private readonly log: Logger,
     private readonly opts: BroadcastOptions,
   ) {
@@ -74,52 +95,82 @@ export class Broadcaster {
     const keep = { status: row.status, error: null, blockNumber: row.blockNumber };
     const retry = (attempts: number): Next => ({ ...keep, attempts, nextCheckMs: now + Math.min(this.opts.pollMs * 2 ** Math.min(attempts, 16), MAX_BACKOFF_MS) });
     const failed = (error: string): Next => ({ status: 'FAILED', error, blockNumber: row.blockNumber, attempts: row.attempts + 1, nextCheckMs: null });
+    const broadcasting: Next = { ...keep, status: 'BROADCASTING', attempts: row.attempts + 1, nextCheckMs: now + this.opts.pollMs };
     if (!this.chains.has(row.caip2)) {
       // the endpoint was removed from RPC_URLS since: wait for it to come back
       this.log.warn('no RPC endpoint for a sent transaction\'s network', { sendTransactionStatusId: row.id, caip2: row.caip2 });
       return { ...keep, attempts: row.attempts, nextCheckMs: now + MAX_BACKOFF_MS };
     }
-    const client = this.chains.client(row.caip2);
+    const network = isSolana(row.caip2) ? this.#solana(row) : this.#evm(row);
     if (row.status === 'INITIALIZED') {
       try {
-        await client.sendRawTransaction({ serializedTransaction: `0x${row.signedTransaction}` as Hex });
-        return { ...keep, status: 'BROADCASTING', attempts: row.attempts + 1, nextCheckMs: now + this.opts.pollMs };
+        await network.send();
+        return broadcasting;
       } catch (e) {
         if (isUnreachable(e)) {
           if (row.attempts + 1 >= MAX_SEND_ATTEMPTS) return failed(`the network's RPC endpoint did not answer after ${MAX_SEND_ATTEMPTS} attempts`);
           return retry(row.attempts + 1);
         }
-        // Sent before (a restart between the send and its record): the node knows it, or it is mined.
-        const seen = await this.#receiptOrUndefined(row);
+        // Sent before (a restart between the send and its record): the node knows it, or it is settled.
+        const seen = await network.settled();
         if (seen) return seen;
-        if (/already known|known transaction|already imported/i.test(rpcReason(e))) {
-          return { ...keep, status: 'BROADCASTING', attempts: row.attempts + 1, nextCheckMs: now + this.opts.pollMs };
-        }
+        if (network.known(rpcReason(e))) return broadcasting;
         return failed(`the network refused the transaction: ${rpcReason(e)}`);
       }
     }
     try {
-      const r = await this.#receiptOrUndefined(row);
-      if (r) return r;
+      const settled = await network.settled();
+      if (settled) return settled;
+      const lapsed = now - row.createdMs > MAX_PENDING_MS ? 'the transaction was not included within 24 hours of signing' : await network.lapsed(now);
+      if (lapsed) return failed(lapsed);
     } catch (e) {
       if (!isUnreachable(e)) throw e;
     }
-    if (now - row.createdMs > MAX_PENDING_MS) return failed('the transaction was not included within 24 hours of signing');
     return { ...keep, attempts: row.attempts, nextCheckMs: now + this.opts.pollMs };
   }
 
-  /** INCLUDED / FAILED from the transaction's receipt, or undefined while it has none. */
-  async #receiptOrUndefined(row: SendTransactionRow): Promise<Next | undefined> {
-    try {
-      const receipt = await this.chains.client(row.caip2).getTransactionReceipt({ hash: row.txHash as Hex });
-      const blockNumber = receipt.blockNumber.toString();
-      return receipt.status === 'success'
-        ? { status: 'INCLUDED', error: null, blockNumber, attempts: row.attempts + 1, nextCheckMs: null }
-        : { status: 'FAILED', error: `the transaction reverted (mined in block ${blockNumber})`, blockNumber, attempts: row.attempts + 1, nextCheckMs: null };
-    } catch (e) {
-      if (e instanceof TransactionReceiptNotFoundError) return undefined;
-      throw e;
-    }
+  /** An EVM network: the raw transaction, its receipt. */
+  #evm(row: SendTransactionRow): Network {
+    const client = this.chains.evm(row.caip2);
+    return {
+      send: async () => { await client.sendRawTransaction({ serializedTransaction: `0x${row.signedTransaction}` as Hex }); },
+      settled: async () => {
+        try {
+          const receipt = await client.getTransactionReceipt({ hash: row.txHash as Hex });
+          const blockNumber = receipt.blockNumber.toString();
+          return receipt.status === 'success'
+            ? settled(row, 'INCLUDED', null, blockNumber)
+            : settled(row, 'FAILED', `the transaction reverted (mined in block ${blockNumber})`, blockNumber);
+        } catch (e) {
+          if (e instanceof TransactionReceiptNotFoundError) return undefined;
+          throw e;
+        }
+      },
+      known: (reason) => /already known|known transaction|already imported/i.test(reason),
+      lapsed: async () => undefined,
+    };
+  }
+
+  /** A Solana network: the wire transaction, its signature's status (confirmed or finalized counts as included). */
+  #solana(row: SendTransactionRow): Network {
+    const rpc = this.chains.solana(row.caip2);
+    return {
+      send: async () => { await rpc.sendTransaction(hexToBytes(row.signedTransaction)); },
+      settled: async () => {
+        const st = await rpc.signatureStatus(row.txHash);
+        if (!st) return undefined;
+        if (st.err !== null && st.err !== undefined) return settled(row, 'FAILED', `the transaction failed in slot ${st.slot}: ${JSON.stringify(st.err).slice(0, 300)}`, String(st.slot));
+        if (st.confirmationStatus === 'confirmed' || st.confirmationStatus === 'finalized') return settled(row, 'INCLUDED', null, String(st.slot));
+        return undefined;
+      },
+      known: (reason) => /already (been )?processed/i.test(reason),
+      // A transaction whose blockhash has expired can no longer land (about a minute after it was fetched).
+      lapsed: async (now) => {
+        if (now - row.createdMs < SOLANA_BLOCKHASH_CHECK_MS) return undefined;
+        const blockhash = base58.encode(parseSolanaTransaction(row.signedTransaction, 'signedTransaction').recentBlockhash);
+        return (await rpc.isBlockhashValid(blockhash)) ? undefined : 'the transaction\'s blockhash expired before it was confirmed';
+      },
+    };
   }
 
   /** Stops looking for work; waits for the steps under way. */

@@ -2,6 +2,7 @@
  * Server settings: each has a default, an environment variable and a CLI flag.
  * Bad values stop start-up with a one-line message (ConfigError, exit code 2 in the CLI).
  */
+import { normalizeCaip2, SOLANA_CAIP2 } from './chains/caip2.js';
 import path from 'node:path';
 import { availableParallelism } from 'node:os';
 import { isIPv4, isIPv6 } from 'node:net';
@@ -50,7 +51,7 @@ export interface Config {
   mailFrom: string;
   /** Local development without SMTP: e-mails are written to this directory as .eml files. */
   mailDir?: string;
-  /** EVM JSON-RPC endpoints for broadcasting, as `caip2=url` entries (src/chains/evm.ts). */
+  /** JSON-RPC endpoints of the networks kmas broadcasts to, as `caip2=url` entries (src/chains/networks.ts). */
   rpcUrls: string[];
   /** Broadcasting: how often a sent transaction's receipt is looked for (ms). */
   rpcPollMs: number;
@@ -153,14 +154,16 @@ const issuerList = (raw: string, name: string): string[] => {
   return out;
 };
 
-/** Comma-separated `eip155:<chain id>=<url>` entries: https, or http on a loopback address. */
+/** Comma-separated `eip155:<chain id>=<url>` / `solana:<genesis hash prefix>=<url>` entries: https, or http on a loopback address. */
 const rpcList = (raw: string, name: string): string[] => {
   const out: string[] = [];
   const seen = new Set<string>();
   for (const item of raw.split(',').map((x) => x.trim()).filter((x) => x !== '')) {
     const eq = item.indexOf('=');
-    const caip2 = eq > 0 ? item.slice(0, eq).trim() : '';
-    if (!/^eip155:[1-9]\d{0,15}$/.test(caip2)) throw new ConfigError(`${name}: "${item}" must be eip155:<chain id>=<url>`);
+    const caip2 = normalizeCaip2(eq > 0 ? item.slice(0, eq).trim() : '');
+    if (!/^eip155:[1-9]\d{0,15}$/.test(caip2) && !SOLANA_CAIP2.test(caip2)) {
+      throw new ConfigError(`${name}: "${item}" must be eip155:<chain id>=<url> or solana:<genesis hash prefix>=<url>`);
+    }
     if (seen.has(caip2)) throw new ConfigError(`${name}: ${caip2} is given twice`);
     seen.add(caip2);
     const url = issuerList(item.slice(eq + 1).trim(), name)[0];
@@ -202,7 +205,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'oidcIssuers', env: 'OIDC_ISSUERS', flag: '--oidc-issuers', def: 'https://accounts.google.com,https://appleid.apple.com,https://www.facebook.com', doc: 'OIDC issuers whose ID tokens the OAuth flows accept (comma-separated; keys found through each issuer\'s /.well-known/openid-configuration); https, or http on a loopback address', parse: issuerList },
   { key: 'smtpUrl', env: 'SMTP_URL', flag: '--smtp-url', def: undefined, doc: 'SMTP server for e-mail auth, one-time codes and recovery, e.g. smtp://user:password@mail.example.com:587 (STARTTLS when offered) or smtps://…:465; unset: those flows are refused (prefer the env variable: it holds a password)', parse: smtpUrl },
   { key: 'mailFrom', env: 'MAIL_FROM', flag: '--mail-from', def: 'kmas <no-reply@localhost>', doc: 'From address of the e-mails kmas sends', parse: nonEmpty },
-  { key: 'rpcUrls', env: 'RPC_URLS', flag: '--rpc-urls', def: '', doc: 'EVM JSON-RPC endpoints for eth_send_transaction, eth_send_raw_transaction and get_nonces, as comma-separated eip155:<chain id>=<url> entries (https, or http on a loopback address), e.g. eip155:1=https://rpc.example.com; unset: broadcasting is refused', parse: rpcList },
+  { key: 'rpcUrls', env: 'RPC_URLS', flag: '--rpc-urls', def: '', doc: 'JSON-RPC endpoints of the networks kmas broadcasts to (eth_send_transaction, eth_send_raw_transaction, sol_send_transaction, get_nonces, balances), as comma-separated caip2=url entries: eip155:<chain id>=<url> or solana:<genesis hash prefix>=<url> (solana:mainnet / solana:devnet stand for theirs); https, or http on a loopback address; unset: broadcasting is refused', parse: rpcList },
   { key: 'rpcPollMs', env: 'RPC_POLL_MS', flag: '--rpc-poll-ms', def: '2000', doc: 'Broadcasting: how often the receipt of a sent transaction is looked for (ms)', parse: int(20, 600_000) },
   { key: 'rpcTimeoutMs', env: 'RPC_TIMEOUT_MS', flag: '--rpc-timeout-ms', def: '10000', doc: 'Broadcasting: how long one JSON-RPC call may take (ms)', parse: int(100, 300_000) },
   { key: 'mailDir', env: 'MAIL_DIR', flag: '--mail-dir', def: undefined, doc: 'Local development without an SMTP server: e-mails are written to this directory as .eml files (mode 0600; they hold login bundles and codes); SMTP_URL wins when both are set', parse: nonEmpty },

@@ -22,7 +22,7 @@ import { WebhookDispatcher } from './webhooks.js';
 import { Mailer } from './mail.js';
 import { OidcVerifier } from './auth/oidc.js';
 import { attachAuthServices } from './auth/services.js';
-import { attachChains, EvmChains } from './chains/evm.js';
+import { attachChains, Networks } from './chains/networks.js';
 import { Broadcaster } from './broadcaster.js';
 
 export interface StartOptions extends Partial<Omit<Config, 'dataDir'>> {
@@ -83,7 +83,7 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   attachAuthServices(store, { oidc: new OidcVerifier(config.oidcIssuers), mail: mailer !== undefined });
   const webhooks = new WebhookDispatcher(store, (m) => vault.signWebhook(m), vault.webhookPublicKey!, log,
     { retryBaseMs: config.webhookRetryMs, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs, mailer });
-  const chains = new EvmChains(config.rpcUrls, config.rpcTimeoutMs);
+  const chains = new Networks(config.rpcUrls, config.rpcTimeoutMs);
   attachChains(store, chains);
   const broadcaster = new Broadcaster(store, chains, log, { pollMs: config.rpcPollMs });
   const stampThreads = autoThreads(config.stampWorkers, config);

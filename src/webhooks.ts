@@ -127,7 +127,7 @@ export function enqueueTransactionEvent(store: Store, tx: SendTransactionRow, no
       caip2: tx.caip2,
       from: tx.fromAddress,
       txStatus: tx.status,
-      eth: { txHash: tx.txHash },
+      ...(tx.caip2.startsWith('solana:') ? { solana: { signature: tx.txHash } } : { eth: { txHash: tx.txHash } }),
       ...(tx.blockNumber !== null ? { blockNumber: tx.blockNumber } : {}),
       ...(tx.error !== null ? { txError: tx.error, error: { message: tx.error } } : {}),
       timestampMs: String(nowMs),

@@ -22,7 +22,7 @@ import { createSmartContractInterface, deleteSmartContractInterface, getSmartCon
 import { exportSecrets, importSecrets, initImportSecrets, listSecrets } from './handlers/secrets.js';
 import { createInvitations, deleteInvitation } from './handlers/invitations.js';
 import { getIpAllowlist, removeIpAllowlist, setIpAllowlist } from './handlers/ipAllowlist.js';
-import { ethSendRawTransaction, ethSendTransaction, getNonces, getSendTransactionStatus, getWalletAddressBalances, listSupportedAssets } from './handlers/broadcast.js';
+import { solSendTransaction, ethSendRawTransaction, ethSendTransaction, getNonces, getSendTransactionStatus, getWalletAddressBalances, listSupportedAssets } from './handlers/broadcast.js';
 import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookEndpoints, updateWebhookEndpoint } from './handlers/webhookEndpoints.js';
 
 const QUERIES: QueryOperation<any>[] = [
@@ -38,7 +38,7 @@ const SUBMITS: SubmitOperation<any, any>[] = [
   createUserTag, updateUserTag, deleteUserTags, createPrivateKeyTag, updatePrivateKeyTag, deletePrivateKeyTags,
   setOrganizationFeature, removeOrganizationFeature, setIpAllowlist, removeIpAllowlist,
   createSmartContractInterface, deleteSmartContractInterface,
-  initImportSecrets, importSecrets, exportSecrets, createInvitations, deleteInvitation, ethSendTransaction, ethSendRawTransaction,
+  initImportSecrets, importSecrets, exportSecrets, createInvitations, deleteInvitation, ethSendTransaction, ethSendRawTransaction, solSendTransaction,
   createSubOrganization, deleteSubOrganization,
   createWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint,
   createReadWriteSession, createReadOnlySession, updateRootQuorum, updateOrganizationName, createAuthenticators, deleteAuthenticators,

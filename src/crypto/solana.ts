@@ -171,6 +171,21 @@ export function signSolanaTransaction(tx: SolanaTransaction, publicKey: Uint8Arr
   return bytesToHex(out);
 }
 
+/**
+ * The transaction with another recent blockhash, as lowercase hex. Its signatures are zeroed:
+ * they were over the old message.
+ */
+export function withRecentBlockhash(tx: SolanaTransaction, blockhash: Uint8Array): string {
+  if (blockhash.length !== 32) throw new CryptoError('INVALID_TRANSACTION', 'a recent blockhash is 32 bytes', 'recentBlockhash');
+  const out = tx.bytes.slice();
+  out.fill(0, tx.signaturesAt, tx.signaturesAt + 64 * tx.signatureCount);
+  const n = tx.staticKeys.length;
+  const shortvecLength = n < 0x80 ? 1 : n < 0x4000 ? 2 : 3;
+  const at = (tx.bytes.length - tx.message.length) + (tx.version === 0 ? 1 : 0) + 3 + shortvecLength + 32 * n;
+  out.set(blockhash, at);
+  return bytesToHex(out);
+}
+
 // ---- the policy view (`solana.tx`) ------------------------------------------------------------
 
 /** Plain data a policy can read (the policy language's Value, without depending on it). */

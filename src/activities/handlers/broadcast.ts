@@ -1,5 +1,5 @@
 /**
- * Broadcasting to EVM networks through the JSON-RPC endpoints of RPC_URLS (src/chains/evm.ts):
+ * Broadcasting to EVM networks through the JSON-RPC endpoints of RPC_URLS (src/chains/networks.ts):
  *
  * - eth_send_transaction (V2): kmas fills what the caller left out (nonce, gas limit, EIP-1559
  *   fees) from the node, signs an EIP-1559 transaction with the `from` key on the wasm core, and
@@ -11,12 +11,16 @@
  * - get_wallet_address_balances: a wallet account's native balance, from the node (no token
  *   balances: kmas keeps no token list; no USD value: kmas has no price feed).
  *
+ * - sol_send_transaction (V2): kmas signs a Solana transaction with each `signWiths` key (after
+ *   putting in the caller's recentBlockhash, or a fresh one when the transaction's is all zeros),
+ *   stores it and sends it as eth_send_transaction's are (status by its first signature).
+ *
  * Turnkey's Gas Station (sponsor, gasStationNonce, several calls in one EIP-7702 batch) has no
  * counterpart here: such requests are refused with a 400 naming the field.
  */
 import { formatUnits, getAddress, isAddress, keccak256, parseTransaction, serializeTransaction, type Hex, type TransactionSerializableEIP1559 } from 'viem';
 import { ApiError, Grpc, invalidArgument, notFound } from '../../errors.js';
-import { chainsOf, evmChainId, rpcError } from '../../chains/evm.js';
+import { chainsOf, evmChainId, rpcError } from '../../chains/networks.js';
 import { cryptoCall, resolveSigningKey, vaultOf, type SigningKey } from '../../domain/keys.js';
 import { kickBroadcaster } from '../../broadcaster.js';
 import type { SendTransactionRow, Store } from '../../storage/types.js';
@@ -24,6 +28,9 @@ import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js'
 import { Validator, type Obj } from '../validate.js';
 import { requireKeyAdmin } from './keyParams.js';
 import type { PolicyTargets } from '../../policy/scope.js';
+import { hexToBytes, parseSolanaTransaction, solanaSignerSlot, withRecentBlockhash, type SolanaTransaction } from '../../crypto/index.js';
+import { isSolana, normalizeCaip2 } from '../../chains/caip2.js';
+import { base58 } from '@scure/base';
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const HEX_DATA = /^0x([0-9a-fA-F]{2})*$/;
@@ -144,7 +151,7 @@ export const ethSendTransaction: SubmitOperation<WithSigner<EthSendTransaction>,
     return intent;
   },
   authorize(p, intent, store) {
-    chainsOf(store).client(intent.caip2);
+    chainsOf(store).evm(intent.caip2);
     // resolved anew every time (in the transaction too): the key may have gone since
     const key = resolveSigner(store, p.organization.id, intent);
     Object.defineProperty(intent, SIGNER, { value: key, enumerable: false, configurable: true });
@@ -159,7 +166,7 @@ export const ethSendTransaction: SubmitOperation<WithSigner<EthSendTransaction>,
     return { ...(key.kind === 'private_key' ? { privateKeyId: key.id } : { walletAccountAddress: getAddress(intent.from) }), ethereumTransaction: unsigned };
   },
   async external(intent, store): Promise<Filled> {
-    const client = chainsOf(store).client(intent.caip2);
+    const client = chainsOf(store).evm(intent.caip2);
     const account = getAddress(intent.from);
     const call = intent.calls[0]!;
     try {
@@ -241,11 +248,11 @@ export const ethSendRawTransaction: SubmitOperation<EthSendRawTransaction, { tra
     return { signedTransaction: given!, caip2: caip2! };
   },
   authorize(p, intent, store) {
-    chainsOf(store).client(intent.caip2);
+    chainsOf(store).evm(intent.caip2);
     requireKeyAdmin(p, 'broadcast transactions for the organization');
   },
   async external(intent, store): Promise<string> {
-    const client = chainsOf(store).client(intent.caip2);
+    const client = chainsOf(store).evm(intent.caip2);
     try {
       return await client.sendRawTransaction({ serializedTransaction: prefixed(intent.signedTransaction) });
     } catch (e) {
@@ -255,6 +262,112 @@ export const ethSendRawTransaction: SubmitOperation<EthSendRawTransaction, { tra
   readOnly: true,
   execute(ctx) {
     return { transactionHash: ctx.external as string };
+  },
+};
+
+// ---- sol_send_transaction ---------------------------------------------------------------------
+
+interface SolSendTransaction { unsignedTransaction: string; signWiths: string[]; caip2: string; sponsor?: boolean; recentBlockhash?: string }
+
+const SOLANA_SIGNERS = Symbol('signers');
+type WithSigners<T> = T & { [SOLANA_SIGNERS]?: SigningKey[] };
+
+const ZERO_BLOCKHASH = new Uint8Array(32);
+const sameBytes = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+/** Each signWiths entry as an Ed25519 key of the organization that is a required signer of the transaction. */
+function solanaSigners(store: Store, organizationId: string, intent: SolSendTransaction, tx: SolanaTransaction): SigningKey[] {
+  return intent.signWiths.map((signWith, i) => {
+    const field = `signWiths[${i}]`;
+    const key = resolveSigningKey(store, organizationId, signWith, field);
+    if (key.curve !== 'ed25519') throw invalidArgument(`${field}: ${signWith} is not a CURVE_ED25519 key`, [{ field, description: 'must name an Ed25519 (Solana) key or wallet account' }]);
+    if (solanaSignerSlot(tx, hexToBytes(key.publicKey)) < 0) {
+      throw invalidArgument(`${field}: ${signWith} is not one of the transaction's ${tx.requiredSignatures} required signers`, [{ field, description: 'must be a required signer of the transaction' }]);
+    }
+    return key;
+  });
+}
+
+/** Whether kmas must put in a blockhash (the caller's, or a fresh one for an all-zero blockhash). */
+const blockhashToSet = (intent: SolSendTransaction, tx: SolanaTransaction) => intent.recentBlockhash !== undefined || sameBytes(tx.recentBlockhash, ZERO_BLOCKHASH);
+
+export const solSendTransaction: SubmitOperation<WithSigners<SolSendTransaction>, { sendTransactionStatusId: string }> = {
+  kind: 'submit',
+  path: 'sol_send_transaction',
+  types: { ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2: keysFor('ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2') },
+  validate(params: Obj) {
+    const v = new Validator();
+    const unsignedTransaction = v.string(params, 'unsignedTransaction', 'unsignedTransaction', { required: true, max: 1 << 16 });
+    let tx: SolanaTransaction | undefined;
+    if (unsignedTransaction !== undefined) {
+      try { tx = parseSolanaTransaction(unsignedTransaction); } catch (e) { v.fail('unsignedTransaction', e instanceof Error ? e.message : 'cannot parse the transaction'); }
+    }
+    const signWiths = v.stringArray(params, 'signWiths', 'signWiths', { required: true, nonEmpty: true, max: 16 }) ?? [];
+    if (new Set(signWiths).size !== signWiths.length) v.fail('signWiths', 'must not name a signer twice');
+    const given = v.string(params, 'caip2', 'caip2', { required: true, max: 64 });
+    const caip2 = given === undefined ? undefined : normalizeCaip2(given);
+    if (caip2 !== undefined && !isSolana(caip2)) v.fail('caip2', 'must be a Solana network: solana:<genesis hash prefix>, solana:mainnet or solana:devnet');
+    const sponsor = v.boolean(params, 'sponsor', 'sponsor');
+    if (sponsor === true) v.fail('sponsor', 'fee sponsorship (Turnkey\'s Gas Station) is not available on kmas: send with sponsor false, the fee payer pays');
+    const recentBlockhash = v.string(params, 'recentBlockhash', 'recentBlockhash', { max: 64 });
+    if (recentBlockhash !== undefined) {
+      let ok = false;
+      try { ok = base58.decode(recentBlockhash).length === 32; } catch { /* not base58 */ }
+      if (!ok) v.fail('recentBlockhash', 'must be a base58 blockhash (32 bytes)');
+    }
+    v.done();
+    const intent: SolSendTransaction = { unsignedTransaction: unsignedTransaction!, signWiths, caip2: caip2! };
+    if (sponsor !== undefined) intent.sponsor = sponsor;
+    if (recentBlockhash !== undefined) intent.recentBlockhash = recentBlockhash;
+    if (tx && blockhashToSet(intent, tx) && signWiths.length < tx.requiredSignatures) {
+      // a new blockhash voids every signature the transaction carries: kmas must make them all
+      throw invalidArgument(`signWiths: the transaction needs ${tx.requiredSignatures} signatures and kmas sets its blockhash, so every required signer must be in signWiths`,
+        [{ field: 'signWiths', description: 'must list every required signer when kmas sets the blockhash' }]);
+    }
+    return intent;
+  },
+  authorize(p, intent, store) {
+    chainsOf(store).solana(intent.caip2);
+    const keys = solanaSigners(store, p.organization.id, intent, parseSolanaTransaction(intent.unsignedTransaction));
+    Object.defineProperty(intent, SOLANA_SIGNERS, { value: keys, enumerable: false, configurable: true });
+    requireKeyAdmin(p, 'send transactions with keys of the organization');
+  },
+  policyTargets(intent, store, organizationId): PolicyTargets {
+    const [first] = intent[SOLANA_SIGNERS] ?? solanaSigners(store, organizationId, intent, parseSolanaTransaction(intent.unsignedTransaction));
+    return { ...(first!.kind === 'private_key' ? { privateKeyId: first!.id } : { walletAccountAddress: intent.signWiths[0]! }), solanaTransaction: intent.unsignedTransaction };
+  },
+  async external(intent, store): Promise<{ blockhash?: string }> {
+    const tx = parseSolanaTransaction(intent.unsignedTransaction);
+    if (intent.recentBlockhash !== undefined || !sameBytes(tx.recentBlockhash, ZERO_BLOCKHASH)) return {};
+    try {
+      return { blockhash: await chainsOf(store).solana(intent.caip2).latestBlockhash() };
+    } catch (e) {
+      throw rpcError(e, 'caip2');
+    }
+  },
+  execute(ctx, intent) {
+    const keys = solanaSigners(ctx.store, ctx.organization.id, intent, parseSolanaTransaction(intent.unsignedTransaction));
+    const blockhash = intent.recentBlockhash ?? (ctx.external as { blockhash?: string }).blockhash;
+    let hex = blockhash === undefined ? intent.unsignedTransaction.toLowerCase().replace(/^0x/, '')
+      : withRecentBlockhash(parseSolanaTransaction(intent.unsignedTransaction), base58.decode(blockhash));
+    for (const [i, key] of keys.entries()) {
+      hex = cryptoCall(() => vaultOf(ctx.store).sign(key.sealed, key.ctx, { op: 'solana', curve: key.curve, unsignedTransaction: hex, field: `signWiths[${i}]` }) as string);
+    }
+    const tx = parseSolanaTransaction(hex);
+    const signatures = Array.from({ length: tx.requiredSignatures }, (_, i) => tx.bytes.subarray(tx.signaturesAt + 64 * i, tx.signaturesAt + 64 * (i + 1)));
+    const unsigned = signatures.findIndex((sig) => sig.every((b) => b === 0));
+    if (unsigned >= 0) {
+      throw invalidArgument(`signWiths: the transaction's required signer ${base58.encode(tx.staticKeys[unsigned]!)} has not signed it and is not in signWiths`,
+        [{ field: 'signWiths', description: 'must include every required signer whose signature the transaction lacks' }]);
+    }
+    const row: SendTransactionRow = {
+      id: ctx.newId(), organizationId: ctx.organization.id, activityId: ctx.activityId ?? '', caip2: intent.caip2,
+      fromAddress: base58.encode(tx.staticKeys[0]!), txHash: base58.encode(signatures[0]!), signedTransaction: hex,
+      status: 'INITIALIZED', error: null, blockNumber: null, attempts: 0, nextCheckMs: ctx.nowMs, createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
+    };
+    ctx.store.sendTransactions.insert(row);
+    kickBroadcaster(ctx.store);
+    return { sendTransactionStatusId: row.id };
   },
 };
 
@@ -276,7 +389,7 @@ export const getSendTransactionStatus: QueryOperation<{ sendTransactionStatusId:
     if (!row) throw notFound(`no sent transaction ${q.sendTransactionStatusId.slice(0, 128)} in this organization`, 'SEND_TRANSACTION_NOT_FOUND');
     return {
       txStatus: row.status,
-      eth: { txHash: row.txHash },
+      ...(isSolana(row.caip2) ? { solana: { signature: row.txHash } } : { eth: { txHash: row.txHash } }),
       ...(row.error !== null ? { txError: row.error, error: { message: row.error } } : {}),
     };
   },
@@ -299,13 +412,13 @@ export const getNonces: QueryOperation<{ address: string; caip2: string; nonce: 
   async external(q, store) {
     if (!q.nonce) return undefined;
     try {
-      return String(await chainsOf(store).client(q.caip2).getTransactionCount({ address: getAddress(q.address), blockTag: 'pending' }));
+      return String(await chainsOf(store).evm(q.caip2).getTransactionCount({ address: getAddress(q.address), blockTag: 'pending' }));
     } catch (e) {
       throw rpcError(e, 'caip2');
     }
   },
   execute(ctx, q) {
-    if (!q.nonce) chainsOf(ctx.store).client(q.caip2);
+    if (!q.nonce) chainsOf(ctx.store).evm(q.caip2);
     return ctx.external === undefined ? {} : { nonce: ctx.external as string };
   },
 };
@@ -336,7 +449,7 @@ export const listSupportedAssets: QueryOperation<{ caip2: string }> = {
     return { caip2: caip2! };
   },
   execute(ctx, q) {
-    chainsOf(ctx.store).client(q.caip2);
+    chainsOf(ctx.store).evm(q.caip2);
     return { assets: [{ ...nativeAsset(q.caip2), stable: false }] };
   },
 };
@@ -358,7 +471,7 @@ export const getWalletAddressBalances: QueryOperation<{ address: string; caip2: 
       throw notFound(`address: no wallet account of this organization has the address ${q.address} (private key addresses are not supported)`, 'WALLET_ACCOUNT_NOT_FOUND');
     }
     try {
-      return String(await chainsOf(store).client(q.caip2).getBalance({ address: getAddress(q.address), blockTag: 'latest' }));
+      return String(await chainsOf(store).evm(q.caip2).getBalance({ address: getAddress(q.address), blockTag: 'latest' }));
     } catch (e) {
       throw rpcError(e, 'caip2');
     }

@@ -1,54 +1,61 @@
 /**
- * EVM networks kmas broadcasts to: one JSON-RPC endpoint per CAIP-2 chain id (RPC_URLS), reached
- * with viem's public client. Handlers find them through the store (attachChains / chainsOf), as
- * the auth flows find their services.
+ * The networks kmas broadcasts to: one JSON-RPC endpoint per CAIP-2 id (RPC_URLS). EVM networks
+ * are reached with viem's public client, Solana networks with chains/solana.ts. Handlers find
+ * them through the store (attachChains / chainsOf), as the auth flows find their services.
  */
 import { createPublicClient, http, type PublicClient } from 'viem';
 import { ApiError, Grpc, invalidArgument } from '../errors.js';
 import type { Store } from '../storage/types.js';
+import { isSolana } from './caip2.js';
+import { SolanaRpc } from './solana.js';
 
-/** `eip155:<decimal chain id>` → the chain id (undefined for anything else). */
-export function evmChainId(caip2: string): number | undefined {
-  const m = /^eip155:([1-9]\d{0,15})$/.exec(caip2);
-  if (!m) return undefined;
-  const id = Number(m[1]);
-  return Number.isSafeInteger(id) ? id : undefined;
-}
+export { evmChainId } from './caip2.js';
 
-export class EvmChains {
-  readonly #clients = new Map<string, PublicClient>();
+export class Networks {
+  readonly #evm = new Map<string, PublicClient>();
+  readonly #solana = new Map<string, SolanaRpc>();
 
   /** entries: `caip2=url` (config.rpcUrls). */
   constructor(entries: readonly string[], readonly timeoutMs: number) {
     for (const e of entries) {
       const eq = e.indexOf('=');
       const caip2 = e.slice(0, eq);
-      this.#clients.set(caip2, createPublicClient({ transport: http(e.slice(eq + 1), { timeout: timeoutMs, retryCount: 0 }) }));
+      const url = e.slice(eq + 1);
+      if (isSolana(caip2)) this.#solana.set(caip2, new SolanaRpc(url, timeoutMs));
+      else this.#evm.set(caip2, createPublicClient({ transport: http(url, { timeout: timeoutMs, retryCount: 0 }) }));
     }
   }
 
-  get configured(): string[] { return [...this.#clients.keys()]; }
+  get configured(): string[] { return [...this.#evm.keys(), ...this.#solana.keys()]; }
 
-  has(caip2: string): boolean { return this.#clients.has(caip2); }
+  has(caip2: string): boolean { return this.#evm.has(caip2) || this.#solana.has(caip2); }
 
-  /** The client of a configured chain; a 400 naming `field` otherwise. */
-  client(caip2: string, field = 'caip2'): PublicClient {
-    const c = this.#clients.get(caip2);
-    if (c) return c;
-    const which = this.#clients.size === 0 ? 'no network is configured (RPC_URLS)' : `configured: ${this.configured.join(', ')}`;
+  /** The client of a configured EVM network; a 400 naming `field` otherwise. */
+  evm(caip2: string, field = 'caip2'): PublicClient {
+    return this.#evm.get(caip2) ?? this.#missing(caip2, field);
+  }
+
+  /** The client of a configured Solana network; a 400 naming `field` otherwise. */
+  solana(caip2: string, field = 'caip2'): SolanaRpc {
+    return this.#solana.get(caip2) ?? this.#missing(caip2, field);
+  }
+
+  #missing(caip2: string, field: string): never {
+    const configured = this.configured;
+    const which = configured.length === 0 ? 'no network is configured (RPC_URLS)' : `configured: ${configured.join(', ')}`;
     throw invalidArgument(`${field}: kmas has no RPC endpoint for ${caip2.slice(0, 64)} (${which})`,
       [{ field, description: `must name a network this server broadcasts to (${which})` }]);
   }
 }
 
-const CHAINS = new WeakMap<Store, EvmChains>();
+const CHAINS = new WeakMap<Store, Networks>();
 
-export function attachChains(store: Store, chains: EvmChains): void { CHAINS.set(store, chains); }
+export function attachChains(store: Store, chains: Networks): void { CHAINS.set(store, chains); }
 
 /** The store's networks (none when the server was started without RPC_URLS, e.g. by a library user). */
-export function chainsOf(store: Store): EvmChains {
+export function chainsOf(store: Store): Networks {
   let c = CHAINS.get(store);
-  if (!c) { c = new EvmChains([], 10_000); CHAINS.set(store, c); }
+  if (!c) { c = new Networks([], 10_000); CHAINS.set(store, c); }
   return c;
 }
 
