@@ -157,6 +157,14 @@ describe('sol_send_transaction', () => {
     expect((await allActivities(ts)).length).toBe(count);
   });
 
+  it('get_wallet_address_balances and list_supported_assets: a Solana wallet account\'s lamports, as the runtime holds them', async () => {
+    const b: any = await ts.sdk.getWalletAddressBalances({ address: second, caip2: 'solana:devnet' } as any);
+    const held = svm.getBalance(address(second))!;
+    expect(b.balances).toEqual([{ caip19: `${DEVNET}/slip44:501`, symbol: 'SOL', name: 'Solana', balance: held.toString(), decimals: 9, display: { crypto: String(Number(held) / 1e9) } }]);
+    const a: any = await ts.sdk.listSupportedAssets({ caip2: DEVNET } as any);
+    expect(a.assets).toEqual([{ caip19: `${DEVNET}/slip44:501`, symbol: 'SOL', name: 'Solana', decimals: 9, stable: false }]);
+  });
+
   it('a blockhash that has expired by the time the transaction is sent makes it FAILED', async () => {
     const blockhash = svm.latestBlockhash();
     svm.expireBlockhash();

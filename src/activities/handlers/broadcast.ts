@@ -430,10 +430,27 @@ const NATIVE: Record<number, { symbol: string; name: string; slip44: number }> =
 };
 const ETHER = { symbol: 'ETH', name: 'Ether', slip44: 60 };
 
-/** The native asset of an eip155 network, as balances and list_supported_assets name it. */
+/** The native asset of a network, as balances and list_supported_assets name it. */
 function nativeAsset(caip2: string): { caip19: string; symbol: string; name: string; decimals: number } {
+  if (isSolana(caip2)) return { caip19: `${caip2}/slip44:501`, symbol: 'SOL', name: 'Solana', decimals: 9 };
   const native = NATIVE[evmChainId(caip2)!] ?? ETHER;
   return { caip19: `${caip2}/slip44:${native.slip44}`, symbol: native.symbol, name: native.name, decimals: 18 };
+}
+
+/** A network id of a balance query: eip155:<chain id>, solana:<genesis hash prefix>, solana:mainnet / solana:devnet. */
+function readAnyCaip2(v: Validator, o: Obj): string | undefined {
+  const given = v.string(o, 'caip2', 'caip2', { required: true, max: 64 });
+  const caip2 = given === undefined ? undefined : normalizeCaip2(given);
+  if (caip2 !== undefined && evmChainId(caip2) === undefined && !isSolana(caip2)) {
+    v.fail('caip2', 'must be eip155:<chain id> or a Solana network (solana:<genesis hash prefix>, solana:mainnet, solana:devnet)');
+    return undefined;
+  }
+  return caip2;
+}
+
+/** The configured network a query names (400 naming caip2 when kmas has no endpoint for it). */
+function requireNetwork(store: Store, caip2: string): void {
+  if (isSolana(caip2)) chainsOf(store).solana(caip2); else chainsOf(store).evm(caip2);
 }
 
 /** list_supported_assets: what get_wallet_address_balances reports on a configured network (its native asset). */
@@ -444,12 +461,12 @@ export const listSupportedAssets: QueryOperation<{ caip2: string }> = {
   specWrapper: 'wrap',
   validate(body) {
     const v = new Validator();
-    const caip2 = readCaip2(v, body);
+    const caip2 = readAnyCaip2(v, body);
     v.done();
     return { caip2: caip2! };
   },
   execute(ctx, q) {
-    chainsOf(ctx.store).evm(q.caip2);
+    requireNetwork(ctx.store, q.caip2);
     return { assets: [{ ...nativeAsset(q.caip2), stable: false }] };
   },
 };
@@ -461,17 +478,22 @@ export const getWalletAddressBalances: QueryOperation<{ address: string; caip2: 
   specWrapper: 'wrap',
   validate(body) {
     const v = new Validator();
-    const address = readAddress(v, body, 'address', 'address', true, 'the Ethereum address of a wallet account of the organization');
-    const caip2 = readCaip2(v, body);
+    const caip2 = readAnyCaip2(v, body);
+    const address = caip2 !== undefined && isSolana(caip2)
+      ? v.string(body, 'address', 'address', { required: true, max: 44, pattern: /^[1-9A-HJ-NP-Za-km-z]{32,44}$/, patternDesc: 'must be the Solana address of a wallet account of the organization' })
+      : readAddress(v, body, 'address', 'address', true, 'the Ethereum address of a wallet account of the organization');
     v.done();
     return { address: address!, caip2: caip2! };
   },
   async external(q, store, organizationId) {
-    if (!store.keys.accounts.byAddress(organizationId, getAddress(q.address))) {
+    const solana = isSolana(q.caip2);
+    requireNetwork(store, q.caip2);
+    if (!store.keys.accounts.byAddress(organizationId, solana ? q.address : getAddress(q.address))) {
       throw notFound(`address: no wallet account of this organization has the address ${q.address} (private key addresses are not supported)`, 'WALLET_ACCOUNT_NOT_FOUND');
     }
     try {
-      return String(await chainsOf(store).evm(q.caip2).getBalance({ address: getAddress(q.address), blockTag: 'latest' }));
+      return String(solana ? await chainsOf(store).solana(q.caip2).balance(q.address)
+        : await chainsOf(store).evm(q.caip2).getBalance({ address: getAddress(q.address), blockTag: 'latest' }));
     } catch (e) {
       throw rpcError(e, 'caip2');
     }
