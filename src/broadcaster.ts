@@ -3,10 +3,12 @@
  * (send_transactions rows): sends each to its network's node once its activity is on disk, then
  * follows it until it is mined (EVM) or confirmed (Solana).
  *
- *   INITIALIZED  → eth_sendRawTransaction accepted → BROADCASTING
+ *   INITIALIZED  → the node accepts it (eth_sendRawTransaction, sendTransaction) → BROADCASTING
  *                → the node refuses it (nonce too low, insufficient funds, …) → FAILED
- *   BROADCASTING → a receipt with status 1 → INCLUDED; status 0 → FAILED (reverted)
- *                → no receipt within MAX_PENDING_MS of signing → FAILED
+ *   BROADCASTING → EVM: a receipt with status 1 → INCLUDED; status 0 → FAILED (reverted)
+ *                → Solana: a confirmed or finalized status → INCLUDED; one with an err → FAILED;
+ *                  still unseen once its blockhash expired → FAILED
+ *                → neither within MAX_PENDING_MS of signing → FAILED
  *
  * An unreachable node is retried with backoff (INITIALIZED gives up after MAX_SEND_ATTEMPTS).
  * outbox.ts takes the rows under a lease, so the processes of a WORKERS pool never work on the
