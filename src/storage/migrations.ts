@@ -392,6 +392,7 @@ export const MIGRATIONS: readonly Migration[] = [
         caip2 TEXT NOT NULL,
         from_address TEXT NOT NULL,
         tx_hash TEXT NOT NULL,
+        nonce INTEGER,
         signed_transaction TEXT NOT NULL,
         status TEXT NOT NULL,
         error TEXT,
@@ -402,6 +403,7 @@ export const MIGRATIONS: readonly Migration[] = [
         updated_ms INTEGER NOT NULL
       );
       CREATE INDEX send_transactions_due ON send_transactions(next_check_ms) WHERE next_check_ms IS NOT NULL;
+      CREATE INDEX send_transactions_sender ON send_transactions(caip2, from_address, status);
     `,
   },
   {

@@ -63,7 +63,7 @@ const invitationFrom = (r: Row): InvitationRow => ({
 });
 const sendTxFrom = (r: Row): SendTransactionRow => ({
   id: r.id as string, organizationId: r.organization_id as string, activityId: r.activity_id as string, caip2: r.caip2 as string,
-  fromAddress: r.from_address as string, txHash: r.tx_hash as string, signedTransaction: r.signed_transaction as string,
+  fromAddress: r.from_address as string, txHash: r.tx_hash as string, nonce: (r.nonce as number | null) ?? null, signedTransaction: r.signed_transaction as string,
   status: r.status as SendTransactionRow['status'], error: (r.error as string | null) ?? null, blockNumber: (r.block_number as string | null) ?? null,
   attempts: r.attempts as number, nextCheckMs: (r.next_check_ms as number | null) ?? null, createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
 });
@@ -212,8 +212,9 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     featGet: q<{ value: string }>('SELECT value FROM features WHERE organization_id = ? AND name = ?'),
 
     stxGet: q('SELECT * FROM send_transactions WHERE organization_id = ? AND id = ?'),
-    stxInsert: q(`INSERT INTO send_transactions (id, organization_id, activity_id, caip2, from_address, tx_hash, signed_transaction, status, error, block_number, attempts, next_check_ms, created_ms, updated_ms)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    stxInsert: q(`INSERT INTO send_transactions (id, organization_id, activity_id, caip2, from_address, tx_hash, nonce, signed_transaction, status, error, block_number, attempts, next_check_ms, created_ms, updated_ms)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    stxPendingNonce: q<{ n: number | null }>(`SELECT MAX(nonce) AS n FROM send_transactions WHERE caip2 = ? AND from_address = ? AND status IN ('INITIALIZED', 'BROADCASTING')`),
     stxDue: q('SELECT * FROM send_transactions WHERE next_check_ms IS NOT NULL AND next_check_ms <= ? ORDER BY next_check_ms, seq LIMIT ?'),
     stxClaim: q('UPDATE send_transactions SET next_check_ms = ? WHERE id = ? AND next_check_ms = ?'),
     stxUpdate: q('UPDATE send_transactions SET status = ?, error = ?, block_number = ?, attempts = ?, next_check_ms = ?, updated_ms = ? WHERE id = ?'),
@@ -417,13 +418,14 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     sendTransactions: {
       get: (org, id) => { const r = s.stxGet.get(org, id); return r ? sendTxFrom(r) : undefined; },
       insert: (t) => {
-        s.stxInsert.run(t.id, t.organizationId, t.activityId, t.caip2, t.fromAddress, t.txHash, t.signedTransaction, t.status, t.error,
+        s.stxInsert.run(t.id, t.organizationId, t.activityId, t.caip2, t.fromAddress, t.txHash, t.nonce, t.signedTransaction, t.status, t.error,
           t.blockNumber, t.attempts, t.nextCheckMs, t.createdMs, t.updatedMs);
       },
       due: (nowMs, limit) => s.stxDue.all(nowMs, limit).map(sendTxFrom),
       claim: (id, dueMs, untilMs) => s.stxClaim.run(untilMs, id, dueMs).changes > 0,
       update: (t) => { s.stxUpdate.run(t.status, t.error, t.blockNumber, t.attempts, t.nextCheckMs, t.updatedMs, t.id); },
       nextDueMs: () => s.stxNext.get()?.ms ?? undefined,
+      highestPendingNonce: (caip2, from) => s.stxPendingNonce.get(caip2, from)?.n ?? undefined,
     },
     invitations: {
       get: (org, id) => { const r = s.invGet.get(org, id) as Row | undefined; return r ? invitationFrom(r) : undefined; },

@@ -103,6 +103,8 @@ export interface SendTransactionRow {
   caip2: string;
   fromAddress: string;
   txHash: string;
+  /** the EVM transaction's nonce (null for Solana) */
+  nonce: number | null;
   signedTransaction: string;
   status: 'INITIALIZED' | 'BROADCASTING' | 'INCLUDED' | 'FAILED';
   error: string | null;
@@ -415,6 +417,8 @@ export interface Store {
     update(row: Pick<SendTransactionRow, 'id' | 'status' | 'error' | 'blockNumber' | 'attempts' | 'nextCheckMs' | 'updatedMs'>): void;
     /** When the earliest row is due (undefined: none waits). */
     nextDueMs(): number | undefined;
+    /** The highest nonce of the sender's transactions on a network that are signed and not yet settled. */
+    highestPendingNonce(caip2: string, fromAddress: string): number | undefined;
   };
   invitations: {
     get(organizationId: string, id: string): InvitationRow | undefined;

@@ -111,6 +111,15 @@ describe('eth_send_transaction', () => {
     expect([BigInt(tx.nonce), BigInt(tx.gas), BigInt(tx.maxFeePerGas), BigInt(tx.maxPriorityFeePerGas)]).toEqual([1n, 30000n, 5000000000n, 1000000000n]);
   });
 
+  it('overlapping sends from one account get consecutive nonces and are all mined', async () => {
+    const first = BigInt(await rpc<string>('eth_getTransactionCount', [from, 'pending']));
+    const sent: any[] = await Promise.all([1, 2, 3].map((v) => ts.sdk.ethSendTransaction({ from, caip2: CHAIN, calls: [{ to: RECIPIENT, value: String(v), data: '0x' }] } as any)));
+    const done = await Promise.all(sent.map((r) => until(ts, r.sendTransactionStatusId, ['INCLUDED', 'FAILED'])));
+    expect(done.map((d) => d.txStatus)).toEqual(['INCLUDED', 'INCLUDED', 'INCLUDED']);
+    const nonces = await Promise.all(done.map(async (d) => BigInt((await rpc('eth_getTransactionByHash', [d.eth.txHash])).nonce)));
+    expect(nonces.sort((a, b) => Number(a - b))).toEqual([first, first + 1n, first + 2n]);
+  });
+
   it('a call that would revert is refused (400 naming calls[0], nothing stored); sent with a gas limit it is FAILED once mined', async () => {
     // a contract whose code always reverts (PUSH1 0 PUSH1 0 REVERT)
     const deploy = await rpc<string>('eth_sendTransaction', [{ from: funder, data: '0x6005600c60003960056000f360006000fd', gas: '0x30000' }]);

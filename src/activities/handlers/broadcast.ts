@@ -205,12 +205,20 @@ export const ethSendTransaction: SubmitOperation<WithSigner<EthSendTransaction>,
   },
   execute(ctx, intent) {
     const key = signerOf(ctx.store, ctx.organization.id, intent);
-    const unsigned = serializeTransaction(transactionOf(intent, ctx.external as Filled));
+    const fromAddress = getAddress(intent.from);
+    const filled = { ...(ctx.external as Filled) };
+    if (intent.nonce === undefined) {
+      // The node's pending nonce does not count what kmas has signed and not sent yet: sends from
+      // one address that overlap get consecutive nonces (this runs in the serialized transaction).
+      const ours = ctx.store.sendTransactions.highestPendingNonce(intent.caip2, fromAddress);
+      if (ours !== undefined && ours + 1 > Number(filled.nonce)) filled.nonce = String(ours + 1);
+    }
+    const unsigned = serializeTransaction(transactionOf(intent, filled));
     const signed = cryptoCall(() => vaultOf(ctx.store).sign(key.sealed, key.ctx, { op: 'transaction', curve: key.curve, unsignedTransaction: unsigned.slice(2) }) as string);
     const hex = signed.replace(/^0x/, '');
     const row: SendTransactionRow = {
       id: ctx.newId(), organizationId: ctx.organization.id, activityId: ctx.activityId ?? '', caip2: intent.caip2,
-      fromAddress: getAddress(intent.from), txHash: keccak256(`0x${hex}`), signedTransaction: hex,
+      fromAddress, txHash: keccak256(`0x${hex}`), nonce: Number(filled.nonce), signedTransaction: hex,
       status: 'INITIALIZED', error: null, blockNumber: null, attempts: 0, nextCheckMs: ctx.nowMs, createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
     };
     ctx.store.sendTransactions.insert(row);
@@ -362,7 +370,7 @@ export const solSendTransaction: SubmitOperation<WithSigners<SolSendTransaction>
     }
     const row: SendTransactionRow = {
       id: ctx.newId(), organizationId: ctx.organization.id, activityId: ctx.activityId ?? '', caip2: intent.caip2,
-      fromAddress: base58.encode(tx.staticKeys[0]!), txHash: base58.encode(signatures[0]!), signedTransaction: hex,
+      fromAddress: base58.encode(tx.staticKeys[0]!), txHash: base58.encode(signatures[0]!), nonce: null, signedTransaction: hex,
       status: 'INITIALIZED', error: null, blockNumber: null, attempts: 0, nextCheckMs: ctx.nowMs, createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
     };
     ctx.store.sendTransactions.insert(row);
