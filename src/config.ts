@@ -154,7 +154,11 @@ const issuerList = (raw: string, name: string): string[] => {
   return out;
 };
 
-/** Comma-separated `eip155:<chain id>=<url>` / `solana:<genesis hash prefix>=<url>` entries: https, or http on a loopback address. */
+/**
+ * Comma-separated `eip155:<chain id>=<url>` / `solana:<genesis hash prefix>=<url>` entries, http or
+ * https (a node in a private network often has no TLS: startServer warns about plain http beyond
+ * loopback, since whoever sits on the path could lie about nonces, fees and receipts).
+ */
 const rpcList = (raw: string, name: string): string[] => {
   const out: string[] = [];
   const seen = new Set<string>();
@@ -166,9 +170,11 @@ const rpcList = (raw: string, name: string): string[] => {
     }
     if (seen.has(caip2)) throw new ConfigError(`${name}: ${caip2} is given twice`);
     seen.add(caip2);
-    const url = issuerList(item.slice(eq + 1).trim(), name)[0];
-    if (url === undefined) throw new ConfigError(`${name}: "${item}" has no URL`);
-    out.push(`${caip2}=${url}`);
+    const raw = item.slice(eq + 1).trim();
+    let u: URL;
+    try { u = new URL(raw); } catch { throw new ConfigError(`${name}: "${raw}" (for ${caip2}) is not a URL`); }
+    if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new ConfigError(`${name}: the URL for ${caip2} must be http or https`);
+    out.push(`${caip2}=${raw}`);
   }
   return out;
 };
@@ -205,7 +211,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'oidcIssuers', env: 'OIDC_ISSUERS', flag: '--oidc-issuers', def: 'https://accounts.google.com,https://appleid.apple.com,https://www.facebook.com', doc: 'OIDC issuers whose ID tokens the OAuth flows accept (comma-separated; keys found through each issuer\'s /.well-known/openid-configuration); https, or http on a loopback address', parse: issuerList },
   { key: 'smtpUrl', env: 'SMTP_URL', flag: '--smtp-url', def: undefined, doc: 'SMTP server for e-mail auth, one-time codes and recovery, e.g. smtp://user:password@mail.example.com:587 (STARTTLS when offered) or smtps://…:465; unset: those flows are refused (prefer the env variable: it holds a password)', parse: smtpUrl },
   { key: 'mailFrom', env: 'MAIL_FROM', flag: '--mail-from', def: 'kmas <no-reply@localhost>', doc: 'From address of the e-mails kmas sends', parse: nonEmpty },
-  { key: 'rpcUrls', env: 'RPC_URLS', flag: '--rpc-urls', def: '', doc: 'JSON-RPC endpoints of the networks kmas broadcasts to (eth_send_transaction, eth_send_raw_transaction, sol_send_transaction, get_nonces, balances), as comma-separated caip2=url entries: eip155:<chain id>=<url> or solana:<genesis hash prefix>=<url> (solana:mainnet / solana:devnet stand for theirs); https, or http on a loopback address; unset: broadcasting is refused', parse: rpcList },
+  { key: 'rpcUrls', env: 'RPC_URLS', flag: '--rpc-urls', def: '', doc: 'JSON-RPC endpoints of the networks kmas broadcasts to (eth_send_transaction, eth_send_raw_transaction, sol_send_transaction, get_nonces, balances), as comma-separated caip2=url entries: eip155:<chain id>=<url> or solana:<genesis hash prefix>=<url> (solana:mainnet / solana:devnet stand for theirs); https, or http (warned about beyond loopback); unset: broadcasting is refused', parse: rpcList },
   { key: 'rpcPollMs', env: 'RPC_POLL_MS', flag: '--rpc-poll-ms', def: '2000', doc: 'Broadcasting: how often the receipt of a sent transaction is looked for (ms)', parse: int(20, 600_000) },
   { key: 'rpcTimeoutMs', env: 'RPC_TIMEOUT_MS', flag: '--rpc-timeout-ms', def: '10000', doc: 'Broadcasting: how long one JSON-RPC call may take (ms)', parse: int(100, 300_000) },
   { key: 'mailDir', env: 'MAIL_DIR', flag: '--mail-dir', def: undefined, doc: 'Local development without an SMTP server: e-mails are written to this directory as .eml files (mode 0600; they hold login bundles and codes); SMTP_URL wins when both are set', parse: nonEmpty },

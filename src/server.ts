@@ -84,6 +84,12 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   const webhooks = new WebhookDispatcher(store, (m) => vault.signWebhook(m), vault.webhookPublicKey!, log,
     { retryBaseMs: config.webhookRetryMs, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs, mailer });
   const chains = new Networks(config.rpcUrls, config.rpcTimeoutMs);
+  for (const entry of config.rpcUrls) {
+    const u = new URL(entry.slice(entry.indexOf('=') + 1));
+    if (u.protocol === 'http:' && !['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname)) {
+      log.warn('an RPC endpoint is plain http beyond loopback: whoever is on the path can lie about nonces, fees and receipts', { network: entry.slice(0, entry.indexOf('=')), host: u.host });
+    }
+  }
   attachChains(store, chains);
   const broadcaster = new Broadcaster(store, chains, log, { pollMs: config.rpcPollMs });
   const stampThreads = autoThreads(config.stampWorkers, config);

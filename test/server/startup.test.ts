@@ -100,6 +100,12 @@ describe('bad configuration stops start-up with a clear message', () => {
       [{ TRUST_PROXY: 'everyone' }, /TRUST_PROXY/],
       [{ TRUST_PROXY: '10.0.0.0/40' }, /TRUST_PROXY/],
       [{ TRUST_PROXY: '0' }, /TRUST_PROXY/],
+      [{ RPC_URLS: 'mainnet=https://rpc.example.com' }, /RPC_URLS/],
+      [{ RPC_URLS: 'eip155:0=https://rpc.example.com' }, /RPC_URLS/],
+      [{ RPC_URLS: 'eip155:1=ftp://rpc.example.com' }, /RPC_URLS/],
+      [{ RPC_URLS: 'eip155:1=not a url' }, /RPC_URLS/],
+      [{ RPC_URLS: 'eip155:1=https://a.example.com,eip155:1=https://b.example.com' }, /RPC_URLS.*twice/],
+      [{ RPC_URLS: 'solana:devnet=https://a.example.com,solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1=https://b.example.com' }, /RPC_URLS.*twice/],
     ];
     for (const [env, re] of cases) {
       let err: unknown;
@@ -112,6 +118,9 @@ describe('bad configuration stops start-up with a clear message', () => {
     expect(loadConfig({ env: {} }).trustProxy).toBe(false);
     expect(loadConfig({ env: { TRUST_PROXY: '2' } }).trustProxy).toBe(2);
     expect(loadConfig({ env: { TRUST_PROXY: 'loopback, 10.0.0.0/8,fd00::1' } }).trustProxy).toEqual(['loopback', '10.0.0.0/8', 'fd00::1']);
+    expect(loadConfig({ env: { RPC_URLS: ' eip155:1=https://eth.example.com/v1/key , solana:mainnet=http://10.0.0.5:8899' } }).rpcUrls)
+      .toEqual(['eip155:1=https://eth.example.com/v1/key', 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp=http://10.0.0.5:8899']);
+    expect(loadConfig({ env: {} }).rpcUrls).toEqual([]);
   });
 
   it('startServer rejects a bad option without starting', async () => {
