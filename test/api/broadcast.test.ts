@@ -349,6 +349,9 @@ describe('eth_send_raw_transaction and get_nonces', () => {
 
   it('get_wallet_address_balances answers a wallet account\'s native balance from the node (the asset list_supported_assets names); other addresses are 404', async () => {
     const b: any = await ts.sdk.getWalletAddressBalances({ address: from.toLowerCase(), caip2: CHAIN } as any);
+    // all upper case carries no checksum either
+    const upper: any = await ts.sdk.getWalletAddressBalances({ address: `0x${from.slice(2).toUpperCase()}`, caip2: CHAIN } as any);
+    expect(upper.balances).toEqual(b.balances);
     const wei = BigInt(await rpc<string>('eth_getBalance', [from, 'latest']));
     expect(b.balances).toEqual([{ caip19: `${CHAIN}/slip44:60`, symbol: 'ETH', name: 'Ether', balance: wei.toString(), decimals: 18, display: { crypto: formatEther(wei) } }]);
     expect(wei).toBeGreaterThan(0n);

@@ -1,5 +1,5 @@
 /**
- * Broadcasting to EVM networks through the JSON-RPC endpoints of RPC_URLS (src/chains/networks.ts):
+ * Broadcasting to EVM and Solana networks through the JSON-RPC endpoints of RPC_URLS (src/chains/networks.ts):
  *
  * - eth_send_transaction (V2): kmas fills what the caller left out (nonce, gas limit, EIP-1559
  *   fees) from the node, signs an EIP-1559 transaction with the `from` key on the wasm core, and
@@ -44,7 +44,11 @@ function readCaip2(v: Validator, o: Obj): string | undefined {
 function readAddress(v: Validator, o: Obj, key: string, field: string, required: boolean, what = 'an Ethereum address (0x and 40 hex digits)'): string | undefined {
   const a = v.string(o, key, field, { required, max: 42, pattern: ADDRESS, patternDesc: `must be ${what}` });
   // mixed case is an EIP-55 checksum, and must be right (all lower or all upper case carries none)
-  if (a !== undefined && !isAddress(a, { strict: true })) { v.fail(field, 'has a wrong EIP-55 checksum (mixed-case letters that do not match it)'); return undefined; }
+  const hex = a?.slice(2);
+  if (a !== undefined && hex !== hex!.toUpperCase() && !isAddress(a, { strict: true })) {
+    v.fail(field, 'has a wrong EIP-55 checksum (mixed-case letters that do not match it)');
+    return undefined;
+  }
   return a;
 }
 
