@@ -30,6 +30,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from './log.js';
 import { Outbox } from './outbox.js';
+import { txReference } from './chains/caip2.js';
 import type { OrganizationRow, SendTransactionRow, Store, WebhookDeliveryRow } from './storage/types.js';
 import { bytesToHex, concatBytes, utf8 } from './crypto/bytes.js';
 import { sha256 } from './crypto/curves.js';
@@ -127,7 +128,7 @@ export function enqueueTransactionEvent(store: Store, tx: SendTransactionRow, no
       caip2: tx.caip2,
       from: tx.fromAddress,
       txStatus: tx.status,
-      ...(tx.caip2.startsWith('solana:') ? { solana: { signature: tx.txHash } } : { eth: { txHash: tx.txHash } }),
+      ...txReference(tx.caip2, tx.txHash),
       ...(tx.blockNumber !== null ? { blockNumber: tx.blockNumber } : {}),
       ...(tx.error !== null ? { txError: tx.error, error: { message: tx.error } } : {}),
       timestampMs: String(nowMs),

@@ -478,20 +478,19 @@ function reuse(existing: ActivityRow, organization: OrganizationRow): Record<str
   return existing.record;
 }
 
-/** Runs a query and adds the specification's `activity` wrapper (replies.md). */
+/** Runs a validated query and adds the specification's `activity` wrapper (replies.md). */
 export function runQuery(
   store: Store,
   op: QueryOperation,
-  body: Obj,
+  query: unknown,
   principal: Principal,
   organization: OrganizationRow,
   fingerprint: string,
   nowMs: number,
   external?: unknown,
 ): Record<string, unknown> {
-  const q = op.validate(body);
   const ctx: ExecContext = { store, principal, organization, nowMs, newId: randomUUID, external };
-  const reply = op.execute(ctx, q);
+  const reply = op.execute(ctx, query);
   if (op.specWrapper === 'none') return reply;
   return {
     ...reply,

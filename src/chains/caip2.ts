@@ -23,3 +23,8 @@ export function evmChainId(caip2: string): number | undefined {
 }
 
 export const isSolana = (caip2: string): boolean => SOLANA_CAIP2.test(caip2);
+
+/** How a sent transaction is named in replies and events: `eth.txHash`, or `solana.signature`. */
+export function txReference(caip2: string, hash: string): { eth: { txHash: string } } | { solana: { signature: string } } {
+  return isSolana(caip2) ? { solana: { signature: hash } } : { eth: { txHash: hash } };
+}

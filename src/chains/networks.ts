@@ -6,14 +6,16 @@
 import { createPublicClient, http, type PublicClient } from 'viem';
 import { ApiError, Grpc, invalidArgument } from '../errors.js';
 import type { Store } from '../storage/types.js';
-import { isSolana } from './caip2.js';
-import { SolanaRpc } from './solana.js';
+import { evmChainId, isSolana } from './caip2.js';
+import { SolanaRpc, SolanaTransportError } from './solana.js';
 
 export { evmChainId } from './caip2.js';
 
 export class Networks {
   readonly #evm = new Map<string, PublicClient>();
   readonly #solana = new Map<string, SolanaRpc>();
+  /** EVM networks whose node was asked which chain it serves */
+  readonly #checked = new Map<string, Promise<void>>();
 
   /** entries: `caip2=url` (config.rpcUrls). */
   constructor(entries: readonly string[], readonly timeoutMs: number) {
@@ -35,9 +37,34 @@ export class Networks {
     return this.#evm.get(caip2) ?? this.#missing(caip2, field);
   }
 
+  /**
+   * The client of a configured EVM network once its node has shown it serves that chain (asked
+   * once per process; a failed check is asked again next time). A node serving another chain is
+   * a configuration error: 500, RPC_MISCONFIGURED.
+   */
+  evmChecked(caip2: string, field = 'caip2'): Promise<PublicClient> {
+    const client = this.evm(caip2, field);
+    let checked = this.#checked.get(caip2);
+    if (!checked) {
+      checked = client.getChainId().then((chainId) => {
+        if (chainId !== evmChainId(caip2)) {
+          throw new ApiError(Grpc.INTERNAL, `the RPC endpoint configured for ${caip2} serves chain ${chainId}: check RPC_URLS`, { turnkeyErrorCode: 'RPC_MISCONFIGURED' });
+        }
+      });
+      checked.catch(() => this.#checked.delete(caip2));
+      this.#checked.set(caip2, checked);
+    }
+    return checked.then(() => client);
+  }
+
   /** The client of a configured Solana network; a 400 naming `field` otherwise. */
   solana(caip2: string, field = 'caip2'): SolanaRpc {
     return this.#solana.get(caip2) ?? this.#missing(caip2, field);
+  }
+
+  /** A 400 naming `field` unless kmas has an endpoint for the network. */
+  require(caip2: string, field = 'caip2'): void {
+    if (!this.has(caip2)) this.#missing(caip2, field);
   }
 
   #missing(caip2: string, field: string): never {
@@ -78,6 +105,7 @@ export function rpcReason(e: unknown): string {
 
 /** Whether an RPC failure is the transport's (timeout, connection, HTTP status) rather than the node's answer. */
 export function isUnreachable(e: unknown): boolean {
+  if (e instanceof SolanaTransportError) return true;
   for (let x = e as { name?: string; cause?: unknown } | undefined, i = 0; x && i < 6; x = x.cause as typeof x, i++) {
     if (x.name === 'HttpRequestError' || x.name === 'TimeoutError' || x.name === 'WebSocketRequestError') return true;
   }

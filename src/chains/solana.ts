@@ -16,7 +16,7 @@ export class SolanaRpcError extends Error {
 export class SolanaTransportError extends Error {
   constructor(message: string) {
     super(message);
-    this.name = 'HttpRequestError'; // read as "unreachable" by chains/networks.ts isUnreachable
+    this.name = 'SolanaTransportError';
   }
 }
 

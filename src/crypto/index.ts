@@ -13,4 +13,4 @@ export * from './tron.js';
 export * from './bitcoin.js';
 export * from './wallets.js';
 export * from './vault.js';
-export { bytesToHex, hexToBytes, wipe } from './bytes.js';
+export { bytesToHex, equalBytes, hexToBytes, wipe } from './bytes.js';

@@ -208,9 +208,10 @@ export function createApp(deps: AppDeps): express.Express {
       const orgId = requireOrganizationId(body);
       const { principal, organization } = resolvePrincipal(store, keys, orgId,
         { parentMayRead: op.parentMayRead, resolvesFromParent: op.resolvesFromParent === true, clientAddress }, nowMs);
+      const query = op.validate(body);
       // A query that asks outside the store (a network's node) does so once the caller is known.
-      const external = op.external ? await op.external(op.validate(body), store, organization.id) : undefined;
-      const reply = runQuery(store, op, body, principal, organization, fingerprintOf(raw), nowMs, external);
+      const external = op.external ? await op.external(query, store, organization.id) : undefined;
+      const reply = runQuery(store, op, query, principal, organization, fingerprintOf(raw), nowMs, external);
       // What it read may include commits whose fsync is still under way: show it once on disk.
       const durable = store.durable?.();
       if (durable) await durable;

@@ -19,7 +19,7 @@
  * counterpart here: such requests are refused with a 400 naming the field.
  */
 import { formatUnits, getAddress, isAddress, keccak256, parseTransaction, serializeTransaction, type Hex, type TransactionSerializableEIP1559 } from 'viem';
-import { ApiError, Grpc, invalidArgument, notFound } from '../../errors.js';
+import { Grpc, invalidArgument, notFound } from '../../errors.js';
 import { chainsOf, evmChainId, rpcError } from '../../chains/networks.js';
 import { cryptoCall, resolveSigningKey, vaultOf, type SigningKey } from '../../domain/keys.js';
 import { kickBroadcaster } from '../../broadcaster.js';
@@ -28,8 +28,8 @@ import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js'
 import { Validator, type Obj } from '../validate.js';
 import { requireKeyAdmin } from './keyParams.js';
 import type { PolicyTargets } from '../../policy/scope.js';
-import { hexToBytes, parseSolanaTransaction, solanaSignerSlot, withRecentBlockhash, type SolanaTransaction } from '../../crypto/index.js';
-import { isSolana, normalizeCaip2 } from '../../chains/caip2.js';
+import { equalBytes, hexToBytes, parseSolanaTransaction, solanaSignerSlot, withRecentBlockhash, type SolanaTransaction } from '../../crypto/index.js';
+import { isSolana, normalizeCaip2, txReference } from '../../chains/caip2.js';
 import { base58 } from '@scure/base';
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -37,8 +37,20 @@ const HEX_DATA = /^0x([0-9a-fA-F]{2})*$/;
 const UINT256 = /^(0|[1-9]\d{0,77})$/;
 const MAX_UINT256 = (1n << 256n) - 1n;
 
-function readCaip2(v: Validator, o: Obj): string | undefined {
-  return v.string(o, 'caip2', 'caip2', { required: true, max: 64, pattern: /^eip155:[1-9]\d{0,15}$/, patternDesc: 'must be an EVM network as eip155:<chain id> (e.g. eip155:1)' });
+/** The networks an operation takes, and how a refusal describes them. */
+const NETWORKS = {
+  evm: { accepts: (c: string) => evmChainId(c) !== undefined, what: 'an EVM network as eip155:<chain id> (e.g. eip155:1)' },
+  solana: { accepts: isSolana, what: 'a Solana network: solana:<genesis hash prefix>, solana:mainnet or solana:devnet' },
+  any: { accepts: (c: string) => evmChainId(c) !== undefined || isSolana(c), what: 'eip155:<chain id> or a Solana network (solana:<genesis hash prefix>, solana:mainnet, solana:devnet)' },
+};
+
+/** `caip2`, with the Solana aliases normalized, if it names a network of the kind the operation takes. */
+function readCaip2(v: Validator, o: Obj, kind: keyof typeof NETWORKS): string | undefined {
+  const given = v.string(o, 'caip2', 'caip2', { required: true, max: 64 });
+  if (given === undefined) return undefined;
+  const caip2 = normalizeCaip2(given);
+  if (!NETWORKS[kind].accepts(caip2)) { v.fail('caip2', `must be ${NETWORKS[kind].what}`); return undefined; }
+  return caip2;
 }
 
 function readAddress(v: Validator, o: Obj, key: string, field: string, required: boolean, what = 'an Ethereum address (0x and 40 hex digits)'): string | undefined {
@@ -115,7 +127,7 @@ export const ethSendTransaction: SubmitOperation<WithSigner<EthSendTransaction>,
   validate(params: Obj) {
     const v = new Validator();
     const from = readAddress(v, params, 'from', 'from', true, 'the Ethereum address of a key or wallet account (private key ids are not accepted)');
-    const caip2 = readCaip2(v, params);
+    const caip2 = readCaip2(v, params, 'evm');
     const sponsor = v.boolean(params, 'sponsor', 'sponsor');
     if (sponsor === true) v.fail('sponsor', 'gas sponsorship (Turnkey\'s Gas Station) is not available on kmas: send with sponsor false, the sender pays the gas');
     for (const k of ['deadline', 'gasStationNonce']) {
@@ -170,14 +182,10 @@ export const ethSendTransaction: SubmitOperation<WithSigner<EthSendTransaction>,
     return { ...(key.kind === 'private_key' ? { privateKeyId: key.id } : { walletAccountAddress: getAddress(intent.from) }), ethereumTransaction: unsigned };
   },
   async external(intent, store): Promise<Filled> {
-    const client = chainsOf(store).evm(intent.caip2);
     const account = getAddress(intent.from);
     const call = intent.calls[0]!;
     try {
-      const chainId = await client.getChainId();
-      if (chainId !== evmChainId(intent.caip2)) {
-        throw new ApiError(Grpc.INTERNAL, `the RPC endpoint configured for ${intent.caip2} serves chain ${chainId}: check RPC_URLS`, { turnkeyErrorCode: 'RPC_MISCONFIGURED' });
-      }
+      const client = await chainsOf(store).evmChecked(intent.caip2);
       const [nonce, fees] = await Promise.all([
         intent.nonce ?? client.getTransactionCount({ address: account, blockTag: 'pending' }).then(String),
         intent.maxFeePerGas !== undefined && intent.maxPriorityFeePerGas !== undefined ? undefined : client.estimateFeesPerGas({ type: 'eip1559', chain: null }),
@@ -245,7 +253,7 @@ export const ethSendRawTransaction: SubmitOperation<EthSendRawTransaction, { tra
   validate(params: Obj) {
     const v = new Validator();
     const given = v.string(params, 'signedTransaction', 'signedTransaction', { required: true, max: 1 << 20, pattern: /^(0x)?([0-9a-fA-F]{2})+$/, patternDesc: 'must be the signed transaction in hex' });
-    const caip2 = readCaip2(v, params);
+    const caip2 = readCaip2(v, params, 'evm');
     if (given !== undefined) {
       try {
         const tx = parseTransaction(prefixed(given));
@@ -285,7 +293,8 @@ const SOLANA_SIGNERS = Symbol('signers');
 type WithSigners<T> = T & { [SOLANA_SIGNERS]?: SigningKey[] };
 
 const ZERO_BLOCKHASH = new Uint8Array(32);
-const sameBytes = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i]);
+/** Whether the transaction's blockhash is all zeros (kmas then puts in a fresh one). */
+const zeroBlockhash = (tx: SolanaTransaction) => equalBytes(tx.recentBlockhash, ZERO_BLOCKHASH);
 
 /** Each signWiths entry as an Ed25519 key of the organization that is a required signer of the transaction. */
 function solanaSigners(store: Store, organizationId: string, intent: SolSendTransaction, tx: SolanaTransaction): SigningKey[] {
@@ -301,7 +310,7 @@ function solanaSigners(store: Store, organizationId: string, intent: SolSendTran
 }
 
 /** Whether kmas must put in a blockhash (the caller's, or a fresh one for an all-zero blockhash). */
-const blockhashToSet = (intent: SolSendTransaction, tx: SolanaTransaction) => intent.recentBlockhash !== undefined || sameBytes(tx.recentBlockhash, ZERO_BLOCKHASH);
+const blockhashToSet = (intent: SolSendTransaction, tx: SolanaTransaction) => intent.recentBlockhash !== undefined || zeroBlockhash(tx);
 
 export const solSendTransaction: SubmitOperation<WithSigners<SolSendTransaction>, { sendTransactionStatusId: string }> = {
   kind: 'submit',
@@ -316,9 +325,7 @@ export const solSendTransaction: SubmitOperation<WithSigners<SolSendTransaction>
     }
     const signWiths = v.stringArray(params, 'signWiths', 'signWiths', { required: true, nonEmpty: true, max: 16 }) ?? [];
     if (new Set(signWiths).size !== signWiths.length) v.fail('signWiths', 'must not name a signer twice');
-    const given = v.string(params, 'caip2', 'caip2', { required: true, max: 64 });
-    const caip2 = given === undefined ? undefined : normalizeCaip2(given);
-    if (caip2 !== undefined && !isSolana(caip2)) v.fail('caip2', 'must be a Solana network: solana:<genesis hash prefix>, solana:mainnet or solana:devnet');
+    const caip2 = readCaip2(v, params, 'solana');
     const sponsor = v.boolean(params, 'sponsor', 'sponsor');
     if (sponsor === true) v.fail('sponsor', 'fee sponsorship (Turnkey\'s Gas Station) is not available on kmas: send with sponsor false, the fee payer pays');
     const recentBlockhash = v.string(params, 'recentBlockhash', 'recentBlockhash', { max: 64 });
@@ -350,7 +357,7 @@ export const solSendTransaction: SubmitOperation<WithSigners<SolSendTransaction>
   },
   async external(intent, store): Promise<{ blockhash?: string }> {
     const tx = parseSolanaTransaction(intent.unsignedTransaction);
-    if (intent.recentBlockhash !== undefined || !sameBytes(tx.recentBlockhash, ZERO_BLOCKHASH)) return {};
+    if (intent.recentBlockhash !== undefined || !zeroBlockhash(tx)) return {};
     try {
       return { blockhash: await chainsOf(store).solana(intent.caip2).latestBlockhash() };
     } catch (e) {
@@ -401,7 +408,7 @@ export const getSendTransactionStatus: QueryOperation<{ sendTransactionStatusId:
     if (!row) throw notFound(`no sent transaction ${q.sendTransactionStatusId.slice(0, 128)} in this organization`, 'SEND_TRANSACTION_NOT_FOUND');
     return {
       txStatus: row.status,
-      ...(isSolana(row.caip2) ? { solana: { signature: row.txHash } } : { eth: { txHash: row.txHash } }),
+      ...txReference(row.caip2, row.txHash),
       ...(row.error !== null ? { txError: row.error, error: { message: row.error } } : {}),
     };
   },
@@ -415,7 +422,7 @@ export const getNonces: QueryOperation<{ address: string; caip2: string; nonce: 
   validate(body) {
     const v = new Validator();
     const address = readAddress(v, body, 'address', 'address', true);
-    const caip2 = readCaip2(v, body);
+    const caip2 = readCaip2(v, body, 'evm');
     const nonce = v.boolean(body, 'nonce', 'nonce');
     if (v.boolean(body, 'gasStationNonce', 'gasStationNonce') === true) v.fail('gasStationNonce', 'kmas has no Gas Station: only the on-chain nonce is available');
     v.done();
@@ -449,21 +456,7 @@ function nativeAsset(caip2: string): { caip19: string; symbol: string; name: str
   return { caip19: `${caip2}/slip44:${native.slip44}`, symbol: native.symbol, name: native.name, decimals: 18 };
 }
 
-/** A network id of a balance query: eip155:<chain id>, solana:<genesis hash prefix>, solana:mainnet / solana:devnet. */
-function readAnyCaip2(v: Validator, o: Obj): string | undefined {
-  const given = v.string(o, 'caip2', 'caip2', { required: true, max: 64 });
-  const caip2 = given === undefined ? undefined : normalizeCaip2(given);
-  if (caip2 !== undefined && evmChainId(caip2) === undefined && !isSolana(caip2)) {
-    v.fail('caip2', 'must be eip155:<chain id> or a Solana network (solana:<genesis hash prefix>, solana:mainnet, solana:devnet)');
-    return undefined;
-  }
-  return caip2;
-}
 
-/** The configured network a query names (400 naming caip2 when kmas has no endpoint for it). */
-function requireNetwork(store: Store, caip2: string): void {
-  if (isSolana(caip2)) chainsOf(store).solana(caip2); else chainsOf(store).evm(caip2);
-}
 
 /** list_supported_assets: what get_wallet_address_balances reports on a configured network (its native asset). */
 export const listSupportedAssets: QueryOperation<{ caip2: string }> = {
@@ -473,12 +466,12 @@ export const listSupportedAssets: QueryOperation<{ caip2: string }> = {
   specWrapper: 'wrap',
   validate(body) {
     const v = new Validator();
-    const caip2 = readAnyCaip2(v, body);
+    const caip2 = readCaip2(v, body, 'any');
     v.done();
     return { caip2: caip2! };
   },
   execute(ctx, q) {
-    requireNetwork(ctx.store, q.caip2);
+    chainsOf(ctx.store).require(q.caip2);
     return { assets: [{ ...nativeAsset(q.caip2), stable: false }] };
   },
 };
@@ -490,7 +483,7 @@ export const getWalletAddressBalances: QueryOperation<{ address: string; caip2: 
   specWrapper: 'wrap',
   validate(body) {
     const v = new Validator();
-    const caip2 = readAnyCaip2(v, body);
+    const caip2 = readCaip2(v, body, 'any');
     const address = caip2 !== undefined && isSolana(caip2)
       ? v.string(body, 'address', 'address', { required: true, max: 44, pattern: /^[1-9A-HJ-NP-Za-km-z]{32,44}$/, patternDesc: 'must be the Solana address of a wallet account of the organization' })
       : readAddress(v, body, 'address', 'address', true, 'the Ethereum address of a wallet account of the organization');
@@ -499,7 +492,7 @@ export const getWalletAddressBalances: QueryOperation<{ address: string; caip2: 
   },
   async external(q, store, organizationId) {
     const solana = isSolana(q.caip2);
-    requireNetwork(store, q.caip2);
+    chainsOf(store).require(q.caip2);
     if (!store.keys.accounts.byAddress(organizationId, solana ? q.address : getAddress(q.address))) {
       throw notFound(`address: no wallet account of this organization has the address ${q.address} (private key addresses are not supported)`, 'WALLET_ACCOUNT_NOT_FOUND');
     }

@@ -6,7 +6,7 @@
  */
 import { invalidArgument } from '../../errors.js';
 import {
-  HASH_FUNCTIONS, PAYLOAD_ENCODINGS, hexToBytes, inputsOf, parsePsbt, parseSolanaTransaction, parseTronRawData, parseUnsignedTransaction, preparePayload, solanaSignerSlot,
+  HASH_FUNCTIONS, PAYLOAD_ENCODINGS, equalBytes, hexToBytes, inputsOf, parsePsbt, parseSolanaTransaction, parseTronRawData, parseUnsignedTransaction, preparePayload, solanaSignerSlot,
   type CurveId, type RawSignature,
 } from '../../crypto/index.js';
 import { cryptoCall, resolveSigningKey, vaultOf, type SigningKey } from '../../domain/keys.js';
@@ -48,12 +48,6 @@ function presign(ctx: ExecContext, intent: WithKey<{ signWith: string }>, job: (
 function presigned<T>(ctx: ExecContext, key: SigningKey): T | undefined {
   const p = ctx.prepared as Presigned | undefined;
   return p && p.keyId === key.id && equalBytes(p.sealed, key.sealed) ? p.result as T : undefined;
-}
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 /** The key authorize resolved (same transaction, so still current); resolved anew if absent. */
