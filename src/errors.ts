@@ -30,6 +30,8 @@ export interface ApiErrorOptions {
   /** Stable machine code, sent as a TurnkeyErrorDetail. */
   turnkeyErrorCode?: string;
   fieldViolations?: FieldViolation[];
+  /** Why, in words, for the request's log line only (never sent): a policy id, what was malformed. */
+  reason?: string;
 }
 
 export class ApiError extends Error {
@@ -37,6 +39,7 @@ export class ApiError extends Error {
   readonly httpStatus: number;
   readonly turnkeyErrorCode?: string;
   readonly fieldViolations?: FieldViolation[];
+  readonly reason?: string;
 
   constructor(code: GrpcCode, message: string, opts: ApiErrorOptions = {}) {
     super(message);
@@ -45,6 +48,7 @@ export class ApiError extends Error {
     this.httpStatus = opts.httpStatus ?? DEFAULT_HTTP[code] ?? 500;
     this.turnkeyErrorCode = opts.turnkeyErrorCode;
     this.fieldViolations = opts.fieldViolations;
+    this.reason = opts.reason;
   }
 
   /** The `details` array of the rpcStatus reply. */
@@ -64,14 +68,36 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * Turnkey's own messages for the refusals integrators meet (its error reference and its SDKs'
+ * tests); kmas sends these texts unchanged, so code that matches on them works against both. The
+ * README's refusal table lists every refusal with its source.
+ */
+export const TurnkeyMessage = {
+  DENIED_EXPLICITLY: 'policy engine denied request explicitly',
+  STAMP_MISSING: 'cannot authenticate public API activity request without a stamp (X-Stamp/X-Stamp-Webauthn header)',
+  STAMP_MALFORMED: 'malformed activity stamp',
+  API_KEY_SIGNATURE: 'could not verify api key signature',
+  WEBAUTHN_SIGNATURE: 'could not verify WebAuthN signature',
+  PUBLIC_KEY_NOT_FOUND: 'could not find public key in organization or its parent organization',
+  CREDENTIAL_NOT_FOUND: 'credential ID could not be found in organization or its parent organization',
+  /** @turnkey/core recognizes an expired session by this text (its `apiKeyExpired` match). */
+  API_KEY_EXPIRED: 'Unauthenticated desc = expired api key publicKey',
+  ORGANIZATION_NOT_FOUND: 'no organization found with the given ID',
+  ORGANIZATION_ID_MALFORMED: 'malformed organization ID provided',
+  BAD_BODY: 'bad request body',
+  FINGERPRINT_NOT_FOUND: 'No activity found with fingerprint. Consensus activities must target an existing activity by fingerprint',
+  INTERNAL: 'internal server error',
+} as const;
+
 export const invalidArgument = (message: string, fieldViolations?: FieldViolation[]) =>
   new ApiError(Grpc.INVALID_ARGUMENT, message, { turnkeyErrorCode: 'REQUEST_INVALID', fieldViolations });
 export const notFound = (message: string, turnkeyErrorCode = 'NOT_FOUND') =>
   new ApiError(Grpc.NOT_FOUND, message, { turnkeyErrorCode });
 export const permissionDenied = (message: string, turnkeyErrorCode = 'REQUEST_NOT_AUTHORIZED') =>
   new ApiError(Grpc.PERMISSION_DENIED, message, { turnkeyErrorCode });
-export const unauthenticated = (message: string, turnkeyErrorCode = 'UNAUTHENTICATED') =>
-  new ApiError(Grpc.UNAUTHENTICATED, message, { turnkeyErrorCode });
+export const unauthenticated = (message: string, turnkeyErrorCode = 'UNAUTHENTICATED', reason?: string) =>
+  new ApiError(Grpc.UNAUTHENTICATED, message, { turnkeyErrorCode, reason });
 export const alreadyExists = (message: string) =>
   new ApiError(Grpc.ALREADY_EXISTS, message, { turnkeyErrorCode: 'ALREADY_EXISTS' });
 export const failedPrecondition = (message: string) =>

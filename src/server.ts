@@ -24,6 +24,7 @@ import { OidcVerifier } from './auth/oidc.js';
 import { attachAuthServices } from './auth/services.js';
 import { attachChains, Networks } from './chains/networks.js';
 import { Broadcaster } from './broadcaster.js';
+import { deadPolicies } from './policy/literalForms.js';
 
 export interface StartOptions extends Partial<Omit<Config, 'dataDir'>> {
   dataDir: string;
@@ -77,6 +78,9 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   // Start-up is done (its commits were synced by SQLite): from now on the WAL is synced off the
   // event loop and replies wait for it (src/storage/sqlite.ts WalSync).
   store.deferSyncs?.();
+  for (const dead of deadPolicies(store)) {
+    log.warn('a stored policy can never match as written: fix its condition (kmas now refuses such conditions)', dead);
+  }
   const vault = vaultOf(store);
   const mailer = config.smtpUrl ? new Mailer(vault, { smtpUrl: config.smtpUrl, timeoutMs: config.webhookTimeoutMs }, config.mailFrom)
     : config.mailDir ? new Mailer(vault, { dir: config.mailDir }, config.mailFrom) : undefined;

@@ -4,7 +4,7 @@
  * An activity no rule allows yet waits for approvals (ACTIVITY_STATUS_CONSENSUS_NEEDED).
  */
 import { randomUUID } from 'node:crypto';
-import { ApiError, Grpc, permissionDenied } from '../errors.js';
+import { ApiError, Grpc, permissionDenied, TurnkeyMessage } from '../errors.js';
 import { isRoot, type Principal } from '../domain/principal.js';
 import { userRecord, timestamp } from '../domain/records.js';
 import type { ApiKeyRow, AuthenticatorRow, OrganizationRow, Store, UserRow, VoteRow } from '../storage/types.js';
@@ -57,7 +57,9 @@ export function authorizeSubmit(
  * wait for approvals) any outcome but ALLOW. 403 POLICY_DENIED with the decision's reason.
  */
 export function refusal(decision: Decision, path: string): ApiError {
-  return permissionDenied(decision.outcome === 'OUTCOME_DENY_EXPLICIT' ? decision.reason : `${decision.reason}; ${path} cannot wait for approvals`, 'POLICY_DENIED');
+  // Turnkey's words and empty details; which policy denied stays with the operator (log, get_policy_evaluations).
+  if (decision.outcome === 'OUTCOME_DENY_EXPLICIT') return new ApiError(Grpc.PERMISSION_DENIED, TurnkeyMessage.DENIED_EXPLICITLY, { reason: decision.reason });
+  return permissionDenied(`${decision.reason}; ${path} cannot wait for approvals`, 'POLICY_DENIED');
 }
 
 /** Stores a user's vote on an activity and returns its v1Vote record (`message` is the activity's fingerprint). */

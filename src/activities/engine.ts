@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { sha256 } from '../crypto/curves.js';
 import { bytesToHex } from '../crypto/bytes.js';
-import { ApiError, Grpc, failedPrecondition, invalidArgument, notFound, permissionDenied } from '../errors.js';
+import { ApiError, Grpc, failedPrecondition, invalidArgument, notFound, permissionDenied, TurnkeyMessage } from '../errors.js';
 import { timestamp } from '../domain/records.js';
 import type { Principal } from '../domain/principal.js';
 import type { ActivityRow, OrganizationRow, Store, UserRow } from '../storage/types.js';
@@ -60,6 +60,10 @@ export function parseEnvelope(op: SubmitOperation, body: Obj): Envelope {
 
 export function checkTimestamp(timestampMs: string, nowMs: number, windowMs: number, futureMs: number): void {
   const ts = Number(timestampMs);
+  if (Math.abs(ts * 1000 - nowMs) <= Math.max(windowMs, futureMs)) {
+    throw invalidArgument(`timestampMs ${timestampMs} looks like seconds: it must be milliseconds since the Unix epoch (${nowMs} now)`,
+      [{ field: 'timestampMs', description: 'must be milliseconds since the Unix epoch, not seconds' }]);
+  }
   if (ts < nowMs - windowMs) {
     throw invalidArgument(`timestampMs is too old: the request must be sent within ${windowMs} ms of its timestampMs`,
       [{ field: 'timestampMs', description: `must be within ${windowMs} ms before the server time` }]);
@@ -218,7 +222,9 @@ function castVote(
   const pending = store.pending.byFingerprint(organization.id, intent.fingerprint);
   const row = pending ? store.activities.get(organization.id, pending.activityId) : undefined;
   if (!pending || !row) {
-    throw notFound(`no activity of this organization is awaiting consensus with fingerprint ${intent.fingerprint.slice(0, 80)}`, 'ACTIVITY_NOT_FOUND');
+    throw new ApiError(Grpc.NOT_FOUND, TurnkeyMessage.FINGERPRINT_NOT_FOUND, {
+      turnkeyErrorCode: 'ACTIVITY_NOT_FOUND', reason: `no activity of this organization is awaiting consensus with fingerprint ${intent.fingerprint.slice(0, 80)}`,
+    });
   }
   const votes = store.votes.list(row.id);
   if (votes.some((v) => v.userId === principal.user.id)) {

@@ -18,7 +18,7 @@
  */
 import { X509Certificate, verify as nodeVerify } from 'node:crypto';
 import { decodeAttestationObject, decodeCredentialPublicKey, parseAuthenticatorData } from '@simplewebauthn/server/helpers';
-import { invalidArgument, unauthenticated } from '../errors.js';
+import { invalidArgument, TurnkeyMessage, unauthenticated } from '../errors.js';
 import { bytesToHex, concatBytes, equalBytes, utf8 } from '../crypto/bytes.js';
 import { convertPublicKey, derToCompact, isValidPublicKey, sha256, verifyDigest } from '../crypto/curves.js';
 import type { AuthenticatorRow, Store } from '../storage/types.js';
@@ -203,7 +203,7 @@ export function parseWebauthnStamp(header: string): WebauthnStamp {
   try { o = JSON.parse(header) as Record<string, unknown>; } catch { o = {}; }
   const keys = ['authenticatorData', 'clientDataJson', 'credentialId', 'signature'] as const;
   if (!o || typeof o !== 'object' || keys.some((k) => typeof o[k] !== 'string' || !B64URL.test(o[k] as string) || (o[k] as string).length > 64 * 1024)) {
-    throw unauthenticated('X-Stamp-Webauthn must be JSON {authenticatorData, clientDataJson, credentialId, signature}, each base64url', 'MALFORMED_STAMP');
+    throw unauthenticated(TurnkeyMessage.STAMP_MALFORMED, 'MALFORMED_STAMP', 'X-Stamp-Webauthn must be JSON {authenticatorData, clientDataJson, credentialId, signature}, each base64url');
   }
   // The credential id in the form it is stored (base64url of the raw id, no padding).
   const credentialId = Buffer.from(o.credentialId as string, 'base64url').toString('base64url');

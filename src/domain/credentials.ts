@@ -1,5 +1,5 @@
 /** Resolves a verified stamp's public key to the acting user and the addressed organization. */
-import { ApiError, Grpc, notFound, permissionDenied, unauthenticated } from '../errors.js';
+import { ApiError, Grpc, notFound, TurnkeyMessage, unauthenticated } from '../errors.js';
 import type { ApiKeyCurve, ApiKeyRow, AuthenticatorRow, OrganizationRow, Store } from '../storage/types.js';
 import type { Principal } from './principal.js';
 import { checkClientAddress } from './ipAllowlist.js';
@@ -12,6 +12,9 @@ export function candidateKeys(store: Store, publicKey: string, curve: ApiKeyCurv
 export function isExpired(k: ApiKeyRow | AuthenticatorRow, nowMs: number): boolean {
   return 'expiresAtMs' in k && k.expiresAtMs !== null && nowMs >= k.expiresAtMs;
 }
+
+/** Organization ids are UUIDs (any version, either case). */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface Resolution { principal: Principal; organization: OrganizationRow }
 
@@ -29,7 +32,9 @@ export function resolvePrincipal(
   nowMs: number,
 ): Resolution {
   const build = (k: ApiKeyRow | AuthenticatorRow, access: 'member' | 'parent', organization: OrganizationRow): Resolution => {
-    if (isExpired(k, nowMs)) throw unauthenticated('the API key that signed this request has expired', 'API_KEY_EXPIRED');
+    if (isExpired(k, nowMs)) {
+      throw unauthenticated(`${TurnkeyMessage.API_KEY_EXPIRED}: ${k.publicKey}`, 'API_KEY_EXPIRED', `API key ${k.id} expired`);
+    }
     const own = access === 'member' ? organization : store.organizations.get(k.organizationId);
     const user = store.users.get(k.organizationId, k.userId);
     if (!own || !user) throw new ApiError(Grpc.UNAUTHENTICATED, 'credential not found', { turnkeyErrorCode: 'CREDENTIAL_NOT_FOUND' });
@@ -37,6 +42,11 @@ export function resolvePrincipal(
     return { principal: { organization: own, user, credential: k, access, clientAddress: opts.clientAddress }, organization };
   };
 
+  if (!UUID.test(organizationId)) {
+    throw new ApiError(Grpc.INVALID_ARGUMENT, TurnkeyMessage.ORGANIZATION_ID_MALFORMED, {
+      turnkeyErrorCode: 'INVALID_ORGANIZATION_ID', fieldViolations: [{ field: 'organizationId', description: 'must be a UUID' }],
+    });
+  }
   const target = store.organizations.get(organizationId);
   if (target) {
     const own = keys.find((k) => k.organizationId === organizationId);
@@ -49,11 +59,12 @@ export function resolvePrincipal(
     }
   }
   if (!target) {
-    throw notFound(`organization ${organizationId} not found`, 'ORGANIZATION_NOT_FOUND');
+    throw new ApiError(Grpc.NOT_FOUND, TurnkeyMessage.ORGANIZATION_NOT_FOUND, { turnkeyErrorCode: 'ORGANIZATION_NOT_FOUND', reason: `organization ${organizationId.slice(0, 100)} not found` });
   }
   if (opts.parentMayRead && target.parentId !== null) {
     const parentKey = keys.find((k) => k.organizationId === target.parentId);
     if (parentKey) return build(parentKey, 'parent', target);
   }
-  throw permissionDenied(`the credential does not belong to organization ${organizationId}`, 'ORGANIZATION_MISMATCH');
+  // Turnkey's answer: the key is not found in the organization the request names (nor its parent).
+  throw unauthenticated(TurnkeyMessage.PUBLIC_KEY_NOT_FOUND, 'PUBLIC_KEY_NOT_FOUND', `the credential does not belong to organization ${organizationId.slice(0, 100)}`);
 }

@@ -11,8 +11,9 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import zlib from 'node:zlib';
+import { randomUUID } from 'node:crypto';
 import type { Readable, Transform } from 'node:stream';
-import { ApiError, Grpc, invalidArgument, notFound, unauthenticated } from '../errors.js';
+import { ApiError, Grpc, invalidArgument, notFound, TurnkeyMessage, unauthenticated } from '../errors.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { ApiKeyCurve, ApiKeyRow, AuthenticatorRow, Store } from '../storage/types.js';
@@ -70,7 +71,7 @@ export function createApp(deps: AppDeps): express.Express {
   const varyOrigin = corsOrigin !== '*';
 
   /** The one way out: JSON reply + the request's log line. */
-  function send(x: Exchange, status: number, obj: unknown, extra?: Record<string, string>, code?: number): void {
+  function send(x: Exchange, status: number, obj: unknown, extra?: Record<string, string>, code?: number, reason?: string): void {
     if (x.done) return;
     x.done = true;
     const { res } = x;
@@ -90,14 +91,15 @@ export function createApp(deps: AppDeps): express.Express {
       res.writeHead(status, headers);
       res.end(body);
     }
-    logLine(x, status, code);
+    logLine(x, status, code, reason);
   }
 
-  function logLine(x: Exchange, status: number, code?: number): void {
+  function logLine(x: Exchange, status: number, code?: number, reason?: string): void {
     const ms = Math.round((performance.now() - x.start) * 100) / 100;
     const fields: Record<string, unknown> = { method: x.req.method, path: x.path, status, ms };
     if (x.activityId) fields.activityId = x.activityId;
     if (code !== undefined) fields.code = code;
+    if (reason !== undefined) fields.reason = reason;
     log.info('request', fields);
   }
 
@@ -105,10 +107,12 @@ export function createApp(deps: AppDeps): express.Express {
     let e: ApiError;
     if (err instanceof ApiError) e = err;
     else {
-      log.error('internal error', { error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });
-      e = new ApiError(Grpc.INTERNAL, 'internal error', { turnkeyErrorCode: 'INTERNAL' });
+      // The reply names an error id that the log line carries too (Turnkey's form), never the error itself.
+      const errorId = randomUUID();
+      log.error('internal error', { errorId, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });
+      e = new ApiError(Grpc.INTERNAL, `${TurnkeyMessage.INTERNAL} (${errorId})`, { turnkeyErrorCode: 'INTERNAL' });
     }
-    send(x, e.httpStatus, e.toStatus(), e instanceof MethodNotAllowed ? { Allow: e.allow } : undefined, e.code);
+    send(x, e.httpStatus, e.toStatus(), e instanceof MethodNotAllowed ? { Allow: e.allow } : undefined, e.code, e.reason ?? e.message);
   }
 
   function methodNotAllowed(method: string | undefined, allow: string, use: string): ApiError {
@@ -290,10 +294,10 @@ export function createApp(deps: AppDeps): express.Express {
       if (passkey !== undefined && passkey !== '') {
         const webauthn = parseWebauthnStamp(passkey);
         const keys = store.authenticators.byCredentialId(webauthn.credentialId);
-        if (keys.length === 0) throw unauthenticated('no passkey is registered with the stamp\'s credential id', 'CREDENTIAL_NOT_FOUND');
+        if (keys.length === 0) throw unauthenticated(TurnkeyMessage.CREDENTIAL_NOT_FOUND, 'CREDENTIAL_NOT_FOUND', 'no passkey is registered with the stamp\'s credential id');
         return { kind: 'passkey', webauthn, keys };
       }
-      throw unauthenticated('missing X-Stamp header', 'SIGNATURE_MISSING');
+      throw unauthenticated(TurnkeyMessage.STAMP_MISSING, 'SIGNATURE_MISSING');
     }
     const stamp = parseStamp(header);
     const curve = SCHEME_CURVE[stamp.scheme];
@@ -304,7 +308,7 @@ export function createApp(deps: AppDeps): express.Express {
   function stillRegistered(cred: PasskeyCredential): AuthenticatorRow[] {
     const verified = new Set(cred.keys.map((k) => k.id));
     const keys = store.authenticators.byCredentialId(cred.webauthn.credentialId).filter((k) => verified.has(k.id));
-    if (keys.length === 0) throw unauthenticated('the passkey that stamped this request is no longer registered', 'CREDENTIAL_NOT_FOUND');
+    if (keys.length === 0) throw unauthenticated(TurnkeyMessage.CREDENTIAL_NOT_FOUND, 'CREDENTIAL_NOT_FOUND', 'the passkey that stamped this request is no longer registered');
     return keys;
   }
 
@@ -328,7 +332,7 @@ export function createApp(deps: AppDeps): express.Express {
   /** The API keys registered for a stamp's public key (401 when there is none). */
   function registeredKeys(publicKey: string, curve: ApiKeyCurve): ApiKeyRow[] {
     const keys = candidateKeys(store, publicKey, curve);
-    if (keys.length === 0) throw unauthenticated('no API key is registered for the stamp\'s public key', 'PUBLIC_KEY_NOT_FOUND');
+    if (keys.length === 0) throw unauthenticated(TurnkeyMessage.PUBLIC_KEY_NOT_FOUND, 'PUBLIC_KEY_NOT_FOUND', 'no API key is registered for the stamp\'s public key');
     return keys;
   }
 
@@ -336,7 +340,10 @@ export function createApp(deps: AppDeps): express.Express {
   async function verify(cred: Credential, raw: Buffer): Promise<void> {
     const ok = cred.kind === 'passkey' ? verifyPasskey(cred, raw)
       : verifier ? await verifier.verify(cred.stamp, raw, concurrent()) : verifyStamp(cred.stamp, raw);
-    if (!ok) throw unauthenticated('the stamp signature does not verify over the request body', 'SIGNATURE_INVALID');
+    if (!ok) {
+      throw unauthenticated(cred.kind === 'passkey' ? TurnkeyMessage.WEBAUTHN_SIGNATURE : TurnkeyMessage.API_KEY_SIGNATURE, 'SIGNATURE_INVALID',
+        'the stamp signature does not verify over the request body');
+    }
   }
 
   async function authenticate(req: IncomingMessage, raw: Buffer): Promise<Credential> {
@@ -475,12 +482,11 @@ function unknownOperation(kind: string, op: string): ApiError {
 
 function parseBody(raw: Buffer): Obj {
   let text: string;
-  try { text = utf8.decode(raw); } catch { throw invalidArgument('request body is not valid UTF-8'); }
+  const bad = (reason: string) => new ApiError(Grpc.INVALID_ARGUMENT, TurnkeyMessage.BAD_BODY, { turnkeyErrorCode: 'REQUEST_INVALID', reason });
+  try { text = utf8.decode(raw); } catch { throw bad('request body is not valid UTF-8'); }
   let parsed: unknown;
-  try { parsed = JSON.parse(text); } catch { throw invalidArgument('request body is not valid JSON'); }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw invalidArgument('request body must be a JSON object');
-  }
+  try { parsed = JSON.parse(text); } catch { throw bad('request body is not valid JSON'); }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw bad('request body must be a JSON object');
   return parsed as Obj;
 }
 

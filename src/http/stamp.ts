@@ -10,7 +10,7 @@ import { createHash, createPublicKey, verify as nodeVerify, type KeyObject } fro
 import type { Core, CurveCore } from '../core/api.js';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { unauthenticated } from '../errors.js';
+import { TurnkeyMessage, unauthenticated } from '../errors.js';
 import type { ApiKeyCurve } from '../storage/types.js';
 
 export type StampScheme =
@@ -102,7 +102,7 @@ const HEX = /^[0-9a-fA-F]*$/;
 
 /** Decodes an X-Stamp header value: base64url (padding optional) of a JSON object. */
 export function parseStamp(header: string): Stamp {
-  const bad = (why: string) => unauthenticated(`malformed X-Stamp header: ${why}`, 'SIGNATURE_INVALID');
+  const bad = (why: string) => unauthenticated(TurnkeyMessage.STAMP_MALFORMED, 'SIGNATURE_INVALID', `malformed X-Stamp header: ${why}`);
   if (header.length > MAX_STAMP_HEADER) throw bad('too long');
   const trimmed = header.trim();
   if (!/^[A-Za-z0-9_\-+/]+={0,2}$/.test(trimmed)) throw bad('not base64url');
@@ -120,7 +120,7 @@ export function parseStamp(header: string): Stamp {
     throw bad('signature must be hex');
   }
   if (typeof scheme !== 'string' || !(scheme in SCHEME_CURVE)) {
-    throw unauthenticated(`unsupported stamp scheme ${typeof scheme === 'string' ? JSON.stringify(scheme.slice(0, 64)) : ''}`.trim(), 'SIGNATURE_INVALID');
+    throw bad(`unsupported stamp scheme ${typeof scheme === 'string' ? JSON.stringify(scheme.slice(0, 64)) : ''}`.trim());
   }
   return { publicKey: publicKey.toLowerCase(), scheme: scheme as StampScheme, signature: signature.toLowerCase() };
 }

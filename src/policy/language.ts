@@ -262,7 +262,7 @@ export function parse(src: string): Node {
 }
 
 /** The sub-expressions of a node, in source order (a method's arguments after its receiver). */
-function children(m: Node): Node[] {
+export function children(m: Node): Node[] {
   switch (m.k) {
     case 'lit': case 'name': return [];
     case 'list': return m.items;

@@ -102,10 +102,10 @@ describe('stamps (401 Unauthenticated)', () => {
   it('an X-Stamp-Webauthn of no registered passkey, or not of the right form, is a clear 401', async () => {
     const r = await ts.raw(QUERY('whoami'), whoBody(), { key: undefined, headers: { 'X-Stamp-Webauthn': JSON.stringify({ authenticatorData: 'AA', clientDataJson: 'AA', credentialId: 'AA', signature: 'AA' }) } });
     checkError(r, 401, 'webauthn stamp');
-    expect(r.json.message.toLowerCase()).toMatch(/passkey/);
+    expect(r.json.message).toBe('credential ID could not be found in organization or its parent organization'); // Turnkey's text
     const bad = await ts.raw(QUERY('whoami'), whoBody(), { key: undefined, headers: { 'X-Stamp-Webauthn': '{"credentialId": 5}' } });
     checkError(bad, 401, 'malformed webauthn stamp');
-    expect(bad.json.message).toMatch(/X-Stamp-Webauthn must be JSON/);
+    expect(bad.json.message).toBe('malformed activity stamp'); // Turnkey's text; the log line says what is malformed
   });
 
   for (const [label, mk, curve] of [
@@ -163,7 +163,7 @@ describe('organizations', () => {
     const other = await startTestServer();
     try {
       for (const orgId of [other.orgId, '00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
-        checkError(await ts.raw(QUERY('whoami'), JSON.stringify({ organizationId: orgId })), [401, 403, 404], `whoami in org ${orgId}`);
+        checkError(await ts.raw(QUERY('whoami'), JSON.stringify({ organizationId: orgId })), [400, 401, 403, 404], `whoami in org ${orgId}`);
         checkError(await ts.raw(QUERY('list_users'), JSON.stringify({ organizationId: orgId })), [400, 401, 403, 404], `list_users in org ${orgId}`);
         await expectNothingStored(async () => {
           checkError(await ts.raw(SUBMIT('create_user_tag'), tagBody(uniqueName('x'), String(Date.now()), orgId)), [400, 401, 403, 404], `submit in org ${orgId}`);

@@ -14,6 +14,7 @@ import { requireRoot } from '../../domain/principal.js';
 import { timestamp } from '../../domain/records.js';
 import type { PolicyRow, Store } from '../../storage/types.js';
 import { freeNames, literalProblems, parse, SyntaxError as PolicySyntaxError, MAX_SOURCE } from '../../policy/language.js';
+import { literalFormProblems } from '../../policy/literalForms.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { MAX_ARRAY, MAX_NAME, Validator, type Obj } from '../validate.js';
 
@@ -39,6 +40,9 @@ function readExpression(v: Validator, o: Obj, key: string, field: string, kind: 
     }
     const problems = literalProblems(tree);
     if (problems.length > 0) v.fail(field, problems[0]!);
+    // a comparison that letter case makes impossible would leave the policy silently dead
+    const dead = kind === 'condition' ? literalFormProblems(tree) : [];
+    if (dead.length > 0) v.fail(field, dead[0]!);
   } catch (e) {
     if (!(e instanceof PolicySyntaxError)) throw e;
     v.fail(field, `does not parse: ${e.message}`);

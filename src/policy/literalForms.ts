@@ -1,0 +1,178 @@
+/**
+ * Comparisons that letter case (or a literal's form) makes impossible, found when a policy is
+ * stored. The policy engine reads some fields in one normal form and compares strings exactly,
+ * as Turnkey's does: `eth.tx.to`, `eth.tx.from` and `eth.tx.data` are lower-case hex, and so are
+ * the hex strings (addresses, bytes) of `eth.tx.contract_call_args` and `eth.eip_712`. A policy
+ * that compares such a field with a mixed-case literal — an address copied from an explorer, in
+ * EIP-55 form — would never match: an EFFECT_DENY written that way would silently never fire.
+ * Such a condition is refused at create_policy / update_policy instead of being stored dead.
+ *
+ * Forms, by field (a path: keyword, fields, `[]` for an item or a map entry):
+ * - lower-case hex: eth.tx.to / from / data (and its slices), eip_712.domain.verifying_contract,
+ *   eip_7702_authorization.address, solana instruction_data_hex, tron contract data and block
+ *   references, bitcoin script_pubkey and tx_id;
+ * - hex strings lower-case: eth.tx.contract_call_args[…], eth.eip_712.message[…] (their other
+ *   strings are free text);
+ * - Solana keys: 32 bytes in base58 (letter case is part of the key: only a literal that is no
+ *   key at all can be detected);
+ * - bitcoin.tx.outputs[].address: bech32 addresses lower-case;
+ * - wallet_account.address: as kmas stores and returns it — Ethereum in EIP-55 form, other hex
+ *   addresses and bech32 lower-case.
+ * Checked: `==`, `!=`, `in` (either side), `.contains()`, `.startsWith()`, `.endsWith()`.
+ */
+import { base58, bech32, bech32m } from '@scure/base';
+import { toChecksumAddress } from '../crypto/addresses.js';
+import { children, parse, type Node } from './language.js';
+import type { Store } from '../storage/types.js';
+
+type Form = 'lower' | 'hexLower' | 'solanaKey' | 'bech32Lower' | 'accountAddress';
+
+const FORMS: [RegExp, Form][] = [
+  [/^eth\.tx\.(to|from|data)$/, 'lower'],
+  [/^eth\.eip_712\.domain\.verifying_contract$/, 'lower'],
+  [/^eth\.eip_7702_authorization\.address$/, 'lower'],
+  [/^eth\.tx\.contract_call_args(\[\]|\.\w+)+$/, 'hexLower'],
+  [/^eth\.eip_712\.message(\[\]|\.\w+)+$/, 'hexLower'],
+  [/^solana\.tx\.instructions\[\]\.instruction_data_hex$/, 'lower'],
+  [/^solana\.tx\.(account_keys\[\]|program_keys\[\]|recent_blockhash|address_table_lookups\[\]\.address_table_key)$/, 'solanaKey'],
+  [/^solana\.tx\.instructions\[\]\.(program_key|accounts\[\]\.account_key|address_table_lookups\[\]\.address_table_key)$/, 'solanaKey'],
+  [/^solana\.tx\.(transfers|spl_transfers)\[\]\.(from|to|owner|token_mint|signers\[\])$/, 'solanaKey'],
+  [/^tron\.tx\.(ref_block_bytes|ref_block_hash|contract\[\]\.data)$/, 'lower'],
+  [/^bitcoin\.tx\.outputs\[\]\.script_pubkey$/, 'lower'],
+  [/^bitcoin\.tx\.inputs\[\]\.tx_id$/, 'lower'],
+  [/^bitcoin\.tx\.outputs\[\]\.address$/, 'bech32Lower'],
+  [/^wallet_account\.address$/, 'accountAddress'],
+];
+
+function formOf(path: string | undefined): Form | undefined {
+  if (path === undefined) return undefined;
+  return FORMS.find(([re]) => re.test(path))?.[1];
+}
+
+const hasUpper = (s: string): boolean => s !== s.toLowerCase();
+const HEX = /^(0x)?[0-9a-f]+$/i;
+
+function isBech32(s: string): boolean {
+  for (const codec of [bech32, bech32m]) {
+    try { codec.decode(s as `${string}1${string}`, 90); return true; } catch { /* not this one */ }
+  }
+  return false;
+}
+
+function isSolanaKey(s: string): boolean {
+  try { return base58.decode(s).length === 32; } catch { return false; }
+}
+
+/** Why `lit` can never equal (or, as a fragment, be part of) a value of `form`; undefined when it can. */
+function mismatch(form: Form, lit: string, fragment: boolean): string | undefined {
+  switch (form) {
+    case 'lower':
+      return hasUpper(lit) ? `holds lower-case hex, so it never equals a literal with upper-case letters: write '${lit.toLowerCase()}'` : undefined;
+    case 'hexLower':
+      return HEX.test(lit) && hasUpper(lit) ? `holds addresses and bytes as lower-case hex, so it never equals a literal with upper-case letters: write '${lit.toLowerCase()}'` : undefined;
+    case 'solanaKey':
+      return !fragment && lit !== '' && !isSolanaKey(lit) ? 'holds Solana keys (32 bytes in base58), and this literal is none' : undefined;
+    case 'bech32Lower':
+      return !fragment && hasUpper(lit) && isBech32(lit.toLowerCase()) ? `holds bech32 addresses in lower case: write '${lit.toLowerCase()}'` : undefined;
+    case 'accountAddress': {
+      if (fragment) return undefined;
+      if (/^0x[0-9a-f]{40}$/i.test(lit)) {
+        const eip55 = toChecksumAddress(lit);
+        return lit === eip55 ? undefined : `holds Ethereum addresses in their EIP-55 checksummed form, as kmas returns them: write '${eip55}'`;
+      }
+      if (/^0x[0-9a-f]+$/i.test(lit) && hasUpper(lit)) return `holds this kind of address in lower-case hex: write '${lit.toLowerCase()}'`;
+      if (hasUpper(lit) && isBech32(lit.toLowerCase())) return `holds bech32 addresses in lower case: write '${lit.toLowerCase()}'`;
+      return undefined;
+    }
+  }
+}
+
+const short = (s: string): string => (s.length > 80 ? `${s.slice(0, 77)}...` : s);
+
+/**
+ * The comparisons of `tree` (a policy condition) that can never hold because of a literal's
+ * letter case or form, each as a sentence naming the field, the literal and the fix.
+ */
+export function literalFormProblems(tree: Node): string[] {
+  const out: string[] = [];
+  const report = (path: string, lit: string, fragment: boolean): void => {
+    const form = formOf(path);
+    const why = form && mismatch(form, lit, fragment);
+    if (why) out.push(`${path.replace(/\[\]/g, '[…]')} is compared with '${short(lit)}', which can never match: ${path.replace(/\[\]/g, '[…]')} ${why}`);
+  };
+  const strings = (n: Node): string[] | undefined => {
+    if (n.k === 'lit' && typeof n.v === 'string') return [n.v];
+    return undefined;
+  };
+  const listStrings = (n: Node): string[] => (n.k === 'list' ? n.items.flatMap((x) => strings(x) ?? []) : []);
+
+  const pathOf = (n: Node, env: ReadonlyMap<string, string>): string | undefined => {
+    switch (n.k) {
+      case 'name': return env.get(n.name) ?? n.name;
+      case 'field': { const p = pathOf(n.of, env); return p === undefined ? undefined : `${p}.${n.name}`; }
+      case 'index': { const p = pathOf(n.of, env); return p === undefined ? undefined : `${p}[]`; }
+      // a slice keeps the form of what it slices (a substring, or a shorter list of the same items)
+      case 'slice': return pathOf(n.of, env);
+      case 'call': return n.name === 'filter' ? pathOf(n.of, env) : undefined;
+      default: return undefined;
+    }
+  };
+
+  const walk = (n: Node, env: ReadonlyMap<string, string>): void => {
+    if (n.k === 'bin' && (n.op === '==' || n.op === '!=')) {
+      for (const [field, other] of [[n.a, n.b], [n.b, n.a]] as const) {
+        const p = pathOf(field, env);
+        const lits = strings(other);
+        if (p !== undefined && lits) lits.forEach((l) => report(p, l, false));
+      }
+    } else if (n.k === 'bin' && n.op === 'in') {
+      const p = pathOf(n.a, env);
+      if (p !== undefined) listStrings(n.b).forEach((l) => report(p, l, false));
+      const q = pathOf(n.b, env);
+      const lits = strings(n.a);
+      if (q !== undefined && lits) lits.forEach((l) => report(`${q}[]`, l, false));
+    } else if (n.k === 'call' && !n.param && n.args.length === 1) {
+      const p = pathOf(n.of, env);
+      const arg = n.args[0]!;
+      const lits = strings(arg);
+      if (p !== undefined && lits) {
+        // a list's contains() compares whole items; a string's methods compare fragments
+        const listItem = formOf(`${p}[]`) !== undefined;
+        if (n.name === 'contains' && listItem) lits.forEach((l) => report(`${p}[]`, l, false));
+        else if (n.name === 'contains' || n.name === 'startsWith' || n.name === 'endsWith') lits.forEach((l) => report(p, l, true));
+      }
+      const q = pathOf(arg, env);
+      if (n.name === 'contains' && q !== undefined) listStrings(n.of).forEach((l) => report(q, l, false));
+    }
+    if (n.k === 'call' && n.param) {
+      walk(n.of, env);
+      const item = pathOf(n.of, env);
+      const inner = new Map(env);
+      if (item === undefined) inner.delete(n.param); else inner.set(n.param, `${item}[]`);
+      n.args.forEach((x) => walk(x, inner));
+      return;
+    }
+    children(n).forEach((x) => walk(x, env));
+  };
+  walk(tree, new Map());
+  return out;
+}
+
+/**
+ * Stored policies whose condition has such a comparison (written before kmas refused them): each
+ * never matches as written. The server names them in its log at start so an operator can fix them.
+ */
+export function deadPolicies(store: Store): { organizationId: string; policyId: string; policyName: string; effect: string; problem: string }[] {
+  const out: { organizationId: string; policyId: string; policyName: string; effect: string; problem: string }[] = [];
+  const queue = [...store.organizations.roots()];
+  while (queue.length > 0) {
+    const org = queue.pop()!;
+    for (const p of store.policies.list(org.id)) {
+      let problems: string[] = [];
+      try { problems = p.condition.trim() === '' ? [] : literalFormProblems(parse(p.condition)); } catch { /* a condition that no longer parses is not this check's to report */ }
+      if (problems.length > 0) out.push({ organizationId: org.id, policyId: p.id, policyName: p.name, effect: p.effect, problem: problems[0]! });
+    }
+    queue.push(...store.organizations.childrenOf(org.id));
+  }
+  return out;
+}
