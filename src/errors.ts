@@ -75,6 +75,7 @@ export class ApiError extends Error {
  */
 export const TurnkeyMessage = {
   DENIED_EXPLICITLY: 'policy engine denied request explicitly',
+  NOT_AUTHORIZED: 'request not authorized',
   STAMP_MISSING: 'cannot authenticate public API activity request without a stamp (X-Stamp/X-Stamp-Webauthn header)',
   STAMP_MALFORMED: 'malformed activity stamp',
   API_KEY_SIGNATURE: 'could not verify api key signature',

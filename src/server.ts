@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { loadConfig, type Config } from './config.js';
 import { createLogger } from './log.js';
 import { openSqliteStore } from './storage/sqlite.js';
@@ -54,6 +54,8 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   const config = loadConfig({ overrides: opts as Partial<Record<keyof Config, unknown>> });
   const logSink = batchedStdout();
   const log = createLogger(config.logLevel, logSink);
+  // A port someone else holds is found before anything is created in a new data directory.
+  if (config.port !== 0 && cluster.isPrimary) await probePort(config.host, config.port);
   fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const store = openSqliteStore(path.join(config.dataDir, DB_FILE),
     { synchronous: config.sqliteSynchronous, syncOffThread: true, multiProcess: config.workers > 1 || cluster.isWorker });
@@ -153,4 +155,13 @@ async function startPoolServer(
       return stopped;
     },
   };
+}
+
+/** Listens on host:port once and closes again: rejects (EADDRINUSE, EACCES…) when the server could not listen there. */
+function probePort(host: string, port: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+  });
 }

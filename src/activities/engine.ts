@@ -84,8 +84,9 @@ export interface SubmitOutcome {
 /**
  * Validates, authorizes, executes and stores one submit. The caller runs it inside a transaction
  * of its own that rolls back when this throws (the group commit gives every submit a savepoint):
- * an identical body returns its stored activity; a refusal (validate / authorize) stores nothing;
- * an ApiError from the handler leaves a FAILED activity; any other error propagates (and the
+ * an identical body returns its stored activity; a refusal (validate / authorize, or a NOT_FOUND
+ * from the handler: an id the organization does not have) stores nothing; any other ApiError from
+ * the handler leaves a FAILED activity; any other error propagates (and the
  * caller's rollback undoes this submit). `pre` is what prepareSubmit did before the transaction.
  */
 export function submitInTransaction(
@@ -140,6 +141,9 @@ export function submitInTransaction(
   }
   recordEvaluations(store, decision, id, organization.id, '', nowMs);
   const ran = runOperation(store, op, intent, principal, organization, nowMs, id, pre);
+  // One rule for every operation: a request naming an id the organization does not have is a 404
+  // that stores nothing (the caller's savepoint rolls back the evaluations above).
+  if (ran.failure?.code === Grpc.NOT_FOUND) throw ran.failure;
   const record = activityRecord({
     id,
     organizationId: organization.id,

@@ -42,11 +42,6 @@ export function resolvePrincipal(
     return { principal: { organization: own, user, credential: k, access, clientAddress: opts.clientAddress }, organization };
   };
 
-  if (!UUID.test(organizationId)) {
-    throw new ApiError(Grpc.INVALID_ARGUMENT, TurnkeyMessage.ORGANIZATION_ID_MALFORMED, {
-      turnkeyErrorCode: 'INVALID_ORGANIZATION_ID', fieldViolations: [{ field: 'organizationId', description: 'must be a UUID' }],
-    });
-  }
   const target = store.organizations.get(organizationId);
   if (target) {
     const own = keys.find((k) => k.organizationId === organizationId);
@@ -58,12 +53,23 @@ export function resolvePrincipal(
       if (org && org.parentId === organizationId) return build(k, 'member', org);
     }
   }
+  if (!target && !UUID.test(organizationId)) {
+    throw new ApiError(Grpc.INVALID_ARGUMENT, TurnkeyMessage.ORGANIZATION_ID_MALFORMED, {
+      turnkeyErrorCode: 'INVALID_ORGANIZATION_ID', fieldViolations: [{ field: 'organizationId', description: 'must be a UUID' }],
+    });
+  }
   if (!target) {
     throw new ApiError(Grpc.NOT_FOUND, TurnkeyMessage.ORGANIZATION_NOT_FOUND, { turnkeyErrorCode: 'ORGANIZATION_NOT_FOUND', reason: `organization ${organizationId.slice(0, 100)} not found` });
   }
   if (opts.parentMayRead && target.parentId !== null) {
     const parentKey = keys.find((k) => k.organizationId === target.parentId);
     if (parentKey) return build(parentKey, 'parent', target);
+  }
+  if (target.parentId !== null && keys.some((k) => k.organizationId === target.parentId)) {
+    // a parent organization's key writing into a sub-organization (Turnkey's example of this refusal)
+    throw new ApiError(Grpc.PERMISSION_DENIED, TurnkeyMessage.NOT_AUTHORIZED, {
+      turnkeyErrorCode: 'REQUEST_NOT_AUTHORIZED', reason: 'a parent organization may only read its sub-organizations',
+    });
   }
   // Turnkey's answer: the key is not found in the organization the request names (nor its parent).
   throw unauthenticated(TurnkeyMessage.PUBLIC_KEY_NOT_FOUND, 'PUBLIC_KEY_NOT_FOUND', `the credential does not belong to organization ${organizationId.slice(0, 100)}`);

@@ -90,6 +90,8 @@ describe('private keys through @turnkey/sdk-server', () => {
     const s4 = await ts.sdk.signRawPayload({ signWith: e!.privateKey.addresses[0]!.address!, payload: bytesToHex(enc), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NOT_APPLICABLE' });
     expect(s4.v).toBe('00');
     expect(ed25519.verify(hexToBytes(s4.r + s4.s), enc, hexToBytes(e!.privateKey.publicKey))).toBe(true);
+    // the specification's intent echoes signWith as sent, an address staying that address
+    expect((s4.activity as any).result.activity.intent.signRawPayloadIntent.privateKeyId).toBe(e!.privateKey.addresses[0]!.address);
 
     // The stored activity carries both intent forms (replies.md).
     const act = s1.activity as any;

@@ -91,11 +91,22 @@ describe('refusals as Turnkey gives them (known replies, byte for byte)', () => 
   });
 
   it('an organization the key does not belong to: 401, code 16, the same "could not find public key" reply', async () => {
-    const sub: any = await ts.sdk.createSubOrganization({ subOrganizationName: uniqueName('other'), rootQuorumThreshold: 1, rootUsers: [{ userName: 'r', apiKeys: [{ apiKeyName: 'k', publicKey: newP256Key().publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [] }] } as any);
-    const user = await nonRootUser();
-    // a key of the parent organization's (non-root) user, in the sub-organization
-    await refused(() => ts.raw(SUBMIT('create_user_tag'), tagBody(sub.subOrganizationId), { key: user.key }), 401,
-      { code: 16, message: 'could not find public key in organization or its parent organization', details: [detail('PUBLIC_KEY_NOT_FOUND')] });
+    const subWith = async (key: ReturnType<typeof newP256Key>) => ((await ts.sdk.createSubOrganization({ subOrganizationName: uniqueName('sub'), rootQuorumThreshold: 1,
+      rootUsers: [{ userName: 'r', apiKeys: [{ apiKeyName: 'k', publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [] }] } as any)) as any).subOrganizationId as string;
+    const keyA = newP256Key();
+    await subWith(keyA);
+    const b = await subWith(newP256Key());
+    const reply = { code: 16, message: 'could not find public key in organization or its parent organization', details: [detail('PUBLIC_KEY_NOT_FOUND')] };
+    // a sibling sub-organization's key
+    await refused(() => ts.raw(SUBMIT('create_user_tag'), tagBody(b), { key: keyA }), 401, reply);
+    // a sub-organization's key in its parent
+    await refused(() => ts.raw(QUERY('list_users'), whoBody(ts.orgId), { key: keyA }), 401, reply);
+  });
+
+  it('a parent organization\'s key writing into a sub-organization: 403, code 7, "request not authorized" (Turnkey\'s example of it)', async () => {
+    const sub: any = await ts.sdk.createSubOrganization({ subOrganizationName: uniqueName('child'), rootQuorumThreshold: 1, rootUsers: [{ userName: 'r', apiKeys: [{ apiKeyName: 'k', publicKey: newP256Key().publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [] }] } as any);
+    await refused(() => ts.raw(SUBMIT('create_user_tag'), tagBody(sub.subOrganizationId)), 403,
+      { code: 7, message: 'request not authorized', details: [detail('REQUEST_NOT_AUTHORIZED')] });
   });
 
   it('an unknown organization: 404, code 5, "no organization found with the given ID"', async () => {
@@ -141,6 +152,24 @@ describe('refusals whose Turnkey text is not published (kmas\'s own, pinned)', (
   it('an unknown id (signWith): 404, code 5, naming it', async () => {
     await refused(() => ts.raw(SUBMIT('sign_raw_payload'), submitBody('ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2', ts.orgId, { signWith: '0x' + '12'.repeat(20), payload: 'ab'.repeat(32), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' })), 404,
       { code: 5, message: expect.stringContaining('signWith'), details: [detail('PRIVATE_KEY_NOT_FOUND'), badRequest('signWith')] });
+  });
+
+  it('an id the organization does not have, in any operation (user, tag, API key, private key): 404, code 5, nothing stored', async () => {
+    const ghost = '00000000-0000-4000-8000-0000000000aa';
+    const cases: [string, string, unknown][] = [
+      ['update_user', 'ACTIVITY_TYPE_UPDATE_USER', { userId: ghost, userName: 'ghost' }],
+      ['delete_users', 'ACTIVITY_TYPE_DELETE_USERS', { userIds: [ghost] }],
+      ['create_user_tag', 'ACTIVITY_TYPE_CREATE_USER_TAG', { userTagName: uniqueName('ghosts'), userIds: [ghost] }],
+      ['update_user_tag', 'ACTIVITY_TYPE_UPDATE_USER_TAG', { userTagId: ghost, newUserTagName: 'x', addUserIds: [], removeUserIds: [] }],
+      ['delete_api_keys', 'ACTIVITY_TYPE_DELETE_API_KEYS', { userId: ts.rootUserId, apiKeyIds: [ghost] }],
+      ['create_private_key_tag', 'ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG', { privateKeyTagName: uniqueName('pk'), privateKeyIds: [ghost] }],
+      ['delete_private_keys', 'ACTIVITY_TYPE_DELETE_PRIVATE_KEYS', { privateKeyIds: [ghost], deleteWithoutExport: true }],
+      ['delete_policy', 'ACTIVITY_TYPE_DELETE_POLICY', { policyId: ghost }],
+    ];
+    for (const [op, type, params] of cases) {
+      await refused(() => ts.raw(SUBMIT(op), submitBody(type, ts.orgId, params)), 404,
+        { code: 5, message: expect.any(String), details: expect.arrayContaining([expect.objectContaining({ '@type': 'type.googleapis.com/errors.v1.TurnkeyErrorDetail' })]) });
+    }
   });
 
   it('a validation failure: 400, code 3, a BadRequest naming the field', async () => {

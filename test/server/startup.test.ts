@@ -240,6 +240,8 @@ describe('CLI commands', () => {
       expect(r.status).not.toBe(0);
       expect(r.stderr).toMatch(/listen|in use|EADDRINUSE/i);
       expect(r.stderr).not.toMatch(/\n\s+at /);
+      // found before the root organization and its keys were made: the new data directory stays empty
+      expect(existsSync(dataDir) ? readdirSync(dataDir) : []).toEqual([]);
     } finally {
       await new Promise<void>((r) => blocker.close(() => r()));
       rmSync(dataDir, { recursive: true, force: true });

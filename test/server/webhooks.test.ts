@@ -115,7 +115,11 @@ describe('webhooks', () => {
   });
 
   it('failed activities are announced too, and so are the activities of sub-organizations (to the parent)', async () => {
-    const failed: any = await ts.sdk.removeOrganizationFeature({ name: 'FEATURE_NAME_SMS_AUTH' } as any).catch((e: unknown) => e);
+    const name = uniqueName('dup');
+    await ts.sdk.createUserTag({ userTagName: name, userIds: [] });
+    await rx.waitFor(1);
+    rx.got.length = 0;
+    const failed: any = await ts.sdk.createUserTag({ userTagName: name, userIds: [] }).catch((e: unknown) => e);
     const [a] = await rx.waitFor(1);
     expect(JSON.parse(a!.body.toString('utf8')).status).toBe('ACTIVITY_STATUS_FAILED');
     expect(failed).toBeDefined();

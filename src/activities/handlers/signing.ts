@@ -24,10 +24,12 @@ type WithKey<T> = T & { [RESOLVED]?: SigningKey };
 function remember<T extends object>(intent: T, key: SigningKey): void {
   Object.defineProperty(intent, RESOLVED, { value: key, enumerable: false, configurable: true });
 }
-/** The specification names the key `privateKeyId`: the private key's id, or the wallet account address given. */
-function specKeyId(intent: WithKey<{ signWith: string }>): string {
-  const k = intent[RESOLVED];
-  return k && k.kind === 'private_key' ? k.privateKeyId : intent.signWith;
+/**
+ * The specification's intent echoes the request, renaming `signWith` to `privateKeyId`: it carries
+ * `signWith` exactly as sent (a private key id, its address, or a wallet account address).
+ */
+function specKeyId(intent: { signWith: string }): string {
+  return intent.signWith;
 }
 
 function resolve(store: Store, organizationId: string, signWith: string): SigningKey {
