@@ -11,8 +11,11 @@
  * - lower-case hex: eth.tx.to / from / data (and its slices), eip_712.domain.verifying_contract,
  *   eip_7702_authorization.address, solana instruction_data_hex, tron contract data and block
  *   references, bitcoin script_pubkey and tx_id;
- * - hex strings lower-case: eth.tx.contract_call_args[…], eth.eip_712.message[…] (their other
- *   strings are free text);
+ * - hex strings lower-case: eth.eip_712.message[…] (its other strings are free text), as
+ *   Turnkey's reference says EIP-712 values are normalized;
+ * - eth.tx.contract_call_args[…]: addresses in EIP-55 form (as the ABI decoder gives them and as
+ *   Turnkey's own example writes them), bytes lower-case: a 20-byte hex literal must be EIP-55
+ *   (so a bytes20 argument cannot be compared with a literal; addresses are what calls carry);
  * - Solana keys: 32 bytes in base58 (letter case is part of the key: only a literal that is no
  *   key at all can be detected);
  * - bitcoin.tx.outputs[].address: bech32 addresses lower-case;
@@ -25,13 +28,13 @@ import { toChecksumAddress } from '../crypto/addresses.js';
 import { children, parse, type Node } from './language.js';
 import type { Store } from '../storage/types.js';
 
-type Form = 'lower' | 'hexLower' | 'solanaKey' | 'bech32Lower' | 'accountAddress';
+type Form = 'lower' | 'hexLower' | 'callArg' | 'solanaKey' | 'bech32Lower' | 'accountAddress';
 
 const FORMS: [RegExp, Form][] = [
   [/^eth\.tx\.(to|from|data)$/, 'lower'],
   [/^eth\.eip_712\.domain\.verifying_contract$/, 'lower'],
   [/^eth\.eip_7702_authorization\.address$/, 'lower'],
-  [/^eth\.tx\.contract_call_args(\[\]|\.\w+)+$/, 'hexLower'],
+  [/^eth\.tx\.contract_call_args(\[\]|\.\w+)+$/, 'callArg'],
   [/^eth\.eip_712\.message(\[\]|\.\w+)+$/, 'hexLower'],
   [/^solana\.tx\.instructions\[\]\.instruction_data_hex$/, 'lower'],
   [/^solana\.tx\.(account_keys\[\]|program_keys\[\]|recent_blockhash|address_table_lookups\[\]\.address_table_key)$/, 'solanaKey'],
@@ -70,6 +73,15 @@ function mismatch(form: Form, lit: string, fragment: boolean): string | undefine
       return hasUpper(lit) ? `holds lower-case hex, so it never equals a literal with upper-case letters: write '${lit.toLowerCase()}'` : undefined;
     case 'hexLower':
       return HEX.test(lit) && hasUpper(lit) ? `holds addresses and bytes as lower-case hex, so it never equals a literal with upper-case letters: write '${lit.toLowerCase()}'` : undefined;
+    case 'callArg': {
+      // addresses as the ABI decoder gives them (EIP-55, as Turnkey's own example writes them), bytes lower-case
+      if (fragment || !HEX.test(lit) || !lit.startsWith('0x')) return undefined;
+      if (/^0x[0-9a-f]{40}$/i.test(lit)) {
+        const eip55 = toChecksumAddress(lit);
+        return lit === eip55 ? undefined : `holds addresses in their EIP-55 checksummed form: write '${eip55}'`;
+      }
+      return hasUpper(lit) ? `holds bytes as lower-case hex: write '${lit.toLowerCase()}'` : undefined;
+    }
     case 'solanaKey':
       return !fragment && lit !== '' && !isSolanaKey(lit) ? 'holds Solana keys (32 bytes in base58), and this literal is none' : undefined;
     case 'bech32Lower':

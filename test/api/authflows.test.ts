@@ -154,10 +154,10 @@ describe('OAuth', () => {
       expect(res.json.details.flatMap((d: any) => d.fieldViolations ?? []).map((f: any) => f.field), what).toContain('oidcToken');
     }
     expect((await ts.sdk.getActivities({ organizationId: sub.id } as any) as any).activities.length).toBe(before);
-    // A valid token of an identity no user has: the activity fails.
-    const stranger: any = await ts.sdk.oauth({ organizationId: sub.id, oidcToken: await issuer.token({ sub: 'nobody', nonce: nonce(pk) }), targetPublicKey: pk } as any);
-    expect(stranger.activity.status).toBe('ACTIVITY_STATUS_FAILED');
-    expect(stranger.activity.failure.message).toMatch(/no user of this organization has this OAuth identity/);
+    // A valid token of an identity no user has: 404, nothing stored (an unknown id).
+    const stranger: any = await ts.sdk.oauth({ organizationId: sub.id, oidcToken: await issuer.token({ sub: 'nobody', nonce: nonce(pk) }), targetPublicKey: pk } as any).catch((e: unknown) => e);
+    expect(stranger.message).toMatch(/^Turnkey error 5: no user of this organization has this OAuth identity/);
+    expect((await ts.sdk.getActivities({ organizationId: sub.id } as any) as any).activities.length).toBe(before);
   });
 
   it('create/get/delete_oauth_providers by the user itself, not by the parent; an identity links to one user', async () => {
@@ -262,8 +262,8 @@ describe('e-mail', () => {
     const key = openBundle(ok.credentialBundle, target.privateKey);
     expect((await whoamiAs(key, sub.id)).userId).toBe(sub.userId);
     // Used once: the same code again finds nothing.
-    const reuse: any = await ts.sdk.otpAuth({ organizationId: sub.id, otpId: init.otpId, otpCode: code, targetPublicKey: target.publicKeyUncompressed } as any);
-    expect(reuse.activity.failure.message).toMatch(/no such one-time code/);
+    const reuse: any = await ts.sdk.otpAuth({ organizationId: sub.id, otpId: init.otpId, otpCode: code, targetPublicKey: target.publicKeyUncompressed } as any).catch((e: unknown) => e);
+    expect(reuse.message).toMatch(/^Turnkey error 5: no such one-time code/);
 
     // Three wrong codes: used up, even the right one then fails.
     const second: any = await ts.sdk.initOtpAuth({ organizationId: sub.id, otpType: 'OTP_TYPE_EMAIL', contact: sub.email, appName: 'W', otpLength: 6, alphanumeric: false } as any);
@@ -273,8 +273,8 @@ describe('e-mail', () => {
       const r: any = await ts.sdk.otpAuth({ organizationId: sub.id, otpId: second.otpId, otpCode: bad, targetPublicKey: target.publicKeyUncompressed } as any);
       expect(r.activity.status).toBe('ACTIVITY_STATUS_FAILED');
     }
-    const late: any = await ts.sdk.otpAuth({ organizationId: sub.id, otpId: second.otpId, otpCode: code2, targetPublicKey: target.publicKeyUncompressed } as any);
-    expect(late.activity.failure.message).toMatch(/no such one-time code/);
+    const late: any = await ts.sdk.otpAuth({ organizationId: sub.id, otpId: second.otpId, otpCode: code2, targetPublicKey: target.publicKeyUncompressed } as any).catch((e: unknown) => e);
+    expect(late.message).toMatch(/^Turnkey error 5: no such one-time code/);
   });
 
   it('init_user_email_recovery mails a recovery key that can only run recover_user, which adds a passkey and retires the key', async () => {
@@ -319,8 +319,8 @@ describe('e-mail', () => {
   it('refuses an unknown address, SMS codes, and a caller that is not a root user', async () => {
     const sub = await subOrg();
     const target = generateP256KeyPair();
-    const nobody: any = await ts.sdk.emailAuth({ organizationId: sub.id, email: 'nobody@example.com', targetPublicKey: target.publicKeyUncompressed, emailCustomization: { appName: 'W' } } as any);
-    expect(nobody.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+    const nobody: any = await ts.sdk.emailAuth({ organizationId: sub.id, email: 'nobody@example.com', targetPublicKey: target.publicKeyUncompressed, emailCustomization: { appName: 'W' } } as any).catch((e: unknown) => e);
+    expect(nobody.message).toMatch(/^Turnkey error 5: /);
     const sms = await ts.raw('/public/v1/submit/init_otp_auth', JSON.stringify({
       type: 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3', timestampMs: String(Date.now()), organizationId: sub.id,
       parameters: { otpType: 'OTP_TYPE_SMS', contact: '+15555550100', appName: 'W' },
@@ -430,8 +430,8 @@ describe('one-time codes with a verification token: init_otp, verify_otp, otp_lo
     // A code of init_otp_auth is not one of init_otp (and the reverse).
     const authInit: any = await ts.sdk.initOtpAuth({ organizationId: sub.id, otpType: 'OTP_TYPE_EMAIL', contact: sub.email, appName: 'W' } as any);
     const code = /code is ([0-9A-Z]{9})\b/.exec((await nextMail(sub.email)).text ?? '')![1]!;
-    const cross: any = await ts.sdk.verifyOtp({ organizationId: sub.id, otpId: authInit.otpId, encryptedOtpBundle: wrong } as any);
-    expect(cross.activity.failure.message).toMatch(/no such one-time code/);
+    const cross: any = await ts.sdk.verifyOtp({ organizationId: sub.id, otpId: authInit.otpId, encryptedOtpBundle: wrong } as any).catch((e: unknown) => e);
+    expect(cross.message).toMatch(/^Turnkey error 5: no such one-time code/);
     const target = generateP256KeyPair();
     const ok: any = await ts.sdk.otpAuth({ organizationId: sub.id, otpId: authInit.otpId, otpCode: code, targetPublicKey: target.publicKeyUncompressed } as any);
     expect(ok.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
@@ -515,9 +515,9 @@ describe('MAIL_DIR (local development without an SMTP server)', () => {
     const dev = await startTestServer({ mailDir: dir } as never);
     try {
       const target = generateP256KeyPair();
-      const r: any = await dev.sdk.emailAuth({ email: 'root@example.com', targetPublicKey: target.publicKeyUncompressed, emailCustomization: { appName: 'Dev' } } as any);
+      const r: any = await dev.sdk.emailAuth({ email: 'root@example.com', targetPublicKey: target.publicKeyUncompressed, emailCustomization: { appName: 'Dev' } } as any).catch((e: unknown) => e);
       // The bootstrap root user has no e-mail address: give it one first.
-      expect(r.activity.status).toBe('ACTIVITY_STATUS_FAILED');
+      expect(r.message).toMatch(/^Turnkey error 5: /);
       await dev.sdk.updateUser({ userId: dev.rootUserId, userEmail: 'root@example.com', userTagIds: [] } as any);
       const ok: any = await dev.sdk.emailAuth({ email: 'root@example.com', targetPublicKey: target.publicKeyUncompressed, emailCustomization: { appName: 'Dev' } } as any);
       expect(ok.activity.status, JSON.stringify(ok.activity.failure)).toBe('ACTIVITY_STATUS_COMPLETED');

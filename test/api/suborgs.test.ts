@@ -100,8 +100,10 @@ describe('create_sub_organization', () => {
     expect(r.status, r.text).toBe(403);
     expect((await subClient(m).getWallets()).wallets.length).toBe(n0);
 
+    // Turnkey's answer: the key is not in the organization nor its parent
     const up = await ts.raw(QUERY('get_organization'), JSON.stringify({ organizationId: ts.orgId }), { key: m.key });
-    expect(up.status, up.text).toBe(403);
+    expect(up.status, up.text).toBe(401);
+    expect(up.json.message).toBe('could not find public key in organization or its parent organization');
   });
 
   it('one public key may hold root users in several sub-organizations', async () => {

@@ -32,7 +32,9 @@ describe('policy literals that letter case makes impossible', () => {
     [`['${CHECKSUMMED}'].contains(eth.tx.from)`],
     [`eth.tx.data[0..10] == '0xA9059CBB'`],
     [`eth.tx.data.startsWith('0xA9059cbb')`],
-    [`eth.tx.contract_call_args['to'] == '${CHECKSUMMED}'`],
+    [`eth.tx.contract_call_args['to'] == '${LOWER}'`],
+    [`eth.tx.contract_call_args['to'] == '${UPPER}'`],
+    [`eth.tx.contract_call_args['data'] == '0xABCD'`],
     [`eth.eip_712.message['spender'] == '${CHECKSUMMED}'`],
     [`eth.eip_712.domain.verifying_contract == '${CHECKSUMMED}'`],
     [`eth.eip_7702_authorization.address == '${CHECKSUMMED}'`],
@@ -53,6 +55,8 @@ describe('policy literals that letter case makes impossible', () => {
     [`eth.tx.to in ['${LOWER}']`],
     [`eth.tx.data[0..10] == '0xa9059cbb'`],
     [`eth.tx.contract_call_args['memo'] == 'Hello World'`], // free text in a call argument
+    [`eth.tx.contract_call_args['dst'] == '${CHECKSUMMED}'`], // Turnkey's own example writes the EIP-55 form
+    [`eth.tx.contract_call_args['data'] == '0xabcd'`],
     [`eth.eip_712.domain.name == 'USD Coin'`],
     [`eth.eip_712.primary_type == 'Permit'`],
     [`wallet_account.address == '${CHECKSUMMED}'`],
