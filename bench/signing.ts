@@ -39,7 +39,8 @@ import { randomBytes } from 'node:crypto';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import type { SqliteSynchronous } from '../src/config.js';
 import { generatePrivateKey, signDigest, signDigests, Vault, wipe } from '../src/crypto/index.js';
-import { parseStamp, verifyStamp } from '../src/http/stamp.js';
+import { parseStamp } from '../src/http/stamp.js';
+import { verifyStamp } from '../src/crypto/stamp.js';
 import Database from 'better-sqlite3';
 import { loadInChild, medianByRps, percentile as pct, post, stampBody as stampOf, startServerProcess, startTrivial, publish, type LoadClient, type Req, type ServerProcess } from './load.js';
 interface Cell { scenario: string; client: LoadClient; concurrency: number; requests: number; rps: number; perSecond: number; unit: string; p50Ms: number; p99Ms: number; errors: number }

@@ -1,6 +1,6 @@
 /**
  * WorkerPool: the thread handling that the SignPool (crypto/signpool.ts) and the StampVerifier
- * (http/verifypool.ts) share. Each thread runs a compiled worker script that answers a message
+ * (crypto/verifypool.ts) share. Each thread runs a compiled worker script that answers a message
  * holding an array of jobs with a message holding an array of replies, each carrying its job's id
  * (and may post 'ready' once it has loaded).
  *

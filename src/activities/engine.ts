@@ -14,7 +14,7 @@ import type { ExecContext, QueryOperation, SubmitOperation, TypeVersion } from '
 import { authorizeSubmit, castVoteRow, refusal, type Voucher } from './consensus.js';
 import type { Decision } from '../policy/decide.js';
 import type { StampCheck } from '../crypto/signpool.js';
-import type { Obj } from './validate.js';
+import type { Obj } from '../domain/validate.js';
 import { enqueueActivityEvents } from '../webhooks.js';
 import { CREDENTIAL } from '../auth/services.js';
 

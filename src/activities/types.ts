@@ -2,7 +2,7 @@
 import type { Principal } from '../domain/principal.js';
 import type { OrganizationRow, Store } from '../storage/types.js';
 import type { StampCheck } from '../crypto/signpool.js';
-import type { Obj } from './validate.js';
+import type { Obj } from '../domain/validate.js';
 import type { PolicyTargets } from '../policy/scope.js';
 
 export interface ExecContext {

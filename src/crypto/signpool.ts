@@ -20,7 +20,7 @@ import type { AtRestContext } from './atrest.js';
 import type { RawSignature } from './payload.js';
 import { errorFromData, type SignJob, type SignJobResult } from './signjob.js';
 import type { WorkerJob, WorkerResult } from './signworker.js';
-import type { Stamp } from '../http/stamp.js';
+import type { Stamp } from './stamp.js';
 import { builtScript } from '../paths.js';
 import { WorkerPool } from '../workerpool.js';
 

@@ -8,7 +8,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { openStored, type AtRestContext } from './atrest.js';
 import { errorToData, runSignJob, type ErrorData, type SignJob, type SignJobResult } from './signjob.js';
-import { verifyStamp, type Stamp } from '../http/stamp.js';
+import { verifyStamp, type Stamp } from './stamp.js';
 
 export interface WorkerJob {
   id: number;

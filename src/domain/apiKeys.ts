@@ -5,7 +5,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { alreadyExists, failedPrecondition, notFound } from '../errors.js';
 import type { ApiKeyCurve, ApiKeyRow, Store } from '../storage/types.js';
 import { API_KEY_CURVES } from './enums.js';
-import { MAX_NAME, type Validator } from '../activities/validate.js';
+import { MAX_NAME, type Validator } from './validate.js';
 
 export interface ApiKeyParams {
   apiKeyName: string;

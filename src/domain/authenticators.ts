@@ -22,7 +22,7 @@ import { invalidArgument, TurnkeyMessage, unauthenticated } from '../errors.js';
 import { bytesToHex, concatBytes, equalBytes, utf8 } from '../crypto/bytes.js';
 import { convertPublicKey, derToCompact, isValidPublicKey, sha256, verifyDigest } from '../crypto/curves.js';
 import type { AuthenticatorRow, Store } from '../storage/types.js';
-import { MAX_NAME, type Validator } from '../activities/validate.js';
+import { MAX_NAME, type Validator } from './validate.js';
 
 export const WEBAUTHN_ORIGINS_FEATURE = 'FEATURE_NAME_WEBAUTHN_ORIGINS';
 export const TRANSPORTS = ['AUTHENTICATOR_TRANSPORT_BLE', 'AUTHENTICATOR_TRANSPORT_INTERNAL', 'AUTHENTICATOR_TRANSPORT_NFC', 'AUTHENTICATOR_TRANSPORT_USB', 'AUTHENTICATOR_TRANSPORT_HYBRID'] as const;

@@ -1,12 +1,12 @@
-// Stamp checks on worker threads (src/http/verifypool.ts) give exactly the answers of the
-// in-thread check (src/http/stamp.ts verifyStamp), with @noble/curves signing the stamps.
+// Stamp checks on worker threads (src/crypto/verifypool.ts) give exactly the answers of the
+// in-thread check (src/crypto/stamp.ts verifyStamp), with @noble/curves signing the stamps.
 import { describe, it, expect, afterEach } from 'vitest';
 import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { StampVerifier } from '../../src/http/verifypool.js';
-import { verifyStamp, type Stamp } from '../../src/http/stamp.js';
+import { StampVerifier } from '../../src/crypto/verifypool.js';
+import { verifyStamp, type Stamp } from '../../src/crypto/stamp.js';
 
 const verifiers: StampVerifier[] = [];
 afterEach(async () => { for (const v of verifiers.splice(0)) await v.close(); });

@@ -2,7 +2,7 @@
 import { invalidArgument, notFound } from '../../errors.js';
 import { ACTIVITY_STATUSES, ACTIVITY_TYPES } from '../../domain/enums.js';
 import type { QueryOperation } from '../types.js';
-import { Validator, type Obj } from '../validate.js';
+import { Validator, type Obj } from '../../domain/validate.js';
 
 export const getActivity: QueryOperation<{ activityId: string }> = {
   kind: 'query',

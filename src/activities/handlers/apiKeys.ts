@@ -4,7 +4,7 @@ import { requireSelfOrRoot } from '../../domain/principal.js';
 import { assertRootStillReachable, insertApiKeys, readApiKeyParams, requireUser, type ApiKeyParams } from '../../domain/apiKeys.js';
 import { apiKeyRecord } from '../../domain/records.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
-import { Validator } from '../validate.js';
+import { Validator } from '../../domain/validate.js';
 
 export const createApiKeys: SubmitOperation<{ apiKeys: ApiKeyParams[]; userId: string }, { apiKeyIds: string[] }> = {
   kind: 'submit',

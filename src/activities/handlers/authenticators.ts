@@ -5,7 +5,7 @@ import { assertRootStillReachable, requireUser } from '../../domain/apiKeys.js';
 import { readAuthenticatorParams, registerAuthenticators, type AuthenticatorParams } from '../../domain/authenticators.js';
 import { authenticatorRecord } from '../../domain/records.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
-import { Validator, type Obj } from '../validate.js';
+import { Validator, type Obj } from '../../domain/validate.js';
 
 export const createAuthenticators: SubmitOperation<{ userId: string; authenticators: AuthenticatorParams[] }, { authenticatorIds: string[] }> = {
   kind: 'submit',

@@ -25,7 +25,7 @@ import { cryptoCall, resolveSigningKey, vaultOf, type SigningKey } from '../../d
 import { kickBroadcaster } from '../../broadcaster.js';
 import type { SendTransactionRow, Store } from '../../storage/types.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
-import { Validator, type Obj } from '../validate.js';
+import { Validator, type Obj } from '../../domain/validate.js';
 import { requireKeyAdmin } from './keyParams.js';
 import type { PolicyTargets } from '../../policy/scope.js';
 import { equalBytes, hexToBytes, parseSolanaTransaction, solanaSignerSlot, withRecentBlockhash, type SolanaTransaction } from '../../crypto/index.js';

@@ -11,7 +11,7 @@ import { timestamp } from '../../domain/records.js';
 import { abiProblem, idlProblem } from '../../policy/contracts.js';
 import type { ContractInterfaceRow, Store } from '../../storage/types.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
-import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 
 export const INTERFACE_TYPES = ['SMART_CONTRACT_INTERFACE_TYPE_ETHEREUM', 'SMART_CONTRACT_INTERFACE_TYPE_SOLANA'] as const;
 /** The specification's limit on the ABI / IDL text. */

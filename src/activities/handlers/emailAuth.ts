@@ -24,7 +24,7 @@ import { composeMail, enqueueMail } from '../../mail.js';
 import type { AtRestContext } from '../../crypto/atrest.js';
 import type { OtpRow, Store, UserRow } from '../../storage/types.js';
 import { keysFor, type ExecContext, type SubmitOperation } from '../types.js';
-import { EMAIL, MAX_NAME, Validator, type Obj } from '../validate.js';
+import { EMAIL, MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { readTargetPublicKey } from './keyParams.js';
 import { readLoginCommon, requireAuthFlowCaller, type LoginCommon } from './oauth.js';
 

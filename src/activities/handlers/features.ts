@@ -4,7 +4,7 @@ import { requireRoot } from '../../domain/principal.js';
 import { FEATURE_NAMES } from '../../domain/enums.js';
 import { featuresRecord } from '../../domain/records.js';
 import { keysFor, type SubmitOperation } from '../types.js';
-import { Validator } from '../validate.js';
+import { Validator } from '../../domain/validate.js';
 
 type FeatureName = (typeof FEATURE_NAMES)[number];
 

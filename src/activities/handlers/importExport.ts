@@ -13,7 +13,7 @@ import { requireUser } from '../../domain/apiKeys.js';
 import type { Store } from '../../storage/types.js';
 import type { ImportTargetRow, WalletRow } from '../../storage/keys.js';
 import { keysFor, type ExecContext, type SubmitOperation } from '../types.js';
-import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { readAccounts, readAddressFormats, readTargetPublicKey, requireKeyAdmin, type AccountParams } from './keyParams.js';
 import { addAccounts } from './wallets.js';
 

@@ -9,7 +9,7 @@ import { requireRoot } from '../../domain/principal.js';
 import { timestamp } from '../../domain/records.js';
 import type { InvitationRow } from '../../storage/types.js';
 import { keysFor, type SubmitOperation } from '../types.js';
-import { EMAIL, MAX_NAME, Validator, type Obj } from '../validate.js';
+import { EMAIL, MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { requireTags } from './users.js';
 
 const ACCESS_TYPES = ['ACCESS_TYPE_WEB', 'ACCESS_TYPE_API', 'ACCESS_TYPE_ALL'] as const;

@@ -9,7 +9,7 @@ import { admits, governingAllowlist, parseCidr } from '../../domain/ipAllowlist.
 import type { IpAllowlistRow, IpAllowlistRule, Store } from '../../storage/types.js';
 import type { Principal } from '../../domain/principal.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
-import { Validator, type Obj } from '../validate.js';
+import { Validator, type Obj } from '../../domain/validate.js';
 
 export const MAX_RULES = 500;
 const ON_ERROR = ['ALLOW', 'DENY'] as const;

@@ -6,7 +6,7 @@ import {
   CryptoError, assertFormatFitsCurve, parseTargetPublicKey, validateAccountSpec, type CurveId,
 } from '../../crypto/index.js';
 import { API_CURVES, curveId } from '../../domain/keys.js';
-import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 
 export interface AccountParams {
   curve: string;

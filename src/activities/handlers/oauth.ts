@@ -19,7 +19,7 @@ import { CREDENTIAL, MAX_ISSUED_KEY_SECONDS, authServices, issueBundledKey, issu
 import type { OidcIdentity } from '../../auth/oidc.js';
 import type { Store } from '../../storage/types.js';
 import { keysFor, type ExecContext, type QueryOperation, type SubmitOperation } from '../types.js';
-import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { readTargetPublicKey } from './keyParams.js';
 
 const MAX_TOKEN = 16_384;

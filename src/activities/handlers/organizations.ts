@@ -8,7 +8,7 @@ import { bytesToHex, utf8ToBytes as utf8 } from '@noble/hashes/utils.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { policyRecord } from './policies.js';
 import { invitationRecord } from './invitations.js';
-import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 
 const noQuery = (_body: Obj) => ({});
 

@@ -19,7 +19,7 @@ import { issueSession } from '../../auth/services.js';
 import { checkClientSignature, issueVerificationToken, readVerificationToken, spendVerificationToken, type ClientSignature, type VerificationClaims } from '../../auth/tokens.js';
 import type { OrganizationRow, Store } from '../../storage/types.js';
 import { keysFor, type SubmitOperation } from '../types.js';
-import { Validator, type Obj } from '../validate.js';
+import { Validator, type Obj } from '../../domain/validate.js';
 import { authorizeInitOtp, checkOtp, findUserByEmail, markEmailVerified, readInitOtp, sendOtp, userByEmail, type InitOtp } from './emailAuth.js';
 import { loginOptions, readLoginCommon, readP256Key, requireAuthFlowCaller, type LoginCommon } from './oauth.js';
 

@@ -16,7 +16,7 @@ import type { PolicyRow, Store } from '../../storage/types.js';
 import { freeNames, literalProblems, parse, SyntaxError as PolicySyntaxError, MAX_SOURCE } from '../../policy/language.js';
 import { literalFormProblems } from '../../policy/literalForms.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
-import { MAX_ARRAY, MAX_NAME, Validator, type Obj } from '../validate.js';
+import { MAX_ARRAY, MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 
 const EFFECTS = ['EFFECT_ALLOW', 'EFFECT_DENY'] as const;
 /** The keywords (and functions) each expression may use. */

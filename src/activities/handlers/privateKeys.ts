@@ -6,7 +6,7 @@ import {
 } from '../../domain/keys.js';
 import { requireTags } from './users.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
-import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { readAddressFormats, requireKeyAdmin } from './keyParams.js';
 
 interface NewPrivateKey { privateKeyName: string; curve: string; privateKeyTags: string[]; addressFormats: string[] }

@@ -17,7 +17,7 @@ import { IMPORT_TARGET_TTL_MS, cryptoCall, ctxImportTarget, ctxSecret, toApiErro
 import type { SecretRow, Store } from '../../storage/types.js';
 import type { ImportTargetRow } from '../../storage/keys.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
-import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { readTargetPublicKey, requireKeyAdmin } from './keyParams.js';
 import { readPagination } from './activities.js';
 

@@ -11,7 +11,7 @@ import { requireSelfOrRoot } from '../../domain/principal.js';
 import { requireUser } from '../../domain/apiKeys.js';
 import { CREDENTIAL, issueBundledKey, sessionJwt } from '../../auth/services.js';
 import { keysFor, type SubmitOperation } from '../types.js';
-import { Validator, type Obj } from '../validate.js';
+import { Validator, type Obj } from '../../domain/validate.js';
 import { readTargetPublicKey } from './keyParams.js';
 import { readLoginCommon, type LoginCommon } from './oauth.js';
 

@@ -13,7 +13,7 @@ import { cryptoCall, resolveSigningKey, vaultOf, type SigningKey } from '../../d
 import type { Store } from '../../storage/types.js';
 import { keysFor, type ExecContext, type SubmitOperation } from '../types.js';
 import type { SignJob } from '../../crypto/signjob.js';
-import { Validator, type Obj } from '../validate.js';
+import { Validator, type Obj } from '../../domain/validate.js';
 import { requireKeyAdmin } from './keyParams.js';
 import type { PolicyTargets } from '../../policy/scope.js';
 

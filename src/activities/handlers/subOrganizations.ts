@@ -21,7 +21,7 @@ import { decodeJwt, type JWTPayload } from 'jose';
 import { checkClientSignature, readVerificationToken, spendVerificationToken, type ClientSignature, type VerificationClaims } from '../../auth/tokens.js';
 import { readClientSignature } from './otp.js';
 import { findUserByEmail, markEmailVerified } from './emailAuth.js';
-import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { readPagination, type Pagination } from './activities.js';
 import { readAccounts } from './keyParams.js';
 import { insertUser, readUserParams, refuseSharedKeys, verifyUsersProviders, type UserParams } from './users.js';

@@ -5,7 +5,7 @@ import { requireUser } from '../../domain/apiKeys.js';
 import { tagRecord } from '../../domain/records.js';
 import type { Store, TagRow, TagType } from '../../storage/types.js';
 import { keysFor, type ExecContext, type QueryOperation, type SubmitOperation } from '../types.js';
-import { MAX_NAME, Validator } from '../validate.js';
+import { MAX_NAME, Validator } from '../../domain/validate.js';
 
 /** The two tag families differ only in names and in what their members are. */
 interface TagKind {

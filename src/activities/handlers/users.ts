@@ -9,7 +9,7 @@ import type { Store } from '../../storage/types.js';
 import type { OidcIdentity } from '../../auth/oidc.js';
 import { insertProviders, readProviderParams, verifyProviderTokens, type ProviderParams } from './oauth.js';
 import { keysFor, type ExecContext, type QueryOperation, type SubmitOperation } from '../types.js';
-import { E164, EMAIL, MAX_NAME, Validator, type Obj } from '../validate.js';
+import { E164, EMAIL, MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 
 /** A user as create_users and create_sub_organization (rootUsers) describe it. */
 export interface UserParams {

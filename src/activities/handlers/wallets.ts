@@ -10,7 +10,7 @@ import type { Store } from '../../storage/types.js';
 import type { WalletRow } from '../../storage/keys.js';
 import type { ExecContext, QueryOperation, SubmitOperation } from '../types.js';
 import { keysFor } from '../types.js';
-import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { readPagination, type Pagination } from './activities.js';
 import { readAccounts, requireKeyAdmin, type AccountParams } from './keyParams.js';
 

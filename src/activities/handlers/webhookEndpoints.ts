@@ -7,7 +7,7 @@ import { failedPrecondition, notFound } from '../../errors.js';
 import { requireRoot } from '../../domain/principal.js';
 import type { Store, WebhookEndpointRow, WebhookSubscription } from '../../storage/types.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
-import { MAX_NAME, Validator, type Obj } from '../validate.js';
+import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { isHttpUrl } from './features.js';
 
 export const EVENT_TYPES = ['ACTIVITY_UPDATES', 'BALANCE_CONFIRMED_UPDATES', 'BALANCE_FINALIZED_UPDATES', 'SEND_TRANSACTION_STATUS_UPDATES'] as const;

@@ -2,7 +2,7 @@
  * Stamp checks on worker threads. The stamp check (P-256 ≈ 50 µs for a key that stamps often,
  * ≈ 165 µs for a new one) is the largest CPU cost of a query on the event loop; with a spare core it
  * runs on a worker thread while the event loop serves other requests. The threads run the same
- * stamp.ts verifyStamp (stampworker.ts, compiled: dist/src/http/stampworker.js); without the
+ * stamp.ts verifyStamp (stampworker.ts, compiled: dist/src/crypto/stampworker.js); without the
  * build, checks run on the calling thread.
  *
  * Threads, batching and replacement are the WorkerPool's (../workerpool.ts): the checks asked for
@@ -23,7 +23,7 @@ export class StampVerifier {
 
   constructor(threads: number) {
     this.#pool = new WorkerPool<StampJob, StampReply, Pending>({
-      script: builtScript('http/stampworker.js'),
+      script: builtScript('crypto/stampworker.js'),
       threads,
       transfer: (j) => [j.body.buffer as ArrayBuffer],
       settle: (p, r) => p.resolve(r.ok),
