@@ -1,0 +1,145 @@
+// RFC 6962 Merkle trees (src/tlog/merkle.ts) against the certificate-transparency vectors
+// (test/vectors/merkle, ATTRIBUTION.md): tree heads for sizes 1–8, audit paths and consistency
+// proofs, each also mutated (wrong index, size, leaf or root; truncated, padded or altered paths;
+// swapped roots) and refused. (A size that keeps the path's shape, such as 8 for 7, is bound by
+// the root, not by the path: a checkpoint signs the two together.) Random trees compare the O(log n) frontier and the proofs built from
+// stored nodes with the RFC's recursive definition written out plainly here.
+import { describe, it, expect } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import {
+  EMPTY_ROOT, Frontier, consistencyProof, inclusionProof, leafHash, nodeHash, rootOf, verifyConsistency, verifyInclusion, type NodeReader,
+} from '../../src/tlog/merkle.js';
+
+const V = JSON.parse(readFileSync(new URL('../vectors/merkle/rfc6962_ct_vectors.json', import.meta.url), 'utf8'));
+const data: Uint8Array[] = V.leaves.map((l: { dataHex: string }) => hexToBytes(l.dataHex));
+const leaves = data.map(leafHash);
+const rootAt = (n: number) => hexToBytes(V.rootsByTreeSize[n - 1].rootHex);
+
+/** Every node a frontier completes, kept as a store would keep it. */
+function nodeStore(hashes: readonly Uint8Array[]): { reader: NodeReader; frontier: Frontier } {
+  const nodes = new Map<string, Uint8Array>();
+  const frontier = new Frontier();
+  for (const h of hashes) for (const n of frontier.append(h)) nodes.set(`${n.level}/${n.index}`, n.hash);
+  return {
+    frontier,
+    reader: (level, index) => {
+      const h = nodes.get(`${level}/${index}`);
+      if (!h) throw new Error(`no node ${level}/${index}`);
+      return h;
+    },
+  };
+}
+
+/** RFC 6962 §2.1 MTH, straight from its definition. */
+function mth(d: readonly Uint8Array[]): Uint8Array {
+  if (d.length === 0) return sha256(new Uint8Array(0));
+  if (d.length === 1) return d[0]!;
+  let k = 1;
+  while (k * 2 < d.length) k *= 2;
+  return nodeHash(mth(d.slice(0, k)), mth(d.slice(k)));
+}
+
+const hex = (xs: readonly Uint8Array[]) => xs.map(bytesToHex);
+const flip = (b: Uint8Array) => { const c = b.slice(); c[0]! ^= 1; return c; };
+
+describe('RFC 6962 vectors', () => {
+  it('the empty tree and the tree heads of sizes 1–8', () => {
+    expect(bytesToHex(EMPTY_ROOT)).toBe(V.emptyTreeRoot);
+    expect(bytesToHex(rootOf([]))).toBe(V.emptyTreeRoot);
+    const f = new Frontier();
+    for (let n = 1; n <= 8; n++) {
+      f.append(leaves[n - 1]!);
+      expect(bytesToHex(f.root()), `size ${n}`).toBe(V.rootsByTreeSize[n - 1].rootHex);
+      expect(bytesToHex(rootOf(leaves.slice(0, n)))).toBe(V.rootsByTreeSize[n - 1].rootHex);
+    }
+  });
+
+  it('inclusion proofs: built from stored nodes as published, verified, and every mutation refused', () => {
+    for (const c of V.inclusion as { leafIndex: number; treeSize: number; auditPathHex: string[] }[]) {
+      const { reader } = nodeStore(leaves.slice(0, c.treeSize));
+      const path = inclusionProof(c.leafIndex, c.treeSize, reader);
+      expect(hex(path)).toEqual(c.auditPathHex);
+      const root = rootAt(c.treeSize);
+      const leaf = leaves[c.leafIndex]!;
+      expect(verifyInclusion(leaf, c.leafIndex, c.treeSize, path, root)).toBe(true);
+      // wrong index, size, leaf, root
+      expect(verifyInclusion(leaf, c.leafIndex ^ 1, c.treeSize, path, root)).toBe(false);
+      expect(verifyInclusion(leaf, c.leafIndex, c.treeSize * 2, path, root)).toBe(false);
+      expect(verifyInclusion(leaf, c.treeSize, c.treeSize, path, root)).toBe(false);
+      expect(verifyInclusion(leafHash(new Uint8Array([9])), c.leafIndex, c.treeSize, path, root)).toBe(false);
+      expect(verifyInclusion(data[c.leafIndex]!.length === 32 ? flip(leaf) : data[c.leafIndex]!, c.leafIndex, c.treeSize, path, root)).toBe(false); // the data, not its leaf hash
+      expect(verifyInclusion(leaf, c.leafIndex, c.treeSize, path, flip(root))).toBe(false);
+      // truncated, padded, altered, reordered paths
+      expect(verifyInclusion(leaf, c.leafIndex, c.treeSize, path.slice(0, -1), root)).toBe(false);
+      expect(verifyInclusion(leaf, c.leafIndex, c.treeSize, [...path, leaf], root)).toBe(false);
+      expect(verifyInclusion(leaf, c.leafIndex, c.treeSize, [leaf, ...path], root)).toBe(false);
+      for (let i = 0; i < path.length; i++) {
+        expect(verifyInclusion(leaf, c.leafIndex, c.treeSize, path.map((p, j) => (j === i ? flip(p) : p)), root)).toBe(false);
+      }
+      if (path.length > 1) expect(verifyInclusion(leaf, c.leafIndex, c.treeSize, [...path].reverse(), root)).toBe(false);
+    }
+  });
+
+  it('consistency proofs: built from stored nodes as published, verified, and every mutation refused', () => {
+    for (const c of V.consistency as { oldSize: number; newSize: number; proofHex: string[] }[]) {
+      const { reader } = nodeStore(leaves.slice(0, c.newSize));
+      const proof = consistencyProof(c.oldSize, c.newSize, reader);
+      expect(hex(proof)).toEqual(c.proofHex);
+      const [a, b] = [rootAt(c.oldSize), rootAt(c.newSize)];
+      expect(verifyConsistency(c.oldSize, c.newSize, a, b, proof)).toBe(true);
+      if (c.oldSize === c.newSize) continue;
+      // swapped roots, wrong sizes, altered roots
+      expect(verifyConsistency(c.oldSize, c.newSize, b, a, proof)).toBe(false);
+      expect(verifyConsistency(c.newSize, c.oldSize, a, b, proof)).toBe(false);
+      expect(verifyConsistency(c.oldSize + 1, c.newSize, a, b, proof)).toBe(false);
+      expect(verifyConsistency(c.oldSize, c.newSize * 2, a, b, proof)).toBe(false);
+      expect(verifyConsistency(c.oldSize, c.newSize, flip(a), b, proof)).toBe(false);
+      expect(verifyConsistency(c.oldSize, c.newSize, a, flip(b), proof)).toBe(false);
+      // truncated, padded, altered proofs
+      expect(verifyConsistency(c.oldSize, c.newSize, a, b, proof.slice(0, -1))).toBe(false);
+      expect(verifyConsistency(c.oldSize, c.newSize, a, b, [...proof, a])).toBe(false);
+      expect(verifyConsistency(c.oldSize, c.newSize, a, b, [])).toBe(false);
+      for (let i = 0; i < proof.length; i++) {
+        expect(verifyConsistency(c.oldSize, c.newSize, a, b, proof.map((p, j) => (j === i ? flip(p) : p)))).toBe(false);
+      }
+    }
+  });
+});
+
+describe('random trees against the RFC\'s definition', () => {
+  it('frontier roots, inclusion and consistency proofs for every index and size up to 70, and sampled up to 2,000 leaves', () => {
+    const all = Array.from({ length: 2000 }, (_, i) => leafHash(sha256(new Uint8Array([i & 0xff, i >> 8]))));
+    const { reader, frontier } = nodeStore(all);
+    expect(bytesToHex(frontier.root())).toBe(bytesToHex(mth(all)));
+    const check = (m: number, n: number) => {
+      const root = mth(all.slice(0, n));
+      if (m < n) {
+        const path = inclusionProof(m, n, reader);
+        expect(verifyInclusion(all[m]!, m, n, path, root), `inclusion ${m} of ${n}`).toBe(true);
+        expect(verifyInclusion(all[m]!, m, n, path, mth(all.slice(0, n + 1))), `inclusion ${m} of ${n} against a larger root`).toBe(false);
+      }
+      if (m >= 1 && m <= n) {
+        const proof = consistencyProof(m, n, reader);
+        const old = mth(all.slice(0, m));
+        expect(verifyConsistency(m, n, old, root, proof), `consistency ${m} → ${n}`).toBe(true);
+        if (m < n) expect(verifyConsistency(m, n, mth([...all.slice(0, m - 1), all[1999]!]), root, proof), `a rewritten prefix ${m} → ${n}`).toBe(false);
+      }
+    };
+    for (let n = 1; n <= 70; n++) for (let m = 0; m <= n; m++) check(m, n);
+    let seed = 7;
+    const rnd = (k: number) => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed % k; };
+    for (let t = 0; t < 150; t++) { const n = 1 + rnd(2000); check(rnd(n + 1), n); }
+  });
+
+  it('a frontier rebuilt from its stored right edge continues the same tree', () => {
+    const all = Array.from({ length: 300 }, (_, i) => leafHash(new Uint8Array([i, i >> 8, 1])));
+    const a = new Frontier();
+    all.slice(0, 123).forEach((h) => a.append(h));
+    const b = new Frontier(a.size, a.nodes);
+    all.slice(123).forEach((h) => { a.append(h); b.append(h); });
+    expect(bytesToHex(b.root())).toBe(bytesToHex(a.root()));
+    expect(bytesToHex(b.root())).toBe(bytesToHex(mth(all)));
+  });
+});
