@@ -137,6 +137,15 @@ export function literalFormProblems(tree: Node): string[] {
         const lits = strings(other);
         if (p !== undefined && lits) lits.forEach((l) => report(p, l, false));
       }
+      // two fields whose Ethereum addresses are spelled differently (lower case, EIP-55) never match
+      const [pa, pb] = [pathOf(n.a, env), pathOf(n.b, env)];
+      const [fa, fb] = [formOf(pa), formOf(pb)];
+      const eip55 = (f: Form | undefined) => f === 'accountAddress' || f === 'callArg';
+      const lower = (f: Form | undefined) => f === 'lower' || f === 'hexLower';
+      if ((eip55(fa) && lower(fb)) || (lower(fa) && eip55(fb))) {
+        const show = (x: string) => x.replace(/\[\]/g, '[…]');
+        out.push(`${show(pa!)} is compared with ${show(pb!)}, which can never match: one holds Ethereum addresses in lower case, the other in their EIP-55 checksummed form`);
+      }
     } else if (n.k === 'bin' && n.op === 'in') {
       const p = pathOf(n.a, env);
       if (p !== undefined) listStrings(n.b).forEach((l) => report(p, l, false));

@@ -46,6 +46,8 @@ describe('policy literals that letter case makes impossible', () => {
     [`bitcoin.tx.outputs.all(o, o.address == 'BC1QW508D6QEJXTDG4Y5R3ZARVARY0C5XW7KV8F3T4')`],
     [`bitcoin.tx.inputs[0].tx_id == 'ABCDEF'`],
     [`tron.tx.contract[0].data == 'A9059CBB'`],
+    [`eth.tx.to == wallet_account.address`],
+    [`eth.tx.contract_call_args['to'] != eth.tx.from`],
   ])('refuses %s', (src) => {
     expect(problems(src).length).toBeGreaterThan(0);
   });
@@ -66,6 +68,7 @@ describe('policy literals that letter case makes impossible', () => {
     [`bitcoin.tx.outputs.all(o, o.address == '1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2')`], // base58: case is the address
     [`activity.type == 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2'`],
     [`private_key.tags.contains('ABC')`],
+    [`eth.tx.to != eth.tx.from`],
   ])('accepts %s', (src) => {
     expect(problems(src)).toEqual([]);
   });
