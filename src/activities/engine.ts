@@ -363,7 +363,8 @@ export class CommitQueue {
   #busyRetries = 0;
   readonly #flush = () => this.flush();
 
-  constructor(private readonly store: Store) {}
+  /** `budgetMs`: how long one group may run jobs before the rest wait for the next (GROUP_BUDGET_MS). */
+  constructor(private readonly store: Store, private readonly budgetMs = GROUP_BUDGET_MS) {}
 
   /** Runs `work` inside the next group transaction; settles after that transaction's COMMIT. */
   run<T>(work: () => T): Promise<T> {
@@ -383,13 +384,13 @@ export class CommitQueue {
     if (batch.length === 0) return;
     this.#pending = [];
     const { store } = this;
-    // Jobs run until GROUP_BUDGET_MS have passed (at least one); the rest wait for the next group,
+    // Jobs run until the budget (GROUP_BUDGET_MS) has passed (at least one); the rest wait for the next group,
     // so a few heavy submits (e.g. 100-payload signing) do not hold back every reply behind them.
     const group = (): Settled[] => {
       const t0 = performance.now();
       const out: Settled[] = [];
       for (const job of batch) {
-        if (out.length > 0 && performance.now() - t0 >= GROUP_BUDGET_MS) break;
+        if (out.length > 0 && performance.now() - t0 >= this.budgetMs) break;
         try {
           out.push({ ok: true, value: store.transaction(job.work) });
         } catch (error) {

@@ -60,7 +60,8 @@ let keys: TurnkeyWebhookVerificationKey[];
 
 beforeAll(async () => {
   rx = await new Receiver().start();
-  ts = await startTestServer({ webhookRetryMs: 50, webhookTimeoutMs: 2000 });
+  // a generous timeout: on a loaded machine a slow answer must not turn into an (admitted) repeat delivery
+  ts = await startTestServer({ webhookRetryMs: 50, webhookTimeoutMs: 10_000 });
   const jwks = await fetch(`${ts.directUrl}/public/v1/discovery/webhooks/jwks`);
   const doc: any = await jwks.json();
   keys = doc.keys.map((k: any) => ({ keyId: k.kid, publicKey: Buffer.from(k.x, 'base64url').toString('hex') }));
