@@ -1,10 +1,12 @@
-/** `kmas` command line: serve, init, api-key, --help. */
+/** `kmas` command line: serve, init, backup, api-key, --help, --version. */
 import fs from 'node:fs';
 import path from 'node:path';
+import { packageRoot } from './paths.js';
 import { ConfigError, loadConfig, settingsHelp } from './config.js';
 import { createLogger } from './log.js';
 import { openSqliteStore } from './storage/sqlite.js';
 import { backupDatabase } from './storage/backup.js';
+import { prepareDataDir } from './storage/datadir.js';
 import { ensureBootstrap } from './bootstrap.js';
 import { generateP256ApiKeyPair } from './domain/keypair.js';
 import { DB_FILE, startServer } from './server.js';
@@ -21,6 +23,7 @@ Usage:
   kmas api-key             print a new P-256 API key pair as JSON {publicKey, privateKey}
                            (compressed public key hex, 32-byte private key hex: @turnkey/api-key-stamper's form)
   kmas --help              this text
+  kmas --version           the version of kmas
 
 Options (flag / environment variable / meaning):
 ${settingsHelp()}
@@ -30,6 +33,10 @@ Bad values stop start-up with a one-line message and exit code 2.
 
 export async function main(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
   const [cmd, ...rest] = argv;
+  if (cmd === '--version' || cmd === '-v' || cmd === 'version') {
+    process.stdout.write(`${packageVersion()}\n`);
+    return 0;
+  }
   if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help' || rest.includes('--help')) {
     process.stdout.write(USAGE);
     return cmd === undefined ? 1 : 0;
@@ -51,10 +58,11 @@ export async function main(argv: string[], env: Record<string, string | undefine
       }
       case 'init': {
         const config = loadConfig({ env, argv: rest });
-        fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+        const log = createLogger(config.logLevel, (l) => process.stderr.write(l));
+        prepareDataDir(config.dataDir, DB_FILE, log);
         const store = openSqliteStore(path.join(config.dataDir, DB_FILE), { synchronous: config.sqliteSynchronous });
         try {
-          const { info } = ensureBootstrap(store, config, createLogger(config.logLevel, (l) => process.stderr.write(l)));
+          const { info } = ensureBootstrap(store, config, log);
           process.stdout.write(JSON.stringify(info, null, 2) + '\n');
         } finally {
           store.close();
@@ -91,4 +99,9 @@ export async function main(argv: string[], env: Record<string, string | undefine
     process.stderr.write(`kmas: ${err instanceof Error ? err.message : String(err)}\n`);
     return 1;
   }
+}
+
+/** The "version" of kmas's package.json. */
+export function packageVersion(): string {
+  return (JSON.parse(fs.readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
 }

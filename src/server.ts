@@ -1,11 +1,11 @@
 /** startServer(opts) per docs/design.md §3. */
-import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import net, { type AddressInfo } from 'node:net';
 import { loadConfig, type Config } from './config.js';
 import { createLogger } from './log.js';
 import { openSqliteStore } from './storage/sqlite.js';
+import { prepareDataDir } from './storage/datadir.js';
 import { defaultRegistry } from './activities/registry.js';
 import { answerClientErrors, createApp, createHttpServer } from './http/app.js';
 import { ensureBootstrap, type BootstrapInfo } from './bootstrap.js';
@@ -56,7 +56,7 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   const log = createLogger(config.logLevel, logSink);
   // A port someone else holds is found before anything is created in a new data directory.
   if (config.port !== 0 && cluster.isPrimary) await probePort(config.host, config.port);
-  fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  prepareDataDir(config.dataDir, DB_FILE, log);
   const store = openSqliteStore(path.join(config.dataDir, DB_FILE),
     { synchronous: config.sqliteSynchronous, syncOffThread: true, multiProcess: config.workers > 1 || cluster.isWorker });
   let boot: ReturnType<typeof ensureBootstrap>;

@@ -129,6 +129,8 @@ export interface SqliteStoreOptions {
 }
 
 export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Store {
+  // A new database is created 0600 by us, not 0644 by SQLite; its -wal and -shm take its mode.
+  fs.closeSync(fs.openSync(file, 'a', 0o600));
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   const synchronous = opts.synchronous ?? 'FULL';

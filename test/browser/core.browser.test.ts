@@ -7,23 +7,15 @@
 // by playwright-core; if it is missing the test says so loudly and is skipped.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { createServer, type Server } from 'node:http';
-import { existsSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { HAVE_CHROMIUM, launchChromium, missingChromium, type Browser } from './chromium.js';
 import { core } from '../../src/core/node.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM) {
-  const bar = '!'.repeat(100);
-  console.warn(
-    `\n${bar}\nWARNING: ${CHROMIUM} not found — the browser proof of the wasm core is SKIPPED, NOT PASSED.\n` +
-      `Install it (test/browser/install-chromium.sh, i.e. apt-get install -y chromium on Debian) or set CHROMIUM_PATH, then run \`npm run test:browser\`.\n${bar}\n`,
-  );
-}
+const SKIPPED = HAVE_CHROMIUM ? '' : missingChromium('the browser proof of the wasm core (`npm run test:browser`)');
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const WASM = join(ROOT, 'build', 'kmas.wasm');
@@ -157,33 +149,20 @@ async function compute(core, all) {
 describe.skipIf(!HAVE_CHROMIUM)('wasm core in headless Chromium equals Node', () => {
   let server: Server;
   let url: string;
-  let context: BrowserContext;
+  let browserSession: Browser;
   let page: Page;
-  let profile: string;
-  const consoleLines: string[] = [];
   const all = { secp256k1: inputs('secp256k1', 1, 40), p256: inputs('p256', 2, 40) } as Record<'secp256k1' | 'p256', Inputs>;
 
   beforeAll(async () => {
     ({ server, url } = await serve());
-    profile = mkdtempSync(join(tmpdir(), 'kmas-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      ],
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on('console', (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
-    page.on('pageerror', (e) => consoleLines.push(`pageerror: ${e.message}`));
+    browserSession = await launchChromium();
+    page = browserSession.page;
     await page.goto(url);
   }, 120_000);
 
   afterAll(async () => {
-    await context?.close().catch(() => undefined);
+    await browserSession?.close();
     await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
-    if (profile) rmSync(profile, { recursive: true, force: true });
   });
 
   it('runs in a real browser that has no Node globals', async () => {
@@ -206,7 +185,7 @@ describe.skipIf(!HAVE_CHROMIUM)('wasm core in headless Chromium equals Node', ()
       return compute(c, ${JSON.stringify(all)});
     })()`;
     const browser = await page.evaluate(script).catch((e: Error) => {
-      throw new Error(`${e.message}\nbrowser console:\n${consoleLines.join('\n')}`);
+      throw new Error(`${e.message}\nbrowser console:\n${browserSession.console.join('\n')}`);
     }) as any;
     const compute = new Function(`${COMPUTE}; return compute;`)();
     const node = await compute(core, all);
@@ -248,7 +227,4 @@ describe.skipIf(!HAVE_CHROMIUM)('wasm core in headless Chromium equals Node', ()
   });
 });
 
-if (!HAVE_CHROMIUM) {
-  // visible in the report as skipped, never as passed
-  it.skip(`WARNING: browser proof NOT RUN — ${CHROMIUM} missing (run test/browser/install-chromium.sh)`, () => undefined);
-}
+if (!HAVE_CHROMIUM) it.skip(SKIPPED, () => undefined); // visible in the report as skipped, never as passed

@@ -1,7 +1,7 @@
 // `kmas backup` (src/storage/backup.ts) taken while the server serves and commits: the copy,
 // with the same master key, starts a server that holds the same wallets and signs with them.
 import { afterAll, describe, expect, it } from 'vitest';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
@@ -52,6 +52,8 @@ describe('kmas backup', () => {
       expect(summary.activities).toBeGreaterThan(0);
       expect(summary.bytes).toBe(statSync(out).size);
       expect(statSync(out).mode & 0o777).toBe(0o600);
+      // one self-contained file: no temporary copy, -wal or -shm beside it
+      expect(readdirSync(join(out, '..'))).toEqual(['kmas-backup.sqlite']);
 
       // Another backup to the same file is refused and leaves it alone.
       const again = await cli(['backup', out, '--data-dir', first.dataDir]);

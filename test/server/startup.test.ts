@@ -2,7 +2,7 @@
 // ROOT_API_PUBLIC_KEY, health endpoints, and bad configuration values stopping start-up with a
 // clear message (config parser and the real CLI).
 import { describe, it, expect, afterAll } from 'vitest';
-import { readFileSync, statSync, existsSync, rmSync, readdirSync } from 'node:fs';
+import { chmodSync, readFileSync, statSync, existsSync, rmSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { startTestServer, newP256Key, freshDataDir, rawRequest, submitBody, type TestServer } from './harness.js';
@@ -220,6 +220,53 @@ describe('CLI commands', () => {
       const server = await startServer({ port: 0, dataDir, logLevel: 'silent' });
       try {
         expect(server.bootstrap).toMatchObject(printed);
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
+
+  it('--version prints the version of package.json', (ctx) => {
+    const why = ensureBuilt();
+    if (why) ctx.skip(why);
+    const r = cli(['--version']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version + '\n');
+  });
+
+  it('the data directory is 0700 and the database files 0600; an older, looser installation is tightened with a log line', async (ctx) => {
+    const why = ensureBuilt();
+    if (why) ctx.skip(why);
+    const parent = freshDataDir();
+    const dataDir = join(parent, 'data');
+    const mode = (f: string) => statSync(f).mode & 0o777;
+    const db = join(dataDir, 'kmas.sqlite');
+    try {
+      const r = cli(['init'], { DATA_DIR: dataDir, LOG_LEVEL: 'info' });
+      expect(r.status, r.stderr).toBe(0);
+      expect(mode(dataDir)).toBe(0o700);
+      expect(mode(db)).toBe(0o600);
+      expect(r.stderr).not.toMatch(/tightened/);
+
+      // as an installation made before kmas chose these modes
+      chmodSync(dataDir, 0o755);
+      chmodSync(db, 0o644);
+      const again = cli(['init'], { DATA_DIR: dataDir, LOG_LEVEL: 'info' });
+      expect(again.status, again.stderr).toBe(0);
+      const lines = again.stderr.split('\n').filter((l) => /tightened/.test(l));
+      expect(lines).toHaveLength(2);
+      expect(lines.join('\n')).toContain('"from":"0755"');
+      expect(lines.join('\n')).toContain('"from":"0644"');
+      expect(mode(dataDir)).toBe(0o700);
+      expect(mode(db)).toBe(0o600);
+
+      // serving: SQLite's -wal and -shm files take the database's mode
+      const server = await startServer({ port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent' });
+      try {
+        expect(mode(db + '-wal')).toBe(0o600);
+        expect(mode(db + '-shm')).toBe(0o600);
       } finally {
         await server.stop();
       }
