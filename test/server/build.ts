@@ -40,12 +40,12 @@ export interface ServeProcess {
 
 /**
  * Spawns `node bin/kmas.js serve` on a free loopback port with DATA_DIR `dataDir`, logging at
- * info, and resolves once it has logged its URL (bootstrap.json is written before that). Waits
+ * info (more settings in `env`), and resolves once it has logged its URL (bootstrap.json is written before that). Waits
  * on the child's output events, not a polling timer, and a failure says how the child ended
  * (code or signal, after its output was read to the end) and how long it had run.
  */
-export function spawnServe(dataDir: string, timeoutMs = 45_000): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [kmasBin, 'serve'], { cwd: root, env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' } });
+export function spawnServe(dataDir: string, timeoutMs = 45_000, env: Record<string, string> = {}): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [kmasBin, 'serve'], { cwd: root, env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...env } });
   const t0 = Date.now();
   let out = '';
   const ended = new Promise<void>((r) => child.once('exit', () => r()));
