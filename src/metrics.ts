@@ -17,6 +17,9 @@ import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, R
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'kmas_' });
+// Gauges named like counters (promtool check metrics objects); the same counts remain by type
+// (kmas_nodejs_active_handles, _requests, _resources).
+for (const name of ['active_handles_total', 'active_requests_total', 'active_resources_total']) registry.removeSingleMetric(`kmas_nodejs_${name}`);
 // A pool worker answers the primary's requests for its metrics (AggregatorRegistry) with these.
 if (cluster.isWorker) AggregatorRegistry.setRegistries([registry]);
 
