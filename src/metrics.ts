@@ -21,7 +21,11 @@ collectDefaultMetrics({ register: registry, prefix: 'kmas_' });
 // (kmas_nodejs_active_handles, _requests, _resources).
 for (const name of ['active_handles_total', 'active_requests_total', 'active_resources_total']) registry.removeSingleMetric(`kmas_nodejs_${name}`);
 // A pool worker answers the primary's requests for its metrics (AggregatorRegistry) with these.
-if (cluster.isWorker) AggregatorRegistry.setRegistries([registry]);
+// (Constructing one installs prom-client's listener for those requests.)
+if (cluster.isWorker) {
+  new AggregatorRegistry();
+  AggregatorRegistry.setRegistries([registry]);
+}
 
 /** The exposition of this process (text format 0.0.4). */
 export function metricsText(): Promise<string> {

@@ -9,20 +9,7 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { startTestServer, newP256Key, submitBody, stampFor, uniqueName, sleep, type TestServer } from './harness.js';
 import { QUERY, SUBMIT } from './checks.js';
-
-/** Sum of the samples of `name` whose labels include `labels`. */
-export function sample(text: string, name: string, labels: Record<string, string> = {}): number {
-  let sum = 0;
-  let found = false;
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = Object.fromEntries([...(m[3] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.entries(labels).every(([k, v]) => have[k] === v)) { sum += Number(m[4]); found = true; }
-  }
-  return found ? sum : NaN;
-}
+import { sample } from './promtext.js';
 
 async function scrape(url: string, headers: Record<string, string> = {}): Promise<string> {
   const r = await fetch(url, { headers });
