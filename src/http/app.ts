@@ -134,7 +134,9 @@ export function createApp(deps: AppDeps): express.Express {
     };
     if (x.organizationId) fields.organizationId = x.organizationId;
     if (x.activityId) fields.activityId = x.activityId;
+    // gRPC code: the error's, or OK (0) for a success
     if (code !== undefined) fields.code = code;
+    else if (status < 400) fields.code = 0;
     if (reason !== undefined) fields.reason = reason.length > 300 ? `${reason.slice(0, 300)}…` : reason;
     log.info('request', fields);
   }

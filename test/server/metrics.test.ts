@@ -94,6 +94,26 @@ describe('GET /metrics', () => {
     expect(after).not.toMatch(/^# TYPE \S+ summary$/m);
   });
 
+  it('counts refusals of expired keys and of the IP allowlist by their reason', async () => {
+    const s = await startTestServer({ trustProxy: ['loopback'] });
+    try {
+      const before = await scrape(`${s.directUrl}/metrics`);
+      const key = newP256Key();
+      await s.sdk.createApiKeys({ userId: s.rootUserId, apiKeys: [{ apiKeyName: uniqueName('short'), publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '1' }] } as any);
+      await s.sdk.setIpAllowlist({ rules: [{ cidr: '127.0.0.0/8' }] } as any);
+      const q = JSON.stringify({ organizationId: s.orgId });
+      expect((await s.raw(QUERY('whoami'), q, { headers: { 'X-Forwarded-For': '192.0.2.1' } })).status).toBe(403);
+      await sleep(2100);
+      expect((await s.raw(QUERY('whoami'), q, { key })).status).toBe(401);
+      const after = await scrape(`${s.directUrl}/metrics`);
+      const moved = (reason: string) => (sample(after, 'kmas_stamp_verification_failures_total', { reason }) || 0) - (sample(before, 'kmas_stamp_verification_failures_total', { reason }) || 0);
+      expect(moved('ip_allowlist')).toBe(1);
+      expect(moved('expired_key')).toBe(1);
+    } finally {
+      await s.stop();
+    }
+  });
+
   it('passes promtool check metrics', async () => {
     const text = await scrape(`${ts.directUrl}/metrics`);
     const tool = promtool();
