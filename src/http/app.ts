@@ -44,15 +44,12 @@ export interface AppDeps {
   now?: () => number;
   /** Stamp checks (P-256 on worker threads); default: every check on the calling thread. */
   verifier?: StampVerifier;
-  /**
-   * GET /metrics on this app (undefined: not served here, e.g. on its own port): the exposition
-   * text, or undefined when the caller's bearer token is wrong (metricsAuthorized).
-   */
+  /** GET /metrics on this app: the exposition text (undefined: not served here, e.g. on METRICS_PORT). */
   metrics?: () => Promise<string>;
 }
 
 
-const CORS_ALLOW_HEADERS = 'content-type, accept, x-stamp, x-stamp-webauthn, x-client-version';
+const CORS_ALLOW_HEADERS = 'content-type, accept, x-stamp, x-stamp-webauthn, x-client-version, x-request-id';
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Per-request state for the log line and the metrics. */
