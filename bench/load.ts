@@ -186,7 +186,9 @@ export async function startServerProcess(flags: string[] = []): Promise<ServerPr
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'kmas-bench-server-'));
   const bin = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'kmas.js');
-  const child = spawn(process.execPath, [bin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--log-level', 'silent', ...flags],
+  const child = spawn(process.execPath, [bin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--log-level', 'silent',
+    // a load generator is one client with one key: the rate limits would measure themselves
+    '--rate-limit-api-key', '0', '--rate-limit-organization', '0', ...flags],
     { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => { if (stderr.length < 10_000) stderr += c.toString('utf8'); });

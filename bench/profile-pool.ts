@@ -53,7 +53,7 @@ async function load(port: number, reqs: Req[], clients: number): Promise<LoadRes
 
 async function target(name: string, workers: number, sync: string): Promise<Target> {
   const dataDir = mkdtempSync(join(tmpdir(), 'kmas-bench-pool-'));
-  const server = await startServer({ host: '127.0.0.1', port: 0, dataDir, logLevel: 'silent', workers, sqliteSynchronous: sync as 'FULL' });
+  const server = await startServer({ host: '127.0.0.1', port: 0, dataDir, logLevel: 'silent', workers, sqliteSynchronous: sync as 'FULL', rateLimitApiKey: 0, rateLimitOrganization: 0 });
   const rk = server.rootApiKey!;
   const t: Target = { name, server, orgId: server.bootstrap.organizationId, privateKeyId: '', key: { publicKey: rk.publicKey, privateKey: rk.privateKey }, dataDir };
   const body = JSON.stringify({ parameters: { privateKeys: [{ privateKeyName: 'bench', curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] }] }, organizationId: t.orgId, timestampMs: String(Date.now()), type: 'ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2' });

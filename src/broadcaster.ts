@@ -73,6 +73,7 @@ export class Broadcaster {
       due: (now, limit) => store.sendTransactions.due(now, limit),
       claim: (row, until) => store.transaction(() => store.sendTransactions.claim(row.id, row.nextCheckMs!, until)),
       nextDueMs: () => store.sendTransactions.nextDueMs(),
+      release: (row, until) => { store.transaction(() => store.sendTransactions.claim(row.id, until, Date.now())); },
     }, (row) => this.#work(row), log, { what: 'broadcasting', maxInFlight: MAX_IN_FLIGHT, leaseMs: 2 * chains.timeoutMs + 1_000 });
     BROADCASTERS.set(store, this);
     this.kick(); // rows left from before a restart
@@ -175,9 +176,9 @@ export class Broadcaster {
     };
   }
 
-  /** Stops looking for work; waits for the steps under way. */
-  async close(): Promise<void> {
-    await this.#outbox.close();
+  /** Stops looking for work; waits for the steps under way (at most graceMs, then releases them). */
+  async close(graceMs?: number): Promise<void> {
+    await this.#outbox.close(graceMs);
     if (BROADCASTERS.get(this.store) === this) BROADCASTERS.delete(this.store);
   }
 }

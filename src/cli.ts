@@ -37,6 +37,7 @@ export async function main(argv: string[], env: Record<string, string | undefine
     process.stdout.write(`${packageVersion()}\n`);
     return 0;
   }
+  let serving = false;
   if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help' || rest.includes('--help')) {
     process.stdout.write(USAGE);
     return cmd === undefined ? 1 : 0;
@@ -70,14 +71,17 @@ export async function main(argv: string[], env: Record<string, string | undefine
         return 0;
       }
       case 'serve': {
+        serving = true;
         const config = loadConfig({ env, argv: rest });
         const server = await startServer(config);
         let stopping = false;
         const stop = (signal: string) => {
           if (stopping) return;
           stopping = true;
-          process.stderr.write(`${signal}: stopping\n`);
-          void server.stop().then(() => process.exit(0));
+          server.log.info('stopping', { signal, shutdownTimeoutMs: config.shutdownTimeoutMs });
+          // stop() is bounded by SHUTDOWN_TIMEOUT_MS; this is the backstop should something hang.
+          setTimeout(() => { server.log.error('stop did not finish in time; exiting'); process.exit(1); }, config.shutdownTimeoutMs + 10_000).unref();
+          void server.stop().then(() => process.exit(0), () => process.exit(1));
         };
         process.on('SIGINT', () => stop('SIGINT'));
         process.on('SIGTERM', () => stop('SIGTERM'));
@@ -87,16 +91,20 @@ export async function main(argv: string[], env: Record<string, string | undefine
         throw new ConfigError(`unknown command "${cmd}" (see kmas --help)`);
     }
   } catch (e) {
+    // serve writes JSON lines only (as its log does); the other commands write for people.
+    const report = (message: string) => process.stderr.write(serving
+      ? `${JSON.stringify({ level: 'error', time: new Date().toISOString(), pid: process.pid, msg: `kmas: ${message}` })}\n`
+      : `kmas: ${message}\n`);
     if (e instanceof ConfigError) {
-      process.stderr.write(`kmas: ${e.message}\n`);
+      report(e.message);
       return 2;
     }
     const err = e as NodeJS.ErrnoException;
     if (err && (err.code === 'EADDRINUSE' || err.code === 'EACCES' || err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND')) {
-      process.stderr.write(`kmas: cannot listen: ${err.message}\n`);
+      report(`cannot listen: ${err.message}`);
       return 2;
     }
-    process.stderr.write(`kmas: ${err instanceof Error ? err.message : String(err)}\n`);
+    report(err instanceof Error ? err.message : String(err));
     return 1;
   }
 }

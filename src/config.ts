@@ -57,6 +57,18 @@ export interface Config {
   rpcPollMs: number;
   /** Broadcasting: how long one JSON-RPC call may take (ms). */
   rpcTimeoutMs: number;
+  /** GET /metrics on a listener of its own (0 = any free port); unset: on the API port. */
+  metricsPort?: number;
+  /** Address of the metrics listener; unset: HOST. */
+  metricsHost?: string;
+  /** Bearer token GET /metrics requires; unset: none. */
+  metricsToken?: string;
+  /** Requests per second per API key (or passkey), bursts of as many; 0 = no limit. */
+  rateLimitApiKey: number;
+  /** Requests per second per organization, bursts of as many; 0 = no limit. */
+  rateLimitOrganization: number;
+  /** SIGTERM / SIGINT: how long requests in flight and outbox work may take to finish (ms). */
+  shutdownTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -179,6 +191,13 @@ const rpcList = (raw: string, name: string): string[] => {
   return out;
 };
 
+/** A secret: visible ASCII, at least 16 characters (the value is not shown). */
+const token = (raw: string, name: string): string => {
+  const v = raw.trim();
+  if (!/^[\x21-\x7e]{16,256}$/.test(v)) throw new ConfigError(`${name} must be 16 to 256 visible ASCII characters (the value is not shown)`);
+  return v;
+};
+
 const smtpUrl = (raw: string, name: string): string => {
   const v = raw.trim();
   let u: URL;
@@ -214,6 +233,12 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'rpcUrls', env: 'RPC_URLS', flag: '--rpc-urls', def: '', doc: 'JSON-RPC endpoints of the networks kmas broadcasts to (eth_send_transaction, eth_send_raw_transaction, sol_send_transaction, get_nonces, balances), as comma-separated caip2=url entries: eip155:<chain id>=<url> or solana:<genesis hash prefix>=<url> (solana:mainnet / solana:devnet stand for theirs); https, or http (warned about beyond loopback); unset: broadcasting is refused', parse: rpcList },
   { key: 'rpcPollMs', env: 'RPC_POLL_MS', flag: '--rpc-poll-ms', def: '2000', doc: 'Broadcasting: how often the receipt of a sent transaction is looked for (ms)', parse: int(20, 600_000) },
   { key: 'rpcTimeoutMs', env: 'RPC_TIMEOUT_MS', flag: '--rpc-timeout-ms', def: '10000', doc: 'Broadcasting: how long one JSON-RPC call may take (ms)', parse: int(100, 300_000) },
+  { key: 'metricsPort', env: 'METRICS_PORT', flag: '--metrics-port', def: undefined, doc: 'Serve GET /metrics (Prometheus) on a listener of its own at this port (0 = any free port) instead of the API port', parse: int(0, 65535) },
+  { key: 'metricsHost', env: 'METRICS_HOST', flag: '--metrics-host', def: undefined, doc: 'Address of the METRICS_PORT listener; unset: HOST', parse: nonEmpty },
+  { key: 'metricsToken', env: 'METRICS_TOKEN', flag: '--metrics-token', def: undefined, doc: 'Bearer token GET /metrics requires (Authorization: Bearer <token>); unset: none (prefer the env variable)', parse: token },
+  { key: 'rateLimitApiKey', env: 'RATE_LIMIT_API_KEY', flag: '--rate-limit-api-key', def: '1000', doc: 'Requests per second one API key (or passkey) may make, in bursts of as many, counted per node; over it: 429 RESOURCE_EXHAUSTED with Retry-After; 0 = no limit', parse: int(0, 1_000_000) },
+  { key: 'rateLimitOrganization', env: 'RATE_LIMIT_ORGANIZATION', flag: '--rate-limit-organization', def: '5000', doc: 'Requests per second for one organization (all its credentials), in bursts of as many, counted per node; 0 = no limit', parse: int(0, 1_000_000) },
+  { key: 'shutdownTimeoutMs', env: 'SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', def: '10000', doc: 'On SIGTERM / SIGINT: how long requests in flight and outbox work may take to finish before the rest is cut off (ms)', parse: int(100, 600_000) },
   { key: 'mailDir', env: 'MAIL_DIR', flag: '--mail-dir', def: undefined, doc: 'Local development without an SMTP server: e-mails are written to this directory as .eml files (mode 0600; they hold login bundles and codes); SMTP_URL wins when both are set', parse: nonEmpty },
 ];
 

@@ -1,7 +1,13 @@
-/** A tiny JSON-lines logger. Never pass it bodies, stamps or key material. */
+/**
+ * The server's log: one JSON object per line (pino), start-up and shutdown included:
+ * `{"level":"info","time":"<ISO 8601>","pid":…,"msg":"…", …fields}`.
+ *
+ * Never pass it bodies, stamps, key material, codes or bundles. As a second line of defence the
+ * members named in REDACTED are replaced by "[redacted]" wherever a caller put them (top level or
+ * one level down).
+ */
+import { pino, stdTimeFunctions } from 'pino';
 import type { LogLevel } from './config.js';
-
-const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
@@ -10,16 +16,25 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void;
 }
 
+/** Field names that must never reach a log line with their value. */
+const REDACTED = [
+  'privateKey', 'apiPrivateKey', 'mnemonic', 'seed', 'masterKey', 'stamp', 'body', 'headers',
+  'otpCode', 'bundle', 'credentialBundle', 'encryptedBundle', 'exportBundle', 'importBundle',
+  'token', 'oidcToken', 'password', 'authorization',
+];
+
 export function createLogger(level: LogLevel, write: (line: string) => void = (l) => process.stdout.write(l)): Logger {
-  const min = RANK[level];
-  const emit = (lvl: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<string, unknown>) => {
-    if (RANK[lvl] < min) return;
-    write(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...fields }) + '\n');
-  };
+  const p = pino({
+    level,
+    base: { pid: process.pid },
+    timestamp: stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+    redact: { paths: [...REDACTED, ...REDACTED.map((f) => `*.${f}`)], censor: '[redacted]' },
+  }, { write });
   return {
-    debug: (m, f) => emit('debug', m, f),
-    info: (m, f) => emit('info', m, f),
-    warn: (m, f) => emit('warn', m, f),
-    error: (m, f) => emit('error', m, f),
+    debug: (m, f) => { p.debug(f ?? {}, m); },
+    info: (m, f) => { p.info(f ?? {}, m); },
+    warn: (m, f) => { p.warn(f ?? {}, m); },
+    error: (m, f) => { p.error(f ?? {}, m); },
   };
 }

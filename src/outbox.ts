@@ -15,6 +15,8 @@ export interface LeasedRows<R extends { id: string }> {
   claim(row: R, untilMs: number): boolean;
   /** When the earliest row is due (undefined: none waits). */
   nextDueMs(): number | undefined;
+  /** Gives a row claimed until untilMs back (due now, for any process), unless it moved since. */
+  release(row: R, untilMs: number): void;
 }
 
 export interface OutboxOptions {
@@ -26,7 +28,7 @@ export interface OutboxOptions {
 }
 
 export class Outbox<R extends { id: string }> {
-  readonly #inFlight = new Map<string, Promise<void>>();
+  readonly #inFlight = new Map<string, { row: R; until: number; done: Promise<void> }>();
   #scheduled = false;
   #pumping = false;
   #again = false;
@@ -64,14 +66,15 @@ export class Outbox<R extends { id: string }> {
         const now = Date.now();
         for (const row of this.rows.due(now, room)) {
           if (this.#inFlight.has(row.id)) continue;
-          if (!this.rows.claim(row, now + this.opts.leaseMs)) continue;
+          const until = now + this.opts.leaseMs;
+          if (!this.rows.claim(row, until)) continue;
           const done = this.work(row).catch((e: unknown) => {
             this.log.error(`${this.opts.what} bookkeeping failed`, { id: row.id, error: e instanceof Error ? e.message : String(e) });
           }).finally(() => {
             this.#inFlight.delete(row.id);
             this.kick();
           });
-          this.#inFlight.set(row.id, done);
+          this.#inFlight.set(row.id, { row, until, done });
         }
       } while (this.#again && !this.#closed);
     } catch (e) {
@@ -96,10 +99,28 @@ export class Outbox<R extends { id: string }> {
     this.#timer.unref();
   }
 
-  /** Takes no more rows; resolves when the rows under way are done. */
-  async close(): Promise<void> {
+  /**
+   * Takes no more rows; resolves when the rows under way are done, or after `graceMs`: then the
+   * rows still under way are released (due again at once, for another process or the next start;
+   * what their work does after that is at most a repeat, which the outbox allows anyway).
+   */
+  async close(graceMs = Infinity): Promise<void> {
     this.#closed = true;
     if (this.#timer) { clearTimeout(this.#timer); this.#timer = undefined; }
-    await Promise.allSettled([...this.#inFlight.values()]);
+    const all = Promise.allSettled([...this.#inFlight.values()].map((f) => f.done));
+    let timer: NodeJS.Timeout | undefined;
+    const late = Number.isFinite(graceMs) ? new Promise<'late'>((r) => { timer = setTimeout(() => r('late'), graceMs); }) : undefined;
+    const outcome = await (late ? Promise.race([all, late]) : all);
+    if (timer) clearTimeout(timer);
+    if (outcome !== 'late') return;
+    for (const { row, until } of this.#inFlight.values()) {
+      try {
+        this.rows.release(row, until);
+        this.log.warn(`${this.opts.what}: work cut off by shutdown; released`, { id: row.id });
+      } catch (e) {
+        this.log.error(`${this.opts.what}: could not release a row`, { id: row.id, error: e instanceof Error ? e.message : String(e) });
+      }
+    }
+    this.#inFlight.clear();
   }
 }

@@ -12,7 +12,9 @@ import { ensureBootstrap, type BootstrapInfo } from './bootstrap.js';
 import { vaultOf } from './domain/keys.js';
 import { VERIFIER_BACKENDS } from './crypto/stamp.js';
 import { batchedStdout, type LineSink } from './http/logsink.js';
-import { startPool, workerEntry } from './http/pool.js';
+import { poolMetrics, startPool, workerEntry } from './http/pool.js';
+import { createMetricsServer } from './http/metricsserver.js';
+import { metricsText, observeOutbox } from './metrics.js';
 import { StampVerifier } from './crypto/verifypool.js';
 import { availableParallelism } from 'node:os';
 import cluster from 'node:cluster';
@@ -44,6 +46,15 @@ export interface RunningServer {
   config: Config;
   /** signing threads (SIGN_WORKERS after auto) of this process; 0 in a pool's primary */
   signThreads: number;
+  /** GET /metrics: on `url` (METRICS_PORT unset) or on a listener of its own */
+  metricsUrl: string;
+  /** the server's logger (JSON lines) */
+  log: Logger;
+  /**
+   * Graceful stop: no new connections; requests in flight are answered; the outboxes claim no more
+   * work and release what is cut off; then the database closes. Bounded by SHUTDOWN_TIMEOUT_MS:
+   * connections still open then are closed.
+   */
   stop(): Promise<void>;
 }
 
@@ -100,38 +111,91 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   const broadcaster = new Broadcaster(store, chains, log, { pollMs: config.rpcPollMs });
   const stampThreads = autoThreads(config.stampWorkers, config);
   const verifier = new StampVerifier(stampThreads);
-  const app = createApp({ store, registry: defaultRegistry(), config, log, verifier });
+  const unobserve = observeOutbox(() => [...store.webhooks.pending(), { kind: 'broadcast', ...store.sendTransactions.pending() }]);
+  // A pool worker answers a scrape with the pool's sum (the primary gathers it); with METRICS_PORT
+  // set, the primary's listener serves the pool (src/http/pool.ts) and the workers serve none.
+  const metricsOnApiPort = config.metricsPort === undefined;
+  const metrics = cluster.isWorker ? () => poolMetrics() : metricsText;
+  const app = createApp({ store, registry: defaultRegistry(), config, log, verifier, metrics: metricsOnApiPort ? metrics : undefined });
   const server = createHttpServer(app);
   answerClientErrors(server, config.corsOrigin);
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => { server.off('error', reject); resolve(); });
-  }).catch(async (e: unknown) => { await webhooks.close(); await broadcaster.close(); store.close(); void verifier.close(); throw e; });
+  const metricsServer = !metricsOnApiPort && !cluster.isWorker ? createMetricsServer(metrics, config.metricsToken, log) : undefined;
+  const failed = async (e: unknown) => { unobserve(); await webhooks.close(); await broadcaster.close(); store.close(); void verifier.close(); throw e; };
+  await listen(server, config.port, config.host).catch(failed);
   const port = (server.address() as AddressInfo).port;
-  const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
-  const url = `http://${hostForUrl}:${port}`;
+  const url = urlOf(config.host, port);
+  let metricsUrl = `${url}/metrics`;
+  if (metricsServer) {
+    await listen(metricsServer, config.metricsPort!, config.metricsHost ?? config.host).catch((e: unknown) => { server.close(); return failed(e); });
+    metricsUrl = `${urlOf(config.metricsHost ?? config.host, (metricsServer.address() as AddressInfo).port)}/metrics`;
+  }
   const signThreads = vault.pool?.size ?? 0;
-  log.info('listening', { url, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, stampVerifiers: VERIFIER_BACKENDS, stampThreads: verifier.threads, signThreads, networks: chains.configured });
+  log.info('listening', { url, metricsUrl, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, stampVerifiers: VERIFIER_BACKENDS, stampThreads: verifier.threads, signThreads, networks: chains.configured });
 
   let stopped: Promise<void> | undefined;
   return {
-    url, port, dataDir: config.dataDir, bootstrap: boot.info, rootApiKey: boot.rootApiKey, config, signThreads,
+    url, port, dataDir: config.dataDir, bootstrap: boot.info, rootApiKey: boot.rootApiKey, config, signThreads, metricsUrl, log,
     stop() {
-      stopped ??= new Promise<void>((resolve) => {
-        server.close(() => {
-          const closeAll = () => {
-            void Promise.all([webhooks.close(), broadcaster.close()]).then(() => { store.close(); logSink.flush(); return verifier.close(); }).then(() => resolve());
-          };
-          // Every reply waited for its commit's fsync already; this only covers writes with no reply.
-          Promise.resolve(store.durable?.()).then(closeAll, closeAll);
-        });
-        server.closeIdleConnections();
-        setTimeout(() => server.closeAllConnections(), 2000).unref();
-      });
+      stopped ??= (async () => {
+        const start = performance.now();
+        const deadline = start + config.shutdownTimeoutMs;
+        // Outboxes first: no new claims; what is cut off at the deadline is released.
+        const outboxes = Promise.all([webhooks.close(config.shutdownTimeoutMs), broadcaster.close(config.shutdownTimeoutMs)]);
+        const drained = await drain(server, config.shutdownTimeoutMs);
+        metricsServer?.close();
+        metricsServer?.closeAllConnections();
+        await outboxes;
+        // Every reply waited for its commit's fsync already; this only covers writes with no reply.
+        await Promise.race([Promise.resolve(store.durable?.()).catch(() => undefined), sleep(Math.max(0, deadline - performance.now()))]);
+        unobserve();
+        store.close();
+        await verifier.close();
+        log.info('stopped', { drained, ms: Math.round(performance.now() - start) });
+        logSink.flush();
+      })();
       return stopped;
     },
   };
+}
+
+function listen(server: http.Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => { server.off('error', reject); resolve(); });
+  });
+}
+
+function urlOf(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => { setTimeout(r, ms).unref(); });
+
+/**
+ * Stops accepting connections and waits until the open ones are done: idle keep-alive connections
+ * are closed at once and each busy one after its reply (node:http sends it with Connection: close
+ * once the server is closing). Connections still open after timeoutMs are cut; false then.
+ */
+function drain(server: http.Server, timeoutMs: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    let done = false;
+    const poll = setInterval(() => server.closeIdleConnections(), 50);
+    const cut = setTimeout(() => {
+      if (done) return;
+      server.closeAllConnections();
+      finish(false);
+    }, timeoutMs);
+    const finish = (ok: boolean) => {
+      if (done) return;
+      done = true;
+      clearInterval(poll);
+      clearTimeout(cut);
+      resolve(ok);
+    };
+    server.close(() => finish(true));
+    server.closeIdleConnections();
+  });
 }
 
 /** A thread count setting: as given, or for auto (-1) one thread when there is a spare CPU and no process pool. */
@@ -144,14 +208,25 @@ async function startPoolServer(
   config: Config, log: Logger, logSink: LineSink, boot: ReturnType<typeof ensureBootstrap>, entry: string,
 ): Promise<RunningServer> {
   const pool = await startPool(config, log, entry);
-  const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
-  const url = `http://${hostForUrl}:${pool.port}`;
-  log.info('listening', { url, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, workers: pool.workers, stampVerifiers: VERIFIER_BACKENDS });
+  const url = urlOf(config.host, pool.port);
+  let metricsUrl = `${url}/metrics`;
+  // METRICS_PORT: the primary serves the pool's metrics there (the workers serve none).
+  const metricsServer = config.metricsPort !== undefined ? createMetricsServer(() => pool.metrics(), config.metricsToken, log) : undefined;
+  if (metricsServer) {
+    await listen(metricsServer, config.metricsPort!, config.metricsHost ?? config.host).catch(async (e: unknown) => { await pool.stop(); throw e; });
+    metricsUrl = `${urlOf(config.metricsHost ?? config.host, (metricsServer.address() as AddressInfo).port)}/metrics`;
+  }
+  log.info('listening', { url, metricsUrl, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, workers: pool.workers, stampVerifiers: VERIFIER_BACKENDS });
   let stopped: Promise<void> | undefined;
   return {
-    url, port: pool.port, dataDir: config.dataDir, bootstrap: boot.info, rootApiKey: boot.rootApiKey, config, signThreads: 0,
+    url, port: pool.port, dataDir: config.dataDir, bootstrap: boot.info, rootApiKey: boot.rootApiKey, config, signThreads: 0, metricsUrl, log,
     stop() {
-      stopped ??= pool.stop().then(() => logSink.flush());
+      stopped ??= pool.stop().then(() => {
+        metricsServer?.close();
+        metricsServer?.closeAllConnections();
+        log.info('stopped', { workers: pool.workers });
+        logSink.flush();
+      });
       return stopped;
     },
   };

@@ -30,6 +30,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from './log.js';
 import { Outbox } from './outbox.js';
+import { webhookDeliveries } from './metrics.js';
 import { txReference } from './chains/caip2.js';
 import type { OrganizationRow, SendTransactionRow, Store, WebhookDeliveryRow } from './storage/types.js';
 import { bytesToHex, concatBytes, utf8 } from './crypto/bytes.js';
@@ -161,6 +162,7 @@ export class WebhookDispatcher {
       due: (now, limit) => store.webhooks.due(now, limit),
       claim: (row, until) => store.transaction(() => store.webhooks.claim(row.id, row.nextAttemptMs, until)),
       nextDueMs: () => store.webhooks.nextDueMs(),
+      release: (row, until) => { store.transaction(() => store.webhooks.claim(row.id, until, Date.now())); },
     }, (row) => this.#deliver(row), log, { what: 'webhook dispatch', maxInFlight: MAX_IN_FLIGHT, leaseMs: 2 * opts.timeoutMs + 1_000 });
     DISPATCHERS.set(store, this);
     // Events left from before a restart.
@@ -179,17 +181,21 @@ export class WebhookDispatcher {
         return;
       }
       const what = isMail(row) ? 'e-mail' : 'webhook';
+      const kind = isMail(row) ? 'email' : 'webhook';
       const fields = {
         eventId: row.id, activityId: row.activityId, organizationId: row.organizationId,
         receiver: originOf(row.url), attempt, outcome: outcome.reason,
       };
       if (outcome.kind === 'delivered') {
+        webhookDeliveries.inc({ kind, outcome: 'delivered' });
         this.store.transaction(() => this.store.webhooks.remove(row.id));
         this.log.debug(`${what} delivered`, fields);
       } else if (outcome.kind === 'refused' || attempt >= this.opts.maxAttempts) {
+        webhookDeliveries.inc({ kind, outcome: 'given_up' });
         this.store.transaction(() => this.store.webhooks.remove(row.id));
         this.log.warn(`${what} delivery given up`, fields);
       } else {
+        webhookDeliveries.inc({ kind, outcome: 'retry' });
         const delay = Math.min(this.opts.retryBaseMs * 2 ** (attempt - 1), MAX_BACKOFF_MS);
         this.store.transaction(() => this.store.webhooks.retryAt(row.id, attempt, Date.now() + delay));
         this.log.info(`${what} delivery failed; will retry`, { ...fields, retryInMs: delay });
@@ -243,8 +249,8 @@ export class WebhookDispatcher {
    * Stops: no new attempts; attempts under way are cut off and their events are due again at
    * once, for the next start. Resolves when the outbox is written (before the store closes).
    */
-  async close(): Promise<void> {
-    const closing = this.#outbox.close();
+  async close(graceMs?: number): Promise<void> {
+    const closing = this.#outbox.close(graceMs);
     this.#abort.abort();
     await closing;
     this.opts.mailer?.close();

@@ -15,10 +15,13 @@
  * - Threads are unref'd: they do not keep the process alive.
  */
 import { Worker } from 'node:worker_threads';
+import { poolQueueWait } from './metrics.js';
 
 const MAX_RESTARTS = 5;
 
 export interface WorkerPoolOptions<J, R, P> {
+  /** the pool's name in metrics (kmas_worker_pool_queue_wait_seconds{pool}); default 'other' */
+  name?: string;
   /** the compiled worker script; undefined: the pool has no threads */
   script: string | undefined;
   threads: number;
@@ -33,7 +36,8 @@ export interface WorkerPoolOptions<J, R, P> {
   orphan(p: P, closed: boolean): void;
 }
 
-interface Thread<J, P> { worker: Worker; ready: boolean; pending: Map<number, P>; outbox: J[] }
+/** `queued`: when each job of the outbox was posted (performance.now()). */
+interface Thread<J, P> { worker: Worker; ready: boolean; pending: Map<number, P>; outbox: J[]; queued: number[] }
 
 export class WorkerPool<J extends { id: number }, R extends { id: number }, P> {
   readonly #opts: WorkerPoolOptions<J, R, P>;
@@ -66,7 +70,7 @@ export class WorkerPool<J extends { id: number }, R extends { id: number }, P> {
   #start(): void {
     const worker = new Worker(this.#opts.script!, { workerData: this.#opts.workerData });
     worker.unref();
-    const t: Thread<J, P> = { worker, ready: false, pending: new Map(), outbox: [] };
+    const t: Thread<J, P> = { worker, ready: false, pending: new Map(), outbox: [], queued: [] };
     worker.on('message', (m: R[] | 'ready') => {
       if (m === 'ready') { t.ready = true; return; }
       for (const r of m) {
@@ -104,6 +108,7 @@ export class WorkerPool<J extends { id: number }, R extends { id: number }, P> {
     const id = ++this.#id;
     if (t.outbox.length === 0) setImmediate(this.#flush, t);
     t.outbox.push(job(id));
+    t.queued.push(performance.now());
     t.pending.set(id, p);
     // A full batch leaves now: the thread starts on it while this turn goes on.
     if (t.outbox.length >= (this.#opts.maxBatch ?? Infinity)) this.#flush(t);
@@ -112,8 +117,12 @@ export class WorkerPool<J extends { id: number }, R extends { id: number }, P> {
 
   readonly #flush = (t: Thread<J, P>): void => {
     const jobs = t.outbox;
+    const queued = t.queued;
     t.outbox = [];
+    t.queued = [];
     if (jobs.length === 0) return;
+    const now = performance.now();
+    for (const q of queued) poolQueueWait.observe({ pool: this.#opts.name ?? 'other' }, (now - q) / 1000);
     // The thread stopped since: lost() orphaned these already, as they were pending.
     if (!this.#threads.includes(t)) return;
     const transfer: ArrayBuffer[] = [];
@@ -125,6 +134,7 @@ export class WorkerPool<J extends { id: number }, R extends { id: number }, P> {
     const ps = [...t.pending.values()];
     t.pending.clear();
     t.outbox = [];
+    t.queued = [];
     for (const p of ps) this.#opts.orphan(p, closed);
   }
 

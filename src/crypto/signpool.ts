@@ -52,6 +52,7 @@ export class SignPool {
   constructor(threads: number, atRestKey: Uint8Array) {
     this.#atRest = new Uint8Array(atRestKey);
     this.#pool = new WorkerPool<WorkerJob, WorkerResult, Pending>({
+      name: 'sign',
       script: builtScript('crypto/signworker.js'),
       threads,
       workerData: { atRestKey: this.#atRest },

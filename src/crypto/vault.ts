@@ -14,6 +14,7 @@ import { validateAccountSpec, publicKeyHex, type WalletAccountSpec } from './wal
 import { addressFromPublicKey } from './addresses.js';
 import type { RawPayloadRequest, RawSignature } from './payload.js';
 import { runSignJob, type SignJob, type SignJobResult } from './signjob.js';
+import { secondsSince, signatures, signDuration } from '../metrics.js';
 import { SignPool, type StampCheck } from './signpool.js';
 import { createCredentialBundle, createExportBundle, createImportBundle, openEncryptedBundle, openImportedPrivateKey, openImportedWallet, signerPublicKeyHex } from './bundles.js';
 
@@ -265,7 +266,10 @@ export class Vault {
 
   /** A signing job (signjob.ts) on this thread. */
   sign(sealed: Uint8Array, ctx: AtRestContext, job: SignJob): SignJobResult {
-    return runSignJob(job, () => this.#open(sealed, ctx));
+    const start = performance.now();
+    const result = runSignJob(job, () => this.#open(sealed, ctx));
+    observeSigning(job, start);
+    return result;
   }
 
   /**
@@ -275,7 +279,9 @@ export class Vault {
    */
   signOffThread(sealed: Uint8Array, ctx: AtRestContext, job: SignJob, check?: StampCheck): Promise<SignJobResult> | undefined {
     const pool = this.#pool;
-    return pool && pool.size > 0 ? pool.run(sealed, ctx, job, check) : undefined;
+    if (!pool || pool.size === 0) return undefined;
+    const start = performance.now();
+    return pool.run(sealed, ctx, job, check).then((result) => { observeSigning(job, start); return result; });
   }
 
   // ---- worker pool ----------------------------------------------------------------------------
@@ -369,3 +375,9 @@ export class Vault {
   }
 }
 
+/** A signing job that succeeded: its duration (single or batch) and the signatures it made, by curve. */
+function observeSigning(job: SignJob, start: number): void {
+  const batch = job.op === 'payloads';
+  signDuration.observe({ curve: job.curve, mode: batch ? 'batch' : 'single' }, secondsSince(start));
+  signatures.inc({ curve: job.curve }, batch ? job.payloads.length : 1);
+}

@@ -23,6 +23,7 @@ export class StampVerifier {
 
   constructor(threads: number) {
     this.#pool = new WorkerPool<StampJob, StampReply, Pending>({
+      name: 'stamp',
       script: builtScript('crypto/stampworker.js'),
       threads,
       transfer: (j) => [j.body.buffer as ArrayBuffer],

@@ -11,7 +11,6 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import zlib from 'node:zlib';
-import { randomUUID } from 'node:crypto';
 import type { Readable, Transform } from 'node:stream';
 import { ApiError, Grpc, invalidArgument, notFound, TurnkeyMessage, unauthenticated } from '../errors.js';
 import type { Config } from '../config.js';
@@ -30,6 +29,12 @@ import type { Obj } from '../domain/validate.js';
 import type { SubmitOperation } from '../activities/types.js';
 import { webhookJwks } from '../webhooks.js';
 import { vaultOf } from '../domain/keys.js';
+import { randomUUID } from 'node:crypto';
+import { activities as activityCount, httpDuration, httpRequests, rateLimited, stampFailures, type StampFailure } from '../metrics.js';
+import { RateLimited, RateLimiter } from './ratelimit.js';
+import { openApiDocument } from './openapi.js';
+import { METRICS_CONTENT_TYPE, metricsAuthorized } from './metricsserver.js';
+import type { Principal } from '../domain/principal.js';
 
 export interface AppDeps {
   store: Store;
@@ -40,21 +45,35 @@ export interface AppDeps {
   now?: () => number;
   /** Stamp checks (P-256 on worker threads); default: every check on the calling thread. */
   verifier?: StampVerifier;
+  /** GET /metrics on this app: the exposition text (undefined: not served here, e.g. on METRICS_PORT). */
+  metrics?: () => Promise<string>;
 }
 
 
-const CORS_ALLOW_HEADERS = 'content-type, accept, x-stamp, x-stamp-webauthn, x-client-version';
+const CORS_ALLOW_HEADERS = 'content-type, accept, x-stamp, x-stamp-webauthn, x-client-version, x-request-id';
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** Per-request state for the log line. */
+/** Per-request state for the log line and the metrics. */
 interface Exchange {
   req: IncomingMessage;
   res: ServerResponse;
   path: string;
   start: number;
+  /** the client's X-Request-Id (when usable) or a new one; echoed in the reply */
+  requestId: string;
+  /** metrics label: `query/<op>` / `submit/<op>` of the registry, or a fixed name (healthz, unknown, …) */
+  operation: string;
+  organizationId?: string;
   activityId?: string;
+  /** why a stamp was refused (metrics) */
+  stampFailure?: StampFailure;
   done: boolean;
 }
+
+/** An incoming X-Request-Id is kept when it is 1-128 visible ASCII characters. */
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+/** What the request log line and the metrics call requests that are not API operations. */
+const OTHER = 'other';
 
 export function createApp(deps: AppDeps): express.Express {
   const { store, registry, config, log } = deps;
@@ -69,6 +88,8 @@ export function createApp(deps: AppDeps): express.Express {
   const done = () => { inProgress--; };
   const submits = commitQueue(store);
   const corsOrigin = config.corsOrigin;
+  const limiter = config.rateLimitApiKey > 0 || config.rateLimitOrganization > 0
+    ? new RateLimiter(config.rateLimitApiKey, config.rateLimitOrganization) : undefined;
   const varyOrigin = corsOrigin !== '*';
 
   /** The one way out: JSON reply + the request's log line. */
@@ -88,6 +109,7 @@ export function createApp(deps: AppDeps): express.Express {
         'X-Content-Type-Options': 'nosniff',
       };
       if (varyOrigin) headers.Vary = 'Origin';
+      headers['X-Request-Id'] = x.requestId;
       if (extra) Object.assign(headers, extra);
       res.writeHead(status, headers);
       res.end(body);
@@ -95,12 +117,25 @@ export function createApp(deps: AppDeps): express.Express {
     logLine(x, status, code, reason);
   }
 
+  /**
+   * The request's one log line and its metrics. Fields: request id, client address, method, path,
+   * operation, organization, activity, HTTP status, gRPC code, duration, and for a refusal its
+   * reason in words (the error message, which by rule holds no key material or request values).
+   */
   function logLine(x: Exchange, status: number, code?: number, reason?: string): void {
-    const ms = Math.round((performance.now() - x.start) * 100) / 100;
-    const fields: Record<string, unknown> = { method: x.req.method, path: x.path, status, ms };
+    const elapsed = performance.now() - x.start;
+    httpRequests.inc({ operation: x.operation, status });
+    httpDuration.observe({ operation: x.operation }, elapsed / 1000);
+    const fields: Record<string, unknown> = {
+      requestId: x.requestId, client: clientAddressOf(x.req), method: x.req.method, path: x.path, operation: x.operation, status,
+      durationMs: Math.round(elapsed * 100) / 100,
+    };
+    if (x.organizationId) fields.organizationId = x.organizationId;
     if (x.activityId) fields.activityId = x.activityId;
+    // gRPC code: the error's, or OK (0) for a success
     if (code !== undefined) fields.code = code;
-    if (reason !== undefined) fields.reason = reason;
+    else if (status < 400) fields.code = 0;
+    if (reason !== undefined) fields.reason = reason.length > 300 ? `${reason.slice(0, 300)}…` : reason;
     log.info('request', fields);
   }
 
@@ -110,10 +145,29 @@ export function createApp(deps: AppDeps): express.Express {
     else {
       // The reply names an error id that the log line carries too (Turnkey's form), never the error itself.
       const errorId = randomUUID();
-      log.error('internal error', { errorId, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });
+      log.error('internal error', { requestId: x.requestId, errorId, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });
       e = new ApiError(Grpc.INTERNAL, `${TurnkeyMessage.INTERNAL} (${errorId})`, { turnkeyErrorCode: 'INTERNAL' });
     }
-    send(x, e.httpStatus, e.toStatus(), e instanceof MethodNotAllowed ? { Allow: e.allow } : undefined, e.code, e.reason ?? e.message);
+    const failure = x.stampFailure ?? stampFailureOf(e);
+    if (failure) stampFailures.inc({ reason: failure });
+    if (e instanceof RateLimited) rateLimited.inc({ limit: e.limit });
+    const extra: Record<string, string> | undefined = e instanceof MethodNotAllowed ? { Allow: e.allow }
+      : e instanceof RateLimited ? { 'Retry-After': String(e.retryAfter) } : undefined;
+    send(x, e.httpStatus, e.toStatus(), extra, e.code, e.reason ?? e.message);
+  }
+
+  /** A Prometheus exposition (GET /metrics). */
+  function sendText(x: Exchange, text: string): void {
+    if (x.done) return;
+    x.done = true;
+    if (!x.res.headersSent && !x.res.destroyed) {
+      x.res.writeHead(200, {
+        'Content-Type': METRICS_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(text),
+        'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff', 'X-Request-Id': x.requestId,
+      });
+      x.res.end(text);
+    } else x.res.end();
+    logLine(x, 200);
   }
 
   function methodNotAllowed(method: string | undefined, allow: string, use: string): ApiError {
@@ -121,8 +175,15 @@ export function createApp(deps: AppDeps): express.Express {
   }
 
   /** Builds the per-request state and, unless the exchange already ended, runs `body`. */
-  function exchange(req: IncomingMessage, res: ServerResponse): Exchange {
-    return { req, res, path: (req.url ?? '/').split('?', 1)[0]!, start: performance.now(), done: false };
+  function exchange(req: IncomingMessage, res: ServerResponse, operation = OTHER): Exchange {
+    const given = headerValue(req, 'x-request-id');
+    const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
+    return { req, res, path: (req.url ?? '/').split('?', 1)[0]!, start: performance.now(), requestId, operation, done: false };
+  }
+
+  /** The socket's address, or (behind trusted proxies, TRUST_PROXY) the client X-Forwarded-For names. */
+  function clientAddressOf(req: IncomingMessage): string | undefined {
+    return config.trustProxy === false ? req.socket.remoteAddress : (req as Request).ip;
   }
 
   const app = express();
@@ -134,9 +195,10 @@ export function createApp(deps: AppDeps): express.Express {
   // The API first (every request but a preflight or a probe is one). The body is read here,
   // raw (the stamp covers its exact bytes), not by a body parser.
   app.post('/public/v1/:kind/:op', (req: Request, res: Response) => {
-    const x = exchange(req, res);
     const kind = req.params.kind as string;
     const op = req.params.op as string;
+    const known = kind === 'query' ? registry.query(op) : kind === 'submit' ? registry.submit(op) : undefined;
+    const x = exchange(req, res, known ? `${kind}/${op}` : 'unknown');
     readBody(req, config.bodyLimit, (err, raw) => {
       if (err) { fail(x, err); return; }
       inProgress++;
@@ -144,12 +206,13 @@ export function createApp(deps: AppDeps): express.Express {
     });
   });
   app.options(/.*/, (req: Request, res: Response) => {
-    const x = exchange(req, res);
+    const x = exchange(req, res, 'preflight');
     const headers: Record<string, string> = {
       'Access-Control-Allow-Origin': corsOrigin,
       'Access-Control-Allow-Methods': 'POST, GET, OPTIONS',
       'Access-Control-Allow-Headers': CORS_ALLOW_HEADERS,
       'Access-Control-Max-Age': '86400',
+      'X-Request-Id': x.requestId,
     };
     if (varyOrigin) headers.Vary = 'Origin';
     x.done = true;
@@ -158,10 +221,10 @@ export function createApp(deps: AppDeps): express.Express {
     logLine(x, 204);
   });
 
-  app.get('/healthz', (req: Request, res: Response) => { send(exchange(req, res), 200, { status: 'ok' }); });
+  app.get('/healthz', (req: Request, res: Response) => { send(exchange(req, res, 'healthz'), 200, { status: 'ok' }); });
   // The webhook signature keys (src/webhooks.ts), unauthenticated, cacheable as wire-compat §6 says.
   app.get('/public/v1/discovery/webhooks/jwks', (req: Request, res: Response) => {
-    const x = exchange(req, res);
+    const x = exchange(req, res, 'jwks');
     let key: string | undefined;
     try { key = vaultOf(store).webhookPublicKey; } catch { /* no key management on this store */ }
     if (!key) { fail(x, notFound('this server has no webhook signing key', 'NOT_FOUND')); return; }
@@ -171,16 +234,33 @@ export function createApp(deps: AppDeps): express.Express {
     fail(exchange(req, res), methodNotAllowed(req.method, 'GET, HEAD, OPTIONS', 'GET'));
   });
   app.get('/readyz', (req: Request, res: Response) => {
-    const x = exchange(req, res);
+    const x = exchange(req, res, 'readyz');
     if (store.isReady()) send(x, 200, { status: 'ready' });
     else send(x, 503, { code: Grpc.UNAVAILABLE, message: 'storage is not available', details: [] });
   });
-  app.all(['/healthz', '/readyz'], (req: Request, res: Response) => {
+  // The API's own description (src/http/openapi.ts), built once from the registry.
+  let openApiJson: Serialized | undefined;
+  app.get('/openapi.json', (req: Request, res: Response) => {
+    openApiJson ??= new Serialized(JSON.stringify(openApiDocument(registry, { metrics: deps.metrics !== undefined })));
+    send(exchange(req, res, 'openapi'), 200, openApiJson, { 'Cache-Control': 'public, max-age=3600' });
+  });
+  if (deps.metrics) {
+    const metrics = deps.metrics;
+    app.get('/metrics', (req: Request, res: Response) => {
+      const x = exchange(req, res, 'metrics');
+      if (!metricsAuthorized(req, config.metricsToken)) {
+        fail(x, unauthenticated('GET /metrics needs Authorization: Bearer <METRICS_TOKEN>'));
+        return;
+      }
+      metrics().then((text) => sendText(x, text), (e: unknown) => fail(x, e));
+    });
+  }
+  app.all(['/healthz', '/readyz', '/openapi.json', ...(deps.metrics ? ['/metrics'] : [])], (req: Request, res: Response) => {
     fail(exchange(req, res), methodNotAllowed(req.method, 'GET, HEAD, OPTIONS', 'GET'));
   });
 
   app.all('/public/v1/:kind/:op', (req: Request, res: Response) => {
-    const x = exchange(req, res);
+    const x = exchange(req, res, 'unknown');
     const kind = String(req.params.kind).toLowerCase();
     if (kind !== 'query' && kind !== 'submit') fail(x, notFound(`unknown path ${x.path}`, 'NOT_FOUND'));
     else fail(x, methodNotAllowed(req.method, 'POST, OPTIONS', 'POST'));
@@ -195,24 +275,36 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   /** The submit body as an envelope of `op` whose timestamp is within the window. */
-  function envelopeOf(op: SubmitOperation, raw: Buffer, nowMs: number): Envelope {
+  function envelopeOf(x: Exchange, op: SubmitOperation, raw: Buffer, nowMs: number): Envelope {
     const env = parseEnvelope(op, parseBody(raw));
-    checkTimestamp(env.timestampMs, nowMs, config.timestampWindowMs, config.timestampFutureMs);
+    x.organizationId = env.organizationId;
+    try {
+      checkTimestamp(env.timestampMs, nowMs, config.timestampWindowMs, config.timestampFutureMs);
+    } catch (e) {
+      x.stampFailure = 'stale_timestamp';
+      throw e;
+    }
     return env;
+  }
+
+  /** Takes the request's tokens (per credential, per organization), or refuses it with 429. */
+  function admit(principal: Principal, organizationId: string, nowMs: number): void {
+    limiter?.admit(principal.credential.id, organizationId, nowMs);
   }
 
   async function route(x: Exchange, kind: string, opName: string, raw: Buffer): Promise<Record<string, unknown> | Serialized> {
     const nowMs = now();
-    // The socket's address, or (behind trusted proxies) the client X-Forwarded-For names.
-    const clientAddress = config.trustProxy === false ? x.req.socket.remoteAddress : (x.req as Request).ip;
+    const clientAddress = clientAddressOf(x.req);
     if (kind === 'query') {
       const op = registry.query(opName);
       if (!op) throw unknownOperation(kind, opName);
-      const { keys } = await authenticate(x.req, raw);
+      const { keys } = await authenticate(x, raw);
       const body = parseBody(raw);
       const orgId = requireOrganizationId(body);
+      x.organizationId = orgId;
       const { principal, organization } = resolvePrincipal(store, keys, orgId,
         { parentMayRead: op.parentMayRead, resolvesFromParent: op.resolvesFromParent === true, clientAddress }, nowMs);
+      admit(principal, orgId, nowMs);
       const query = op.validate(body);
       // A query that asks outside the store (a network's node) does so once the caller is known.
       const external = op.external ? await op.external(query, store, organization.id) : undefined;
@@ -225,23 +317,23 @@ export function createApp(deps: AppDeps): express.Express {
     if (kind === 'submit') {
       const op = registry.submit(opName);
       if (!op) throw unknownOperation(kind, opName);
-      const cred = credentialOf(x.req);
+      const cred = credentialOf(x);
       let pre: Prepared | undefined;
       let env: Envelope;
       // A lone request (nothing else in progress) is served on this thread: a thread hop would
       // add its latency and save no one any time.
       if (!op.prepare || !concurrent() || cred.kind === 'passkey') {
-        await verify(cred, raw);
-        env = envelopeOf(op, raw, nowMs);
+        await verify(x, cred, raw);
+        env = envelopeOf(x, op, raw, nowMs);
       } else {
         // Work the operation can do before its transaction (signing on a signing thread, which
         // also checks the stamp: one thread hop for both) runs now, against the state as it is;
         // the transaction checks everything again. Until the stamp has verified, any refusal is
         // answered only after verifying it the usual way, so a bad stamp still gets its 401.
         try {
-          env = envelopeOf(op, raw, nowMs);
+          env = envelopeOf(x, op, raw, nowMs);
         } catch (e) {
-          await verify(cred, raw);
+          await verify(x, cred, raw);
           throw e;
         }
         const check: StampCheck = { stamp: cred.stamp, body: raw, verified: false };
@@ -250,7 +342,7 @@ export function createApp(deps: AppDeps): express.Express {
           who = resolvePrincipal(store, cred.keys, env.organizationId, { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false, clientAddress }, nowMs);
         } catch { /* the transaction gives the answer */ }
         if (who) pre = await prepareSubmit(store, op, env, who.principal, who.organization, nowMs, check);
-        if (!check.verified) await verify(cred, raw);
+        if (!check.verified) await verify(x, cred, raw);
       }
       const fingerprint = fingerprintOf(raw);
       if (op.external && !store.activities.byFingerprint(fingerprint, Number(env.timestampMs))) {
@@ -272,10 +364,12 @@ export function createApp(deps: AppDeps): express.Express {
         const keys = cred.kind === 'key' ? registeredKeys(cred.stamp.publicKey, cred.curve) : stillRegistered(cred);
         const { principal, organization } = resolvePrincipal(store, keys, env.organizationId,
           { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false, clientAddress }, nowMs);
-        // The queue runs this in a savepoint of its own, so a refusal leaves nothing behind.
+        // The queue runs this in a savepoint of its own, so a refusal (this 429 too) leaves nothing behind.
+        admit(principal, env.organizationId, nowMs);
         return submitInTransaction(store, op, env!, principal, organization, fingerprint, nowMs, pre, voucherOf(cred));
       });
       x.activityId = out.activity.id as string;
+      activityCount.inc({ type: String(out.activity.type), status: String(out.activity.status) });
       return new Serialized(`{"activity":${out.activityJson}}`);
     }
     throw notFound(`unknown path ${x.path}`, 'NOT_FOUND');
@@ -288,21 +382,29 @@ export function createApp(deps: AppDeps): express.Express {
   }
 
   /** The stamp's credential (registered keys or passkeys it may stand for), not yet verified. */
-  function credentialOf(req: IncomingMessage): Credential {
-    const header = headerValue(req, 'x-stamp');
+  function credentialOf(x: Exchange): Credential {
+    const header = headerValue(x.req, 'x-stamp');
     if (header === undefined || header === '') {
-      const passkey = headerValue(req, 'x-stamp-webauthn');
+      const passkey = headerValue(x.req, 'x-stamp-webauthn');
       if (passkey !== undefined && passkey !== '') {
+        x.stampFailure = 'malformed_stamp';
         const webauthn = parseWebauthnStamp(passkey);
+        x.stampFailure = 'unknown_key';
         const keys = store.authenticators.byCredentialId(webauthn.credentialId);
         if (keys.length === 0) throw unauthenticated(TurnkeyMessage.CREDENTIAL_NOT_FOUND, 'CREDENTIAL_NOT_FOUND', 'no passkey is registered with the stamp\'s credential id');
+        x.stampFailure = undefined;
         return { kind: 'passkey', webauthn, keys };
       }
+      x.stampFailure = 'missing_stamp';
       throw unauthenticated(TurnkeyMessage.STAMP_MISSING, 'SIGNATURE_MISSING');
     }
+    x.stampFailure = 'malformed_stamp';
     const stamp = parseStamp(header);
+    x.stampFailure = 'unknown_key';
     const curve = SCHEME_CURVE[stamp.scheme];
-    return { kind: 'key', stamp, keys: registeredKeys(stamp.publicKey, curve), curve };
+    const keys = registeredKeys(stamp.publicKey, curve);
+    x.stampFailure = undefined;
+    return { kind: 'key', stamp, keys, curve };
   }
 
   /** The passkey registrations the stamp verified for that are still registered (for the transaction). */
@@ -338,18 +440,19 @@ export function createApp(deps: AppDeps): express.Express {
   }
 
   /** Verifies the stamp over the raw bytes (401 when it does not). */
-  async function verify(cred: Credential, raw: Buffer): Promise<void> {
+  async function verify(x: Exchange, cred: Credential, raw: Buffer): Promise<void> {
     const ok = cred.kind === 'passkey' ? verifyPasskey(cred, raw)
       : verifier ? await verifier.verify(cred.stamp, raw, concurrent()) : verifyStamp(cred.stamp, raw);
     if (!ok) {
+      x.stampFailure = 'bad_signature';
       throw unauthenticated(cred.kind === 'passkey' ? TurnkeyMessage.WEBAUTHN_SIGNATURE : TurnkeyMessage.API_KEY_SIGNATURE, 'SIGNATURE_INVALID',
         'the stamp signature does not verify over the request body');
     }
   }
 
-  async function authenticate(req: IncomingMessage, raw: Buffer): Promise<Credential> {
-    const cred = credentialOf(req);
-    await verify(cred, raw);
+  async function authenticate(x: Exchange, raw: Buffer): Promise<Credential> {
+    const cred = credentialOf(x);
+    await verify(x, cred, raw);
     return cred;
   }
 
@@ -400,6 +503,21 @@ class Serialized {
 class MethodNotAllowed extends ApiError {
   constructor(message: string, readonly allow: string) {
     super(Grpc.INVALID_ARGUMENT, message, { httpStatus: 405, turnkeyErrorCode: 'METHOD_NOT_ALLOWED' });
+  }
+}
+
+/**
+ * The stamp-check reason of a refusal raised past the stamp itself, where the credential is
+ * resolved (src/domain/credentials.ts, src/domain/ipAllowlist.ts), told by its error code.
+ */
+function stampFailureOf(e: ApiError): StampFailure | undefined {
+  switch (e.turnkeyErrorCode) {
+    case 'API_KEY_EXPIRED': return 'expired_key';
+    case 'IP_NOT_ALLOWED': return 'ip_allowlist';
+    case 'CREDENTIAL_NOT_FOUND': return e.code === Grpc.UNAUTHENTICATED ? 'unknown_key' : undefined;
+    // a key registered elsewhere than the organization the request names (resolved after the stamp)
+    case 'PUBLIC_KEY_NOT_FOUND': return 'unknown_key';
+    default: return undefined;
   }
 }
 

@@ -11,10 +11,13 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
+import { AggregatorRegistry } from 'prom-client';
 
 export interface Pool {
   port: number;
   workers: number;
+  /** The metrics of every worker, summed (gauges of the shared database: the maximum). */
+  metrics(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -23,6 +26,9 @@ export interface StopMessage { type: 'kmas:stop' }
 export interface HelloMessage { type: 'kmas:hello' }
 export interface ReadyMessage { type: 'kmas:ready'; port: number }
 export interface FailedMessage { type: 'kmas:failed'; message: string }
+/** A worker asks the primary for the pool's metrics (a scrape of GET /metrics); the reply has the same id. */
+export interface MetricsRequest { type: 'kmas:metrics'; id: number }
+export interface MetricsReply { type: 'kmas:metrics'; id: number; text?: string; error?: string }
 
 /** dist/src/http/worker.js next to this module, or (running from sources) the built copy; else undefined. */
 export function workerEntry(): string | undefined {
@@ -33,7 +39,8 @@ export function workerEntry(): string | undefined {
   return existsSync(built) ? built : undefined;
 }
 
-const STOP_TIMEOUT_MS = 5_000;
+/** How long a worker may take to stop beyond SHUTDOWN_TIMEOUT_MS before it is killed. */
+const STOP_GRACE_MS = 5_000;
 const MAX_RESTARTS_PER_MINUTE = 5;
 
 export async function startPool(config: Config, log: Logger, entry: string): Promise<Pool> {
@@ -42,10 +49,18 @@ export async function startPool(config: Config, log: Logger, entry: string): Pro
   let stopping = false;
   let port = config.port;
   const restarts: number[] = [];
+  const aggregator = new AggregatorRegistry();
+  const metrics = () => aggregator.clusterMetrics();
+  const answerMetrics = (w: Worker) => (m: MetricsRequest) => {
+    if (m?.type !== 'kmas:metrics') return;
+    metrics().then((text) => ({ text }), (e: unknown) => ({ error: e instanceof Error ? e.message : String(e) }))
+      .then((r) => { try { w.send({ type: 'kmas:metrics', id: m.id, ...r } satisfies MetricsReply); } catch { /* the worker went away */ } });
+  };
 
   const fork = (): Promise<Worker> => new Promise((resolve, reject) => {
     const w = cluster.fork();
     workers.add(w);
+    w.on('message', answerMetrics(w));
     const onMessage = (m: HelloMessage | ReadyMessage | FailedMessage) => {
       // The worker asks for its configuration once its listener is installed. Every worker listens
       // with the configured port, also 0: cluster hands all of them the primary's one handle.
@@ -78,7 +93,7 @@ export async function startPool(config: Config, log: Logger, entry: string): Pro
     stopping = true;
     return Promise.all([...workers].map((w) => new Promise<void>((resolve) => {
       if (w.isDead()) { resolve(); return; }
-      const t = setTimeout(() => w.kill('SIGKILL'), STOP_TIMEOUT_MS);
+      const t = setTimeout(() => w.kill('SIGKILL'), config.shutdownTimeoutMs + STOP_GRACE_MS);
       w.once('exit', () => { clearTimeout(t); resolve(); });
       try { w.send({ type: 'kmas:stop' } satisfies StopMessage); } catch { w.kill(); }
     }))).then(() => undefined);
@@ -90,5 +105,29 @@ export async function startPool(config: Config, log: Logger, entry: string): Pro
     await stop();
     throw e;
   }
-  return { port, workers: config.workers, stop };
+  return { port, workers: config.workers, metrics, stop };
+}
+
+let metricsSeq = 0;
+let listening = false;
+const metricsWaiting = new Map<number, { resolve: (text: string) => void; reject: (e: Error) => void }>();
+
+/** In a pool worker: the pool's metrics, gathered by the primary. */
+export function poolMetrics(timeoutMs = 10_000): Promise<string> {
+  if (!listening) {
+    listening = true;
+    process.on('message', (m: MetricsReply) => {
+      if (m?.type !== 'kmas:metrics') return;
+      const w = metricsWaiting.get(m.id);
+      if (!w) return;
+      metricsWaiting.delete(m.id);
+      if (m.text !== undefined) w.resolve(m.text); else w.reject(new Error(m.error ?? 'no metrics'));
+    });
+  }
+  return new Promise<string>((resolve, reject) => {
+    const id = ++metricsSeq;
+    const t = setTimeout(() => { metricsWaiting.delete(id); reject(new Error('the pool\'s primary did not answer with metrics')); }, timeoutMs);
+    metricsWaiting.set(id, { resolve: (v) => { clearTimeout(t); resolve(v); }, reject: (e) => { clearTimeout(t); reject(e); } });
+    process.send?.({ type: 'kmas:metrics', id } satisfies MetricsRequest);
+  });
 }

@@ -11,6 +11,7 @@ import { sqliteKeyStore } from './keys.js';
 import { RowCache } from './rowcache.js';
 import { pageBySeq } from './paging.js';
 import type { SqliteSynchronous } from '../config.js';
+import { dbCommitDuration, dbSyncDuration, secondsSince } from '../metrics.js';
 
 type Row = Record<string, unknown>;
 
@@ -221,6 +222,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     stxClaim: q('UPDATE send_transactions SET next_check_ms = ? WHERE id = ? AND next_check_ms = ?'),
     stxUpdate: q('UPDATE send_transactions SET status = ?, error = ?, block_number = ?, attempts = ?, next_check_ms = ?, updated_ms = ? WHERE id = ?'),
     stxNext: q<{ ms: number | null }>('SELECT MIN(next_check_ms) AS ms FROM send_transactions WHERE next_check_ms IS NOT NULL'),
+    stxPending: q<{ n: number; oldest: number | null }>('SELECT COUNT(*) AS n, MIN(created_ms) AS oldest FROM send_transactions WHERE next_check_ms IS NOT NULL'),
     invGet: q('SELECT * FROM invitations WHERE organization_id = ? AND id = ?'),
     invList: q('SELECT * FROM invitations WHERE organization_id = ? ORDER BY seq'),
     invInsert: q(`INSERT INTO invitations (id, organization_id, receiver_user_name, receiver_email, receiver_user_tags, access_type, status, sender_user_id, created_ms, updated_ms)
@@ -252,6 +254,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     whDelete: q('DELETE FROM webhook_deliveries WHERE id = ?'),
     whRetry: q('UPDATE webhook_deliveries SET attempts = ?, next_attempt_ms = ? WHERE id = ?'),
     whNext: q<{ ms: number | null }>('SELECT MIN(next_attempt_ms) AS ms FROM webhook_deliveries'),
+    whPending: q<{ mail: number; n: number; oldest: number | null }>(`SELECT url LIKE 'mailto:%' AS mail, COUNT(*) AS n, MIN(created_ms) AS oldest FROM webhook_deliveries GROUP BY mail`),
 
     actGet: q('SELECT * FROM activities WHERE organization_id = ? AND id = ?'),
     actByFp: q('SELECT * FROM activities WHERE request_ms = ? AND fingerprint = ?'),
@@ -290,8 +293,11 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
   // The outermost transaction's COMMIT is what WalSync has to cover.
   const runImmediate = <T>(fn: () => T): T => {
     const outer = !db.inTransaction;
+    if (!outer) return runTx.immediate(fn) as T;
+    const start = performance.now();
     const v = runTx.immediate(fn) as T;
-    if (outer) walSync?.committed();
+    dbCommitDuration.observe(secondsSince(start));
+    walSync?.committed();
     return v;
   };
   const transaction = <T>(fn: () => T): T => {
@@ -427,6 +433,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       claim: (id, dueMs, untilMs) => s.stxClaim.run(untilMs, id, dueMs).changes > 0,
       update: (t) => { s.stxUpdate.run(t.status, t.error, t.blockNumber, t.attempts, t.nextCheckMs, t.updatedMs, t.id); },
       nextDueMs: () => s.stxNext.get()?.ms ?? undefined,
+      pending: () => { const r = s.stxPending.get()!; return { count: r.n, oldestMs: r.oldest ?? undefined }; },
       highestPendingNonce: (caip2, from) => s.stxPendingNonce.get(caip2, from)?.n ?? undefined,
     },
     invitations: {
@@ -480,6 +487,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       remove: (id) => { s.whDelete.run(id); },
       retryAt: (id, attempts, nextMs) => { s.whRetry.run(attempts, nextMs, id); },
       nextDueMs: () => s.whNext.get()?.ms ?? undefined,
+      pending: () => s.whPending.all().map((r) => ({ kind: r.mail ? 'email' as const : 'webhook' as const, count: r.n, oldestMs: r.oldest ?? undefined })),
     },
     oauthProviders: {
       get: (org, id) => { const r = s.oapGet.get(org, id); return r ? oauthProviderFrom(r) : undefined; },
@@ -705,8 +713,10 @@ class WalSync {
     this.#inFlight++;
     const upTo = this.#committed;
     this.#started = upTo;
+    const start = performance.now();
     const done = (err: NodeJS.ErrnoException | null) => {
       this.#inFlight--;
+      if (!err) dbSyncDuration.observe(secondsSince(start));
       if (this.#closing) { if (this.#inFlight === 0) this.close(); if (err) return; }
       if (this.failed) return;
       if (err) {

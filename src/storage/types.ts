@@ -417,6 +417,8 @@ export interface Store {
     update(row: Pick<SendTransactionRow, 'id' | 'status' | 'error' | 'blockNumber' | 'attempts' | 'nextCheckMs' | 'updatedMs'>): void;
     /** When the earliest row is due (undefined: none waits). */
     nextDueMs(): number | undefined;
+    /** Rows still being followed (INITIALIZED or BROADCASTING) and the creation time of the oldest (metrics). */
+    pending(): { count: number; oldestMs: number | undefined };
     /** The highest nonce of the sender's transactions on a network that are signed and not yet settled. */
     highestPendingNonce(caip2: string, fromAddress: string): number | undefined;
   };
@@ -468,6 +470,8 @@ export interface Store {
     retryAt(id: string, attempts: number, nextAttemptMs: number): void;
     /** When the earliest delivery is due (undefined: none waits). */
     nextDueMs(): number | undefined;
+    /** Deliveries not yet done and the creation time of the oldest, by kind (metrics). */
+    pending(): { kind: 'webhook' | 'email'; count: number; oldestMs: number | undefined }[];
   };
   oauthProviders: {
     get(organizationId: string, id: string): OauthProviderRow | undefined;

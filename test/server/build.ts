@@ -40,14 +40,14 @@ export interface ServeProcess {
 
 /**
  * Spawns `node bin/kmas.js serve` (or the `bin` given, e.g. an installed package's, run from
- * `cwd`) on a free loopback port with DATA_DIR `dataDir`, logging at info, and resolves once it
- * has logged its URL (bootstrap.json is written before that). Waits on the child's output events,
- * not a polling timer, and a failure says how the child ended (code or signal, after its output
- * was read to the end) and how long it had run.
+ * `cwd`) on a free loopback port with DATA_DIR `dataDir`, logging at info (more settings in
+ * `env`), and resolves once it has logged its URL (bootstrap.json is written before that). Waits
+ * on the child's output events, not a polling timer, and a failure says how the child ended (code
+ * or signal, after its output was read to the end) and how long it had run.
  */
-export function spawnServe(dataDir: string, opts: { timeoutMs?: number; bin?: string; cwd?: string } = {}): Promise<ServeProcess> {
+export function spawnServe(dataDir: string, opts: { timeoutMs?: number; bin?: string; cwd?: string; env?: Record<string, string> } = {}): Promise<ServeProcess> {
   const timeoutMs = opts.timeoutMs ?? 45_000;
-  const child = spawn(process.execPath, [opts.bin ?? kmasBin, 'serve'], { cwd: opts.cwd ?? root, env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' } });
+  const child = spawn(process.execPath, [opts.bin ?? kmasBin, 'serve'], { cwd: opts.cwd ?? root, env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...opts.env } });
   const t0 = Date.now();
   let out = '';
   const ended = new Promise<void>((r) => child.once('exit', () => r()));

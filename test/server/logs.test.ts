@@ -14,7 +14,7 @@ describe('server log lines', () => {
     const orig = process.stdout.write.bind(process.stdout);
     (process.stdout as any).write = (chunk: any, ...rest: any[]) => {
       const s = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
-      if (s.startsWith('{"time"')) { lines.push(s); const cb = rest.find((x) => typeof x === 'function'); if (cb) cb(); return true; }
+      if (s.startsWith('{"level"')) { lines.push(s); const cb = rest.find((x) => typeof x === 'function'); if (cb) cb(); return true; }
       return orig(chunk, ...rest);
     };
     const marker = uniqueName('BODY-MARKER');
@@ -57,5 +57,56 @@ describe('server log lines', () => {
     for (const line of text.split('\n').filter((l) => l.trim() !== '')) {
       expect(() => JSON.parse(line), `not a JSON line: ${line.slice(0, 200)}`).not.toThrow();
     }
+  });
+});
+
+describe('request log lines (issue 17 "Logs")', () => {
+  it('carry the request id (kept from X-Request-Id or made, and echoed), client, operation, organization, activity, status, gRPC code, duration and a refusal\'s reason', async () => {
+    const lines: string[] = [];
+    const orig = process.stdout.write.bind(process.stdout);
+    (process.stdout as any).write = (chunk: any, ...rest: any[]) => {
+      const s = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+      if (s.startsWith('{"level"')) { lines.push(s); const cb = rest.find((x) => typeof x === 'function'); if (cb) cb(); return true; }
+      return orig(chunk, ...rest);
+    };
+    let s: TestServer | undefined;
+    const given = uniqueName('req-id');
+    let made: string | null = null;
+    let activityId: string | undefined;
+    try {
+      s = await startTestServer({ logLevel: 'info' });
+      const body = submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', s.orgId, { userTagName: uniqueName('log'), userIds: [] });
+      const ok = await s.raw(SUBMIT('create_user_tag'), body, { headers: { 'X-Request-Id': given } });
+      expect(ok.status).toBe(200);
+      expect(ok.headers.get('x-request-id')).toBe(given);
+      activityId = ok.json.activity.id;
+      const refused = await s.raw(QUERY('whoami'), JSON.stringify({ organizationId: s.orgId }), { key: newP256Key() });
+      expect(refused.status).toBe(401);
+      made = refused.headers.get('x-request-id');
+      expect(made).toMatch(/^[0-9a-f-]{36}$/);
+      // an unusable X-Request-Id (control characters, too long) is replaced
+      const long = await s.raw(QUERY('whoami'), JSON.stringify({ organizationId: s.orgId }), { headers: { 'X-Request-Id': 'x'.repeat(200) } });
+      expect(long.headers.get('x-request-id')).not.toBe('x'.repeat(200));
+      await s.stop();
+    } finally {
+      (process.stdout as any).write = orig;
+      await s?.stop();
+    }
+    const parsed = lines.join('').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l));
+    for (const p of parsed) {
+      expect(typeof p.time).toBe('string');
+      expect(['debug', 'info', 'warn', 'error']).toContain(p.level);
+    }
+    expect(parsed.some((p) => p.msg === 'listening'), 'the start-up line').toBe(true);
+    expect(parsed.some((p) => p.msg === 'stopped'), 'the shutdown line').toBe(true);
+    const okLine = parsed.find((p) => p.msg === 'request' && p.requestId === given);
+    expect(okLine).toMatchObject({
+      client: '127.0.0.1', method: 'POST', path: '/public/v1/submit/create_user_tag', operation: 'submit/create_user_tag',
+      organizationId: s!.orgId, activityId, status: 200,
+    });
+    expect(typeof okLine.durationMs).toBe('number');
+    expect(okLine.reason).toBeUndefined();
+    const refusedLine = parsed.find((p) => p.msg === 'request' && p.requestId === made);
+    expect(refusedLine).toMatchObject({ operation: 'query/whoami', status: 401, code: 16, reason: expect.stringMatching(/\S/) });
   });
 });

@@ -106,6 +106,11 @@ describe('bad configuration stops start-up with a clear message', () => {
       [{ RPC_URLS: 'eip155:1=not a url' }, /RPC_URLS/],
       [{ RPC_URLS: 'eip155:1=https://a.example.com,eip155:1=https://b.example.com' }, /RPC_URLS.*twice/],
       [{ RPC_URLS: 'solana:devnet=https://a.example.com,solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1=https://b.example.com' }, /RPC_URLS.*twice/],
+      [{ METRICS_PORT: 'metrics' }, /METRICS_PORT/],
+      [{ METRICS_TOKEN: 'short' }, /METRICS_TOKEN/],
+      [{ RATE_LIMIT_API_KEY: '-5' }, /RATE_LIMIT_API_KEY/],
+      [{ RATE_LIMIT_ORGANIZATION: 'lots' }, /RATE_LIMIT_ORGANIZATION/],
+      [{ SHUTDOWN_TIMEOUT_MS: '10s' }, /SHUTDOWN_TIMEOUT_MS/],
     ];
     for (const [env, re] of cases) {
       let err: unknown;
@@ -121,6 +126,9 @@ describe('bad configuration stops start-up with a clear message', () => {
     expect(loadConfig({ env: { RPC_URLS: ' eip155:1=https://eth.example.com/v1/key , solana:mainnet=http://10.0.0.5:8899' } }).rpcUrls)
       .toEqual(['eip155:1=https://eth.example.com/v1/key', 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp=http://10.0.0.5:8899']);
     expect(loadConfig({ env: {} }).rpcUrls).toEqual([]);
+    const ops = loadConfig({ env: {} });
+    expect([ops.metricsPort, ops.metricsToken, ops.rateLimitApiKey, ops.rateLimitOrganization, ops.shutdownTimeoutMs]).toEqual([undefined, undefined, 1000, 5000, 10_000]);
+    expect(loadConfig({ env: { METRICS_PORT: '9464', RATE_LIMIT_API_KEY: '0' } })).toMatchObject({ metricsPort: 9464, rateLimitApiKey: 0 });
   });
 
   it('startServer rejects a bad option without starting', async () => {

@@ -1,5 +1,5 @@
-// Turns the swagger 2.0 definitions of the public Turnkey API (test/fixtures/public_api.swagger.json,
-// see test/fixtures/ATTRIBUTION.md) into JSON schemas and validates server replies against them.
+// Turns the swagger 2.0 definitions of the public Turnkey API (src/http/public_api.swagger.json,
+// see src/http/ATTRIBUTION.md) into JSON schemas and validates server replies against them.
 //
 // Strictness: every member a definition marks `required` must be present, every present member
 // must have the declared type, enum members must hold one of the listed values, nested records
@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ValidateFunction, type ErrorObject } from 'ajv';
 
-const swaggerPath = fileURLToPath(new URL('../fixtures/public_api.swagger.json', import.meta.url));
+const swaggerPath = fileURLToPath(new URL('../../src/http/public_api.swagger.json', import.meta.url));
 
 interface SwaggerSchema {
   type?: string;
