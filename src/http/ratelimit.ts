@@ -54,8 +54,9 @@ export type LimitName = 'api_key' | 'organization';
 export class RateLimited extends ApiError {
   constructor(readonly limit: LimitName, readonly retryAfter: number) {
     super(Grpc.RESOURCE_EXHAUSTED,
-      `rate limit exceeded: too many requests for this ${limit === 'api_key' ? 'credential' : 'organization'}; retry after ${retryAfter} s`,
-      { turnkeyErrorCode: 'RATE_LIMITED' });
+      // Turnkey's sentence and code (its error reference); kmas names the retry time instead of Turnkey's support address
+      `this ${limit === 'api_key' ? 'API key' : 'organization'} cannot execute activities because it has been rate limited. Retry after ${retryAfter} s.`,
+      { turnkeyErrorCode: 'RATE_LIMIT_EXCEEDED' });
   }
 }
 

@@ -73,6 +73,7 @@ describe('request log lines (issue 17 "Logs")', () => {
     const given = uniqueName('req-id');
     let made: string | null = null;
     let activityId: string | undefined;
+    let denyId = '';
     try {
       s = await startTestServer({ logLevel: 'info' });
       const body = submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', s.orgId, { userTagName: uniqueName('log'), userIds: [] });
@@ -84,6 +85,13 @@ describe('request log lines (issue 17 "Logs")', () => {
       expect(refused.status).toBe(401);
       made = refused.headers.get('x-request-id');
       expect(made).toMatch(/^[0-9a-f-]{36}$/);
+      // an explicit deny answers in Turnkey's words; the log line names the policy
+      const botKey = newP256Key();
+      await s.sdk.createUsers({ users: [{ userName: uniqueName('bot'), apiKeys: [{ apiKeyName: 'k', publicKey: botKey.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
+      const deny: any = await s.sdk.createPolicy({ policyName: uniqueName('no tags'), effect: 'EFFECT_DENY', condition: "activity.resource == 'USER'", consensus: '', notes: '' });
+      denyId = deny.policyId;
+      const denied = await s.raw(SUBMIT('create_user_tag'), submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', s.orgId, { userTagName: uniqueName('x'), userIds: [] }), { key: botKey, headers: { 'X-Request-Id': `${given}-deny` } });
+      expect(denied.json).toEqual({ code: 7, message: 'policy engine denied request explicitly', details: [] });
       // an unusable X-Request-Id (control characters, too long) is replaced
       const long = await s.raw(QUERY('whoami'), JSON.stringify({ organizationId: s.orgId }), { headers: { 'X-Request-Id': 'x'.repeat(200) } });
       expect(long.headers.get('x-request-id')).not.toBe('x'.repeat(200));
@@ -108,5 +116,7 @@ describe('request log lines (issue 17 "Logs")', () => {
     expect(okLine.reason).toBeUndefined();
     const refusedLine = parsed.find((p) => p.msg === 'request' && p.requestId === made);
     expect(refusedLine).toMatchObject({ operation: 'query/whoami', status: 401, code: 16, reason: expect.stringMatching(/\S/) });
+    const deniedLine = parsed.find((p) => p.msg === 'request' && p.requestId === `${given}-deny`);
+    expect(deniedLine).toMatchObject({ status: 403, code: 7, reason: expect.stringContaining(denyId) });
   });
 });

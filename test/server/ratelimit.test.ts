@@ -10,7 +10,9 @@ afterEach(async () => { await ts?.stop(); ts = undefined; });
 function expect429(r: RawReply, limit: string): void {
   expect(r.status).toBe(429);
   expect(r.json).toMatchObject({ code: 8, message: expect.stringContaining(limit), details: expect.any(Array) });
-  expect(r.json.details).toContainEqual(expect.objectContaining({ turnkeyErrorCode: 'RATE_LIMITED' }));
+  expect(r.json.details).toEqual([{ '@type': 'type.googleapis.com/errors.v1.TurnkeyErrorDetail', turnkeyErrorCode: 'RATE_LIMIT_EXCEEDED' }]);
+  // Turnkey's text, up to its support address (which kmas replaces by the retry time)
+  expect(r.json.message).toMatch(/^this (API key|organization) cannot execute activities because it has been rate limited\. Retry after \d+ s\.$/);
   expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
 }
 
@@ -28,7 +30,7 @@ describe('rate limits', () => {
     expect(ok.length + limited.length, burst.map((r) => r.status).join()).toBe(20);
     expect(limited.length).toBeGreaterThan(0);
     expect(ok.length).toBeGreaterThan(0);
-    for (const r of limited) expect429(r, 'credential');
+    for (const r of limited) expect429(r, 'API key');
     // what was stored: exactly the answered ones (read with another key: the limited key's bucket is empty)
     const after = (await s.raw(QUERY('list_user_tags'), JSON.stringify({ organizationId: s.orgId }))).json.userTags.length as number;
     expect(after - before).toBe(ok.length);
