@@ -23,7 +23,10 @@ function post(url: string, path: string, body: string, stamp: string, name: stri
       res.on('end', () => resolve({ kind: 'answered', status: res.statusCode ?? 0, name }));
       res.on('error', (e) => resolve({ kind: 'cut', error: e.message, name }));
     });
-    req.on('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ECONNREFUSED' ? { kind: 'refused' } : { kind: 'cut', error: `${e.code ?? ''} ${e.message}`, name }));
+    // A reset during connect is a connection the kernel queued and the server never accepted (its
+    // listener had closed): refused like ECONNREFUSED, not an accepted request cut off.
+    req.on('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ECONNREFUSED' || (e.code === 'ECONNRESET' && e.syscall === 'connect')
+      ? { kind: 'refused' } : { kind: 'cut', error: `${e.code ?? ''} ${e.syscall ?? ''} ${e.message}`, name }));
     req.end(body);
   });
 }
