@@ -10,7 +10,7 @@ import { ecdsaSign, drbgInit, drbgNext, loadPrivateKey, finishSigFrom } from './
 import { sc_fromBytes, sc_toBytes, sc_isZero, sc_mul, sc_add, sc_toMont, sc_invMont, sc_copy } from './scalar';
 import { fe_mul, fe_inv, fe_setOne, fe_toBytes, fe_isOdd } from './field';
 import { pt_toAffineWithInv } from './point';
-import { mulG_ct } from './mult';
+import { mulG } from './mult';
 import { FE, copy40 } from './limbs';
 import * as L from './layout';
 import { S_ECDSA } from './layout';
@@ -70,7 +70,7 @@ export function signBatchImpl(count: u32, oneKey: bool): u32 {
     let skip = over | sc_isZero(it + I_K);
     store<u32>(it + I_SKIP, skip);
     if (skip) continue;
-    mulG_ct(it + I_R, it + I_KB);
+    mulG(it + I_R, it + I_KB);
   }
   // 2. one field inversion for all Z_i
   fe_setOne(ACC);

@@ -9,12 +9,12 @@ import {
   sc_fromBytes, sc_toBytes, sc_isZero, sc_isHigh, sc_mul, sc_add, sc_neg, sc_toMont, sc_invMont, sc_copy,
 } from './scalar';
 import { fe_fromBytes, fe_toBytes, fe_isOdd, fe_sqr, fe_mul, fe_equal } from './field';
-import { AFF, pt_toAffine, pt_madd_var, pt_isInf } from './point';
+import { AFF, pt_toAffine, pt_maddComplete, pt_isInf } from './point';
 import {
-  mulG_ct, mul_ct, mulDouble_var, qctxPrepare_var, qctxUpgrade_var, QCTX_SIZE, QCTX_STATE, QCTX_KEY, QCTX_Q,
+  mulG, mulP, mulDouble_var, qctxPrepare_var, qctxUpgrade_var, QCTX_SIZE, QCTX_STATE, QCTX_KEY, QCTX_Q,
   QCTX_USES, QCTX_HOT, QCTX_REF, HOT_TABLE_SIZE, hotBuild_var, mulDoubleHot_var,
 } from './mult';
-import { decodePoint, encodePoint, decompress } from './codec';
+import { decodePoint_var, encodePoint, decompress_var } from './codec';
 import { FE, cmov40, limbsToBytes } from './limbs';
 import {
   S_ECDSA, S_HMAC, OK, E_PRIVATE_KEY, E_PUBLIC_KEY, E_SIGNATURE, E_RECOVERY_ID, E_TWEAK, E_SIGN_FAILED,
@@ -31,7 +31,8 @@ const W2: usize = S_ECDSA + 240;
 const W3: usize = S_ECDSA + 280;
 const PJ: usize = S_ECDSA + 320; //   Jacobian point (120)
 const PA: usize = S_ECDSA + 448; //   affine point (80)
-const QA: usize = S_ECDSA + 528; //   affine point (80)
+/** Affine point (80 bytes): a decoded public key (decodePoint_var's output for ecdh, the tweak). */
+export const QA: usize = S_ECDSA + 528;
 const KB: usize = S_ECDSA + 608; //   32 bytes
 const XB: usize = S_ECDSA + 640; //   32 bytes
 const EB: usize = S_ECDSA + 672; //   32 bytes
@@ -126,7 +127,7 @@ export function ecdsaSign(
 
 /** r, s, recovery id from D, E, K/KB. Returns false if r or s is 0 (caller retries). */
 function signWithNonce(outSig: usize, outRec: usize, lowS: bool): bool {
-  mulG_ct(PJ, KB);
+  mulG(PJ, KB);
   pt_toAffine(PA, PJ);
   fe_toBytes(XB, PA);
   let xOver = sc_fromBytes(RS, XB); // r = x mod n
@@ -164,7 +165,7 @@ export function finishSig(outSig: usize, outRec: usize, rec: u32, lowS: bool): b
 /** Public key of the private key at key (33 or 65 bytes at out). */
 export function getPublicKey(key: usize, compressed: bool, out: usize): u32 {
   if (!loadPrivateKey(D, key)) return E_PRIVATE_KEY;
-  mulG_ct(PJ, key);
+  mulG(PJ, key);
   pt_toAffine(PA, PJ);
   encodePoint(out, PA, compressed);
   return OK;
@@ -219,7 +220,7 @@ export function setHotPolicy(after: u32, buildEvery: u32): void {
 }
 
 /** The cached context of the SEC1 key at pub on the selected curve, or 0. */
-function findContext(pub: usize, pubLen: u32): usize {
+function findContext_var(pub: usize, pubLen: u32): usize {
   let curve: u32 = IS_K1 ? 0 : 1;
   for (let i: u32 = 0; i < CACHE_SLOTS; i++) {
     let c = CACHE + QCTX_SIZE * <usize>i;
@@ -230,8 +231,8 @@ function findContext(pub: usize, pubLen: u32): usize {
 }
 
 /** 0: the SEC1 key at pub is not in the verification cache; 1: cached; 2: cached with a hot table. */
-export function keyCacheState(pub: usize, pubLen: u32): u32 {
-  let c = findContext(pub, pubLen);
+export function keyCacheState_var(pub: usize, pubLen: u32): u32 {
+  let c = findContext_var(pub, pubLen);
   if (c == 0) return 0;
   return load<u32>(c + QCTX_HOT) != 0 ? 2 : 1;
 }
@@ -239,13 +240,13 @@ export function keyCacheState(pub: usize, pubLen: u32): u32 {
 /** The hot table of context c, or 0. */
 // @ts-ignore: decorator
 @inline
-function hotTable(c: usize): usize {
+function hotTable_var(c: usize): usize {
   let slot = load<u32>(c + QCTX_HOT);
   return slot == 0 ? 0 : HOT + HOT_TABLE_SIZE * <usize>(slot - 1);
 }
 
 /** Releases the hot slot of context c, if it has one. */
-function dropHot(c: usize): void {
+function dropHot_var(c: usize): void {
   let slot = load<u32>(c + QCTX_HOT);
   if (slot == 0) return;
   store<u32>(HOT_OWNER + 4 * <usize>(slot - 1), 0);
@@ -253,7 +254,7 @@ function dropHot(c: usize): void {
 }
 
 /** Gives context c the next hot slot (its previous holder loses it and starts counting again). */
-function makeHot(c: usize): void {
+function makeHot_var(c: usize): void {
   let slot = hotNext;
   hotNext = (hotNext + 1) % HOT_SLOTS;
   let owner = <usize>load<u32>(HOT_OWNER + 4 * <usize>slot);
@@ -270,16 +271,16 @@ function makeHot(c: usize): void {
 /** Context for the SEC1 key at pub (cached), or 0 if the key is invalid. Variable time. */
 function keyContext_var(pub: usize, pubLen: u32): usize {
   if (sinceBuild < HOT_BUILD_EVERY) sinceBuild++;
-  let c = findContext(pub, pubLen);
+  let c = findContext_var(pub, pubLen);
   if (c != 0) {
     if (load<u32>(c + QCTX_STATE) == 1) qctxUpgrade_var(c);
     store<u32>(c + QCTX_REF, 1);
     let uses = load<u32>(c + QCTX_USES);
     if (uses < HOT_AFTER) store<u32>(c + QCTX_USES, ++uses);
-    if (uses >= HOT_AFTER && load<u32>(c + QCTX_HOT) == 0 && sinceBuild >= HOT_BUILD_EVERY) makeHot(c);
+    if (uses >= HOT_AFTER && load<u32>(c + QCTX_HOT) == 0 && sinceBuild >= HOT_BUILD_EVERY) makeHot_var(c);
     return c;
   }
-  if (!decodePoint(QA, pub, pubLen)) return 0;
+  if (!decodePoint_var(QA, pub, pubLen)) return 0;
   c = CACHE + QCTX_SIZE * <usize>cacheNext;
   while (load<u32>(c + QCTX_STATE) != 0 && load<u32>(c + QCTX_REF) != 0) {
     store<u32>(c + QCTX_REF, 0); // second chance: taken next time round unless verified again
@@ -287,7 +288,7 @@ function keyContext_var(pub: usize, pubLen: u32): usize {
     c = CACHE + QCTX_SIZE * <usize>cacheNext;
   }
   cacheNext = (cacheNext + 1) % CACHE_SLOTS;
-  dropHot(c);
+  dropHot_var(c);
   store<u32>(c + QCTX_REF, 0);
   store<u32>(c + QCTX_STATE, 0);
   store<u32>(c + QCTX_USES, 1);
@@ -300,7 +301,7 @@ function keyContext_var(pub: usize, pubLen: u32): usize {
 }
 
 /** Verify r‖s at sig for the digest at dig and the SEC1 key at pub. OK if valid. Variable time. */
-export function ecdsaVerify(sig: usize, dig: usize, pub: usize, pubLen: u32, strictLowS: bool): u32 {
+export function ecdsaVerify_var(sig: usize, dig: usize, pub: usize, pubLen: u32, strictLowS: bool): u32 {
   if (pubLen != 33 && pubLen != 65) return E_PUBLIC_KEY;
   let ctx = keyContext_var(pub, pubLen);
   if (ctx == 0) return E_PUBLIC_KEY;
@@ -313,7 +314,7 @@ export function ecdsaVerify(sig: usize, dig: usize, pub: usize, pubLen: u32, str
   sc_mul(W3, W1, RS); //          u2 = r/s
   sc_toBytes(UB1, W2);
   sc_toBytes(UB2, W3);
-  let hot = hotTable(ctx);
+  let hot = hotTable_var(ctx);
   if (hot != 0) mulDoubleHot_var(PJ, UB1, UB2, hot);
   else mulDouble_var(PJ, UB1, UB2, ctx);
   if (pt_isInf(PJ)) return E_SIGNATURE;
@@ -330,7 +331,7 @@ export function ecdsaVerify(sig: usize, dig: usize, pub: usize, pubLen: u32, str
 }
 
 /** Recover the public key from (digest, r‖s, recovery id). Variable time (public inputs). */
-export function ecdsaRecover(dig: usize, sig: usize, recid: u32, compressed: bool, out: usize): u32 {
+export function ecdsaRecover_var(dig: usize, sig: usize, recid: u32, compressed: bool, out: usize): u32 {
   if (recid > 3) return E_RECOVERY_ID;
   if (!loadRS(sig)) return E_SIGNATURE;
   memory.copy(XB, sig, 32);
@@ -338,7 +339,7 @@ export function ecdsaRecover(dig: usize, sig: usize, recid: u32, compressed: boo
     if (addN(XB, sig) != 0) return E_SIGNATURE;
   }
   if (!fe_fromBytes(PA, XB)) return E_SIGNATURE;
-  if (!decompress(PA, recid & 1)) return E_SIGNATURE;
+  if (!decompress_var(PA, recid & 1)) return E_SIGNATURE;
   sc_fromBytes(E, dig);
   sc_toMont(W1, RS);
   sc_invMont(W1, W1); //          r⁻¹·R
@@ -356,17 +357,17 @@ export function ecdsaRecover(dig: usize, sig: usize, recid: u32, compressed: boo
   return OK;
 }
 
-/** x-coordinate of key·pub (32 bytes at out). */
-export function ecdh(key: usize, pub: usize, pubLen: u32, out: usize): u32 {
+/** ECDH: the x-coordinate of key·q (32 bytes at out) for an affine point q already decoded and
+ *  validated by decodePoint_var (public). Constant time in key. */
+export function ecdh(key: usize, q: usize, out: usize): u32 {
   if (!loadPrivateKey(D, key)) return E_PRIVATE_KEY;
-  if (!decodePoint(QA, pub, pubLen)) return E_PUBLIC_KEY;
-  mul_ct(PJ, QA, key);
+  mulP(PJ, q, key);
   pt_toAffine(PA, PJ);
   fe_toBytes(out, PA);
   return OK;
 }
 
-/** (key + tweak) mod n → out. */
+/** (key + tweak) mod n → out. Constant time in key and tweak. */
 export function privateKeyTweakAdd(key: usize, tweak: usize, out: usize): u32 {
   if (!loadPrivateKey(D, key)) return E_PRIVATE_KEY;
   if (sc_fromBytes(W1, tweak)) return E_TWEAK;
@@ -376,24 +377,22 @@ export function privateKeyTweakAdd(key: usize, tweak: usize, out: usize): u32 {
   return OK;
 }
 
-/** pub + tweak·G → out (SEC1). */
-export function publicKeyTweakAdd(pub: usize, pubLen: u32, tweak: usize, compressed: bool, out: usize): u32 {
-  if (!decodePoint(QA, pub, pubLen)) return E_PUBLIC_KEY;
+/** q + tweak·G → out (SEC1) for an affine point q already decoded by decodePoint_var (public).
+ *  Constant time in tweak: the addition is the complete masked one (tweak·G = ±q and tweak = 0
+ *  are not branches); only a result at infinity (an invalid tweak) returns early. */
+export function publicKeyTweakAdd(q: usize, tweak: usize, compressed: bool, out: usize): u32 {
   if (sc_fromBytes(W1, tweak)) return E_TWEAK;
-  mulG_ct(PJ, tweak);
-  pt_madd_var(PJ, PJ, QA);
+  mulG(PJ, tweak);
+  pt_maddComplete(PJ, PJ, q);
   if (pt_isInf(PJ)) return E_TWEAK;
   pt_toAffine(PA, PJ);
   encodePoint(out, PA, compressed);
   return OK;
 }
 
-export function isValidPublicKey(pub: usize, pubLen: u32): u32 {
-  return decodePoint(QA, pub, pubLen) ? OK : E_PUBLIC_KEY;
-}
-
-export function convertPublicKey(pub: usize, pubLen: u32, compressed: bool, out: usize): u32 {
-  if (!decodePoint(QA, pub, pubLen)) return E_PUBLIC_KEY;
+/** Re-encodes the SEC1 key at pub (validated). Variable time in pub (public). */
+export function convertPublicKey_var(pub: usize, pubLen: u32, compressed: bool, out: usize): u32 {
+  if (!decodePoint_var(QA, pub, pubLen)) return E_PUBLIC_KEY;
   encodePoint(out, QA, compressed);
   return OK;
 }

@@ -9,6 +9,7 @@ import { selectCurve } from './curve';
 import * as L from './layout';
 import * as ecdsa from './ecdsa';
 import { signBatchImpl } from './batch';
+import { decodePoint_var } from './codec';
 import { sha256Init, sha256Update, sha256Final, hmacSha256Init, hmacSha256Final } from './hash/sha256';
 
 export function ioIn(): usize {
@@ -57,13 +58,13 @@ export { batchErrorIndex } from './batch';
 /** verify: IN_SIG (r‖s), IN_DIGEST, IN_PUB (pubLen); flags bit 0 = strict low-s. 0 = valid. */
 export function verify(curve: u32, flags: u32, pubLen: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;
-  return ecdsa.ecdsaVerify(L.IN + L.IN_SIG, L.IN + L.IN_DIGEST, L.IN + L.IN_PUB, pubLen, (flags & 1) != 0);
+  return ecdsa.ecdsaVerify_var(L.IN + L.IN_SIG, L.IN + L.IN_DIGEST, L.IN + L.IN_PUB, pubLen, (flags & 1) != 0);
 }
 
 /** verifyCacheState: IN_PUB (pubLen) → 0 not cached, 1 cached, 2 cached with a hot table (diagnostic). */
 export function verifyCacheState(curve: u32, pubLen: u32): u32 {
   if (!selectCurve(curve)) return 0;
-  return ecdsa.keyCacheState(L.IN + L.IN_PUB, pubLen);
+  return ecdsa.keyCacheState_var(L.IN + L.IN_PUB, pubLen);
 }
 
 /** setVerifyCachePolicy: a cached key gets a hot table after `after` verifications, at most one
@@ -83,13 +84,16 @@ export function getPublicKey(curve: u32, compressed: u32): u32 {
 /** recover: IN_DIGEST, IN_SIG → OUT_PUB */
 export function recover(curve: u32, recid: u32, compressed: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;
-  return ecdsa.ecdsaRecover(L.IN + L.IN_DIGEST, L.IN + L.IN_SIG, recid, compressed != 0, L.OUT + L.OUT_PUB);
+  return ecdsa.ecdsaRecover_var(L.IN + L.IN_DIGEST, L.IN + L.IN_SIG, recid, compressed != 0, L.OUT + L.OUT_PUB);
 }
 
 /** ecdh: IN_KEY, IN_PUB (pubLen) → OUT_SECRET (32-byte x-coordinate) */
 export function ecdh(curve: u32, pubLen: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;
-  let st = ecdsa.ecdh(L.IN + L.IN_KEY, L.IN + L.IN_PUB, pubLen, L.OUT + L.OUT_SECRET);
+  let st: u32;
+  if (!ecdsa.loadPrivateKey(L.SECRET, L.IN + L.IN_KEY)) st = L.E_PRIVATE_KEY;
+  else if (!decodePoint_var(ecdsa.QA, L.IN + L.IN_PUB, pubLen)) st = L.E_PUBLIC_KEY; // public input
+  else st = ecdsa.ecdh(L.IN + L.IN_KEY, ecdsa.QA, L.OUT + L.OUT_SECRET);
   wipe();
   return st;
 }
@@ -105,13 +109,13 @@ export function isValidPrivateKey(curve: u32): u32 {
 /** IN_PUB (pubLen) valid? */
 export function isValidPublicKey(curve: u32, pubLen: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;
-  return ecdsa.isValidPublicKey(L.IN + L.IN_PUB, pubLen);
+  return decodePoint_var(ecdsa.QA, L.IN + L.IN_PUB, pubLen) ? L.OK : L.E_PUBLIC_KEY;
 }
 
 /** IN_PUB (pubLen) → OUT_PUB re-encoded */
 export function convertPublicKey(curve: u32, pubLen: u32, compressed: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;
-  return ecdsa.convertPublicKey(L.IN + L.IN_PUB, pubLen, compressed != 0, L.OUT + L.OUT_PUB);
+  return ecdsa.convertPublicKey_var(L.IN + L.IN_PUB, pubLen, compressed != 0, L.OUT + L.OUT_PUB);
 }
 
 /** IN_KEY + IN_TWEAK mod n → OUT_SECRET */
@@ -125,7 +129,9 @@ export function privateKeyTweakAdd(curve: u32): u32 {
 /** IN_PUB (pubLen) + IN_TWEAK·G → OUT_PUB */
 export function publicKeyTweakAdd(curve: u32, pubLen: u32, compressed: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;
-  let st = ecdsa.publicKeyTweakAdd(L.IN + L.IN_PUB, pubLen, L.IN + L.IN_TWEAK, compressed != 0, L.OUT + L.OUT_PUB);
+  let st = decodePoint_var(ecdsa.QA, L.IN + L.IN_PUB, pubLen) // public input
+    ? ecdsa.publicKeyTweakAdd(ecdsa.QA, L.IN + L.IN_TWEAK, compressed != 0, L.OUT + L.OUT_PUB)
+    : L.E_PUBLIC_KEY;
   wipe();
   return st;
 }

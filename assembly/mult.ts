@@ -1,6 +1,6 @@
 // Scalar multiplication.
-//   mulG_ct      k·G over the precomputed table (43 signed 6-bit windows x 32 affine multiples), constant time
-//   mul_ct       k·P for a public point P (ECDH, 4-bit fixed windows), constant time in k
+//   mulG      k·G over the precomputed table (43 signed 6-bit windows x 32 affine multiples), constant time
+//   mulP       k·P for a public point P (ECDH, 4-bit fixed windows), constant time in k
 //   mulDouble_var  u1·G + u2·Q for verification/recovery (Strauss–Shamir with wNAF, GLV on secp256k1),
 //                variable time
 //   mulDoubleHot_var  the same for a key with a full fixed-window table (hotBuild_var): no doublings
@@ -22,7 +22,7 @@ const NEGY: usize = S_MULT + 384; //     40
 const KW: usize = S_MULT + 448; //       scalar as 12 little-endian words (48)
 const KD: usize = S_MULT + 512; //       its 43 signed base-64 digits (i8)
 
-// public scratch for mul_ct's table of P multiples and the wNAF machinery
+// public scratch for mulP's table of P multiples and the wNAF machinery
 const PT_J: usize = PUBLIC; //               15 Jacobian multiples of P (1800)
 const PT_A: usize = PUBLIC + 2048; //        15 affine multiples of P (1200)
 const PT_PREFIX: usize = PUBLIC + 3328; //   15 prefix products (600)
@@ -102,7 +102,7 @@ function scalarWords(w: usize, k: usize): void {
 }
 
 /** The 32-byte big-endian scalar k (< n) as 43 signed base-64 digits in [−31, 32], least
- *  significant first (i8 at out), using `words` (48 bytes) as scratch. Branch-free: mulG_ct
+ *  significant first (i8 at out), using `words` (48 bytes) as scratch. Branch-free: mulG
  *  recodes secret scalars with it (into secret scratch), verification public ones. */
 function comb6Digits(out: usize, k: usize, words: usize): void {
   scalarWords(words, k);
@@ -122,7 +122,7 @@ function comb6Digits(out: usize, k: usize, words: usize): void {
  *  wrap-around is possible, and for the top window S ≡ D forces k = 2D − n with D ≥ 15.49·2^252,
  *  i.e. d = 16 and k > n. The sum is infinity only while every digit so far is 0 (tracked by inf).
  *  k = 0 gives infinity. */
-export function mulG_ct(r: usize, k: usize): void {
+export function mulG(r: usize, k: usize): void {
   comb6Digits(KD, k, KW);
   let inf: u32 = 1;
   pt_setInf(r);
@@ -153,7 +153,7 @@ function buildTable(p: usize): void {
 /** r = k·P (Jacobian) for a public affine point P (on the curve, not infinity), k < n as 32 big-endian
  *  bytes; constant time in k. Left-to-right 4-bit windows: before each addition the accumulator
  *  is 16·A·P with 1 ≤ 16·A ≤ k < n, and the addend d·P with d < 16, so no exceptional case. */
-export function mul_ct(r: usize, p: usize, k: usize): void {
+export function mulP(r: usize, p: usize, k: usize): void {
   buildTable(p);
   let inf: u32 = 1;
   pt_setInf(r);

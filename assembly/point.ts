@@ -204,6 +204,27 @@ export function pt_isOnCurve(a: usize): u32 {
   return fe_equal(u0, u1);
 }
 
+const v0: usize = S_POINT + 640; //  pt_maddComplete: generic sum (120)
+const v1: usize = S_POINT + 768; //  doubling / infinity (120)
+const v2: usize = S_POINT + 896; //  q as a Jacobian point (120)
+
+/** r = p + q (q affine, not infinity; p anything, infinity included), every case handled by
+ *  masked moves instead of branches: the generic sum, the doubling (p = q), infinity (p = −q)
+ *  and q (p = infinity) are all computed and the right one selected. Constant time. r may alias p. */
+export function pt_maddComplete(r: usize, p: usize, q: usize): void {
+  let pinf = fe_isZero(p + 2 * FE);
+  maddStart(p, q);
+  let h0 = fe_isZero(t1), r0 = fe_isZero(t2);
+  maddFinish(v0, p);
+  pt_dbl(v1, p);
+  pt_cmov(v0, v1, h0 & r0 & (pinf ^ 1));
+  pt_setInf(v1);
+  pt_cmov(v0, v1, h0 & (r0 ^ 1) & (pinf ^ 1));
+  pt_fromAffine(v2, q);
+  pt_cmov(v0, v2, pinf);
+  pt_copy(r, v0);
+}
+
 // ---- variable time (public inputs only) ----
 
 /** r = p + q (q affine, not infinity), handling every case. r may alias p.
