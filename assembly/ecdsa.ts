@@ -16,6 +16,7 @@ import {
 } from './mult';
 import { decodePoint_var, encodePoint, decompress_var } from './codec';
 import { FE, cmov40, limbsToBytes } from './limbs';
+import { DEBUG } from './verify';
 import {
   S_ECDSA, S_HMAC, OK, E_PRIVATE_KEY, E_PUBLIC_KEY, E_SIGNATURE, E_RECOVERY_ID, E_TWEAK, E_SIGN_FAILED,
 } from './layout';
@@ -120,6 +121,7 @@ export function ecdsaSign(
     drbgNext(KB);
     let over = sc_fromBytes(K, KB);
     if (over | sc_isZero(K)) continue; // k ∉ [1, n): next candidate (public event, ~2^-128)
+    if (DEBUG) assert(sc_isZero(D) == 0, 'signing with key 0');
     if (signWithNonce(outSig, outRec, lowS)) return OK;
   }
   return E_SIGN_FAILED;

@@ -14,6 +14,7 @@ import {
 } from './point';
 import { FE, eqMask, cmov40 } from './limbs';
 import { S_MULT, PUBLIC } from './layout';
+import { DEBUG, verifyScBytes } from './verify';
 
 const ENTRY: usize = S_MULT; //          80: looked-up affine entry
 const TMP: usize = S_MULT + 128; //      120: candidate sum
@@ -48,6 +49,7 @@ function nibble(k: usize, w: u32): u32 {
 
 /** out = table[d − 1] (80-byte entries, `count` of them) or all zeros when d = 0; reads every entry. */
 function lookupAff(out: usize, table: usize, count: u32, d: u32): void {
+  if (DEBUG) assert(d <= count, 'table lookup: digit beyond the table');
   let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0), a4 = i32x4.splat(0);
   let e = table;
   for (let j: u32 = 1; j <= count; j++) {
@@ -113,6 +115,13 @@ function comb6Digits(out: usize, k: usize, words: usize): void {
     carry = (v + 31) >> 6; //  v ≥ 33 → digit v − 64 (negative), carry 1
     store<i8>(out + <usize>w, <i8>(<i32>v - <i32>(carry << 6)));
   }
+  if (DEBUG) {
+    assert(carry == 0, 'comb digits: carry out of the top window (scalar ≥ 2^257?)');
+    for (let w: usize = 0; w < 43; w++) {
+      let d = <i32>load<i8>(out + w);
+      assert(d >= -31 && d <= 32, 'comb digit out of [−31, 32]');
+    }
+  }
 }
 
 /** r = k·G (Jacobian), k < n as 32 big-endian bytes. Constant time.
@@ -123,6 +132,7 @@ function comb6Digits(out: usize, k: usize, words: usize): void {
  *  i.e. d = 16 and k > n. The sum is infinity only while every digit so far is 0 (tracked by inf).
  *  k = 0 gives infinity. */
 export function mulG(r: usize, k: usize): void {
+  if (DEBUG) verifyScBytes(k);
   comb6Digits(KD, k, KW);
   let inf: u32 = 1;
   pt_setInf(r);
@@ -154,6 +164,7 @@ function buildTable(p: usize): void {
  *  bytes; constant time in k. Left-to-right 4-bit windows: before each addition the accumulator
  *  is 16·A·P with 1 ≤ 16·A ≤ k < n, and the addend d·P with d < 16, so no exceptional case. */
 export function mulP(r: usize, p: usize, k: usize): void {
+  if (DEBUG) verifyScBytes(k);
   buildTable(p);
   let inf: u32 = 1;
   pt_setInf(r);
@@ -195,6 +206,12 @@ function wnaf_var(out: usize, k: usize, w: u32): i32 {
     store<i8>(out + <usize>bit, <i8>word);
     last = <i32>bit;
     bit += now;
+  }
+  if (DEBUG) {
+    for (let i: usize = 0; i < 260; i++) {
+      let d = <i32>load<i8>(out + i);
+      assert(d == 0 || ((d & 1) != 0 && d < (1 << (w - 1)) && d > -(1 << (w - 1))), 'wNAF digit not odd or beyond the window');
+    }
   }
   return last + 1;
 }
@@ -292,6 +309,11 @@ function split128(out: usize, k: usize): void {
  *  P-256 (state 2) by splitting the scalars at bit 128 (G, 2^128·G, Q, 2^128·Q); both halve the
  *  doublings. Variable time: only for public inputs. */
 export function mulDouble_var(r: usize, u1: usize, u2: usize, ctx: usize): void {
+  if (DEBUG) {
+    verifyScBytes(u1);
+    verifyScBytes(u2);
+    assert(load<u32>(ctx + QCTX_STATE) != 0, 'verification context not prepared');
+  }
   let t1 = ctx + QCTX_T1, t2 = ctx + QCTX_T2;
   let streams = 2;
   let n1: i32, n2: i32, n3: i32 = 0, n4: i32 = 0;
@@ -383,6 +405,10 @@ function addComb_var(r: usize, d: i32, table: usize): void {
 /** r = u1·G + u2·Q (Jacobian) over G_COMB and Q's hot table qt; u1, u2 as 32 big-endian bytes (< n).
  *  Variable time: only for public inputs. */
 export function mulDoubleHot_var(r: usize, u1: usize, u2: usize, qt: usize): void {
+  if (DEBUG) {
+    verifyScBytes(u1);
+    verifyScBytes(u2);
+  }
   comb6Digits(DIG1, u1, SCW);
   comb6Digits(DIG2, u2, SCW);
   pt_setInf(r);

@@ -23,3 +23,32 @@ function load(): Core {
 }
 
 export const core: Core = load();
+
+/** build/debug.wasm: the same core unoptimised, with the representation checks of
+ *  assembly/verify.ts compiled in; a failed check throws an Error naming it. For tests only. */
+export const debugWasmPath: string = join(packageRoot(), 'build', 'debug.wasm');
+
+export function loadDebugCore(): Core {
+  return createCore(instantiateDebug());
+}
+
+/** The instance under loadDebugCore (tests that look into its memory). */
+export function instantiateDebug(): WebAssembly.Instance {
+  const module = new WebAssembly.Module(readFileSync(debugWasmPath) as unknown as BufferSource);
+  let memory: WebAssembly.Memory | undefined;
+  // an AssemblyScript string: UTF-16LE, its byte length in the word before it
+  const text = (p: number): string => {
+    if (!p || !memory) return '?';
+    const len = new Uint32Array(memory.buffer, p - 4, 1)[0]!;
+    return Buffer.from(memory.buffer, p, len).toString('utf16le');
+  };
+  const instance = new WebAssembly.Instance(module, {
+    env: {
+      abort(msg: number, file: number, line: number, col: number): never {
+        throw new Error(`kmas debug core: ${text(msg)} (${text(file)}:${line}:${col})`);
+      },
+    },
+  });
+  memory = instance.exports.memory as WebAssembly.Memory;
+  return instance;
+}

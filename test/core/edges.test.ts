@@ -1,6 +1,7 @@
 // Edge inputs: boundary keys, boundary digests, invalid points and malformed arguments.
 import { describe, it, expect } from 'vitest';
-import { core, CoreError } from '../../src/core/node.js';
+import { CoreError } from '../../src/core/node.js';
+import { core } from './build.js';
 import { CURVES, NOBLE, PARAMS, Rng, hex, unhex, bigToBytes, bytesToBig, expectCoreError, joinSig, rsToDer } from './util.js';
 
 const KEY_CODES = ['INVALID_PRIVATE_KEY'];
