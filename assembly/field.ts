@@ -17,7 +17,7 @@ import { IS_K1, FP_P, FP_BIAS, FP_ONE, FP_B, FP_R2, FP_R3, FP_P30, FP_PINV30 } f
 import { modinv } from './modinv';
 import { M, M24, FE, limbsFromBytes, limbsToBytes, limbsLess, limbsCondSub, limbsIsZero, copy40 } from './limbs';
 import { S_FIELD } from './layout';
-import { DEBUG, verifyFe, verifyFeNormal } from './verify';
+import { DEBUG, verifyFe, verifyFeNormal } from './debug';
 
 const POW_T: usize = S_FIELD; // 8 elements: addition-chain temporaries
 const T1: usize = S_FIELD + 640;

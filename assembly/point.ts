@@ -10,7 +10,7 @@ import {
   fe_curveRhs,
 } from './field';
 import { FE, copy40, cmov40 } from './limbs';
-import { S_POINT } from './layout';
+import { S_POINT, PUBLIC } from './layout';
 
 export const JAC: usize = 120;
 export const AFF: usize = 80;
@@ -223,6 +223,26 @@ export function pt_maddComplete(r: usize, p: usize, q: usize): void {
   pt_fromAffine(v2, q);
   pt_cmov(v0, v2, pinf);
   pt_copy(r, v0);
+}
+
+const BATCH_INV: usize = PUBLIC + 3968; // 40 + 40 (public scratch of pt_batchToAffine)
+
+/** outAff[i] = affine of inJac[i] for i < count (one shared inversion, Montgomery's trick; points
+ *  must not be infinity); prefix: scratch for count field elements. For public points (the tables
+ *  of mulp.ts and muldouble.ts): its scratch is public. */
+export function pt_batchToAffine(outAff: usize, inJac: usize, count: usize, prefix: usize): void {
+  memory.copy(prefix, inJac + 2 * FE, FE);
+  for (let i: usize = 1; i < count; i++) fe_mul(prefix + FE * i, prefix + FE * (i - 1), inJac + JAC * i + 2 * FE);
+  fe_inv(BATCH_INV, prefix + FE * (count - 1));
+  for (let i = <isize>count - 1; i >= 0; i--) {
+    let zi = BATCH_INV + FE;
+    let p = inJac + JAC * <usize>i;
+    if (i > 0) {
+      fe_mul(zi, BATCH_INV, prefix + FE * <usize>(i - 1));
+      fe_mul(BATCH_INV, BATCH_INV, p + 2 * FE);
+    } else memory.copy(zi, BATCH_INV, FE);
+    pt_toAffineWithInv(outAff + AFF * <usize>i, p, zi);
+  }
 }
 
 // ---- variable time (public inputs only) ----

@@ -7,7 +7,7 @@
 // (The unrolled column code was generated mechanically from the schoolbook definition.)
 import { SC_N, SC_MU, SC_R2, SC_R3, SC_N30, SC_NINV30, SC_HALF } from './curve';
 import { modinv } from './modinv';
-import { DEBUG, verifySc } from './verify';
+import { DEBUG, verifySc } from './debug';
 import { M, limbsFromBytes, limbsToBytes, limbsLess, limbsCondSub, limbsIsZero, copy40 } from './limbs';
 
 const PLAIN_ONE: usize = memory.data<u32>([1, 0, 0, 0, 0, 0, 0, 0, 0, 0], 16);

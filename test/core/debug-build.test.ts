@@ -1,4 +1,4 @@
-// The debug build is the release build plus the representation checks of assembly/verify.ts:
+// The debug build is the release build plus the representation checks of assembly/debug.ts:
 // the release module imports nothing (the checks are compiled out), the debug module imports
 // only `env.abort`, and a broken invariant in the debug build stops the operation with the
 // check's message instead of computing on. Runs in the vitest project `core-debug`.
