@@ -10,7 +10,8 @@ export * from './api.js';
 
 export const wasmPath: string = join(packageRoot(), 'build', 'kmas.wasm');
 
-function load(): Core {
+/** A fresh instance of build/kmas.wasm (its raw exports: benchmarks that call the ABI directly). */
+export function instantiate(): WebAssembly.Instance {
   let bytes: Buffer;
   try {
     bytes = readFileSync(wasmPath);
@@ -18,14 +19,17 @@ function load(): Core {
     throw new Error(`kmas: ${wasmPath} is missing; run \`npm run asbuild:release\``);
   }
   const module = new WebAssembly.Module(bytes as unknown as BufferSource);
-  const instance = new WebAssembly.Instance(module, {});
-  return createCore(instance);
+  return new WebAssembly.Instance(module, {});
+}
+
+function load(): Core {
+  return createCore(instantiate());
 }
 
 export const core: Core = load();
 
 /** build/debug.wasm: the same core unoptimised, with the representation checks of
- *  assembly/verify.ts compiled in; a failed check throws an Error naming it. For tests only. */
+ *  assembly/debug.ts compiled in; a failed check throws an Error naming it. For tests only. */
 export const debugWasmPath: string = join(packageRoot(), 'build', 'debug.wasm');
 
 export function loadDebugCore(): Core {
