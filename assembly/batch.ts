@@ -6,11 +6,13 @@
 // each costing 3 multiplications per item instead of an inversion. Items whose first RFC 6979
 // candidate is unusable (k ∉ [1, n), r = 0 or s = 0; probability ~2^-128 each) are redone with the
 // single-signature path, which continues the same DRBG sequence.
-import { ecdsaSign, drbgInit, drbgNext, loadPrivateKey, finishSigFrom } from './ecdsa';
+import { ecdsaSign, finishSigFrom } from './sign';
+import { drbgInit, drbgNext } from './rfc6979';
+import { loadPrivateKey } from './keys';
 import { sc_fromBytes, sc_toBytes, sc_isZero, sc_mul, sc_add, sc_toMont, sc_invMont, sc_copy } from './scalar';
 import { fe_mul, fe_inv, fe_setOne, fe_toBytes, fe_isOdd } from './field';
 import { pt_toAffineWithInv } from './point';
-import { mulG_ct } from './mult';
+import { mulG } from './mulg';
 import { FE, copy40 } from './limbs';
 import * as L from './layout';
 import { S_ECDSA } from './layout';
@@ -70,7 +72,7 @@ export function signBatchImpl(count: u32, oneKey: bool): u32 {
     let skip = over | sc_isZero(it + I_K);
     store<u32>(it + I_SKIP, skip);
     if (skip) continue;
-    mulG_ct(it + I_R, it + I_KB);
+    mulG(it + I_R, it + I_KB);
   }
   // 2. one field inversion for all Z_i
   fe_setOne(ACC);

@@ -9,7 +9,7 @@ import { S_ECDSA } from './layout';
 const RHS: usize = S_ECDSA + 1920;
 
 /** y for x with the requested parity; returns 0 if x is not the x-coordinate of a point. a = (x, y) with x set. */
-export function decompress(a: usize, odd: u32): u32 {
+export function decompress_var(a: usize, odd: u32): u32 {
   fe_curveRhs(RHS, a);
   if (!fe_sqrt(a + FE, RHS)) return 0;
   if (fe_isOdd(a + FE) != odd) fe_neg(a + FE, a + FE);
@@ -17,12 +17,12 @@ export function decompress(a: usize, odd: u32): u32 {
 }
 
 /** Decode a SEC1 public key of len bytes at p into affine a. Returns 1 if valid. */
-export function decodePoint(a: usize, p: usize, len: u32): u32 {
+export function decodePoint_var(a: usize, p: usize, len: u32): u32 {
   if (len == 33) {
     let tag = load<u8>(p);
     if (tag != 2 && tag != 3) return 0;
     if (!fe_fromBytes(a, p + 1)) return 0;
-    return decompress(a, tag & 1);
+    return decompress_var(a, tag & 1);
   }
   if (len == 65) {
     if (load<u8>(p) != 4) return 0;

@@ -7,8 +7,12 @@
 // Secret-bearing scratch and the secret input slots are zeroed before secret operations return.
 import { selectCurve } from './curve';
 import * as L from './layout';
-import * as ecdsa from './ecdsa';
+import * as sign_ from './sign';
+import * as ecverify from './ecverify';
+import * as keycache from './keycache';
+import * as keys from './keys';
 import { signBatchImpl } from './batch';
+import { decodePoint_var } from './codec';
 import { sha256Init, sha256Update, sha256Final, hmacSha256Init, hmacSha256Final } from './hash/sha256';
 
 export function ioIn(): usize {
@@ -33,7 +37,7 @@ function wipe(): void {
 export function sign(curve: u32, flags: u32, extraLen: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;
   if (extraLen > L.EXTRA_MAX) return L.E_LENGTH;
-  let st = ecdsa.ecdsaSign(
+  let st = sign_.ecdsaSign(
     L.IN + L.IN_DIGEST, L.IN + L.IN_KEY, L.IN + L.IN_EXTRA, extraLen, (flags & 1) != 0,
     L.OUT + L.OUT_SIG, L.OUT + L.OUT_REC,
   );
@@ -57,25 +61,25 @@ export { batchErrorIndex } from './batch';
 /** verify: IN_SIG (r‖s), IN_DIGEST, IN_PUB (pubLen); flags bit 0 = strict low-s. 0 = valid. */
 export function verify(curve: u32, flags: u32, pubLen: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;
-  return ecdsa.ecdsaVerify(L.IN + L.IN_SIG, L.IN + L.IN_DIGEST, L.IN + L.IN_PUB, pubLen, (flags & 1) != 0);
+  return ecverify.ecdsaVerify_var(L.IN + L.IN_SIG, L.IN + L.IN_DIGEST, L.IN + L.IN_PUB, pubLen, (flags & 1) != 0);
 }
 
 /** verifyCacheState: IN_PUB (pubLen) → 0 not cached, 1 cached, 2 cached with a hot table (diagnostic). */
 export function verifyCacheState(curve: u32, pubLen: u32): u32 {
   if (!selectCurve(curve)) return 0;
-  return ecdsa.keyCacheState(L.IN + L.IN_PUB, pubLen);
+  return keycache.keyCacheState_var(L.IN + L.IN_PUB, pubLen);
 }
 
 /** setVerifyCachePolicy: a cached key gets a hot table after `after` verifications, at most one
  *  build per `buildEvery` verifications (defaults 32 and 512). */
 export function setVerifyCachePolicy(after: u32, buildEvery: u32): void {
-  ecdsa.setHotPolicy(after, buildEvery);
+  keycache.setHotPolicy(after, buildEvery);
 }
 
 /** getPublicKey: IN_KEY → OUT_PUB (33 or 65 bytes) */
 export function getPublicKey(curve: u32, compressed: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;
-  let st = ecdsa.getPublicKey(L.IN + L.IN_KEY, compressed != 0, L.OUT + L.OUT_PUB);
+  let st = keys.getPublicKey(L.IN + L.IN_KEY, compressed != 0, L.OUT + L.OUT_PUB);
   wipe();
   return st;
 }
@@ -83,13 +87,16 @@ export function getPublicKey(curve: u32, compressed: u32): u32 {
 /** recover: IN_DIGEST, IN_SIG → OUT_PUB */
 export function recover(curve: u32, recid: u32, compressed: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;
-  return ecdsa.ecdsaRecover(L.IN + L.IN_DIGEST, L.IN + L.IN_SIG, recid, compressed != 0, L.OUT + L.OUT_PUB);
+  return ecverify.ecdsaRecover_var(L.IN + L.IN_DIGEST, L.IN + L.IN_SIG, recid, compressed != 0, L.OUT + L.OUT_PUB);
 }
 
 /** ecdh: IN_KEY, IN_PUB (pubLen) → OUT_SECRET (32-byte x-coordinate) */
 export function ecdh(curve: u32, pubLen: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;
-  let st = ecdsa.ecdh(L.IN + L.IN_KEY, L.IN + L.IN_PUB, pubLen, L.OUT + L.OUT_SECRET);
+  let st: u32;
+  if (!keys.loadPrivateKey(L.SECRET, L.IN + L.IN_KEY)) st = L.E_PRIVATE_KEY;
+  else if (!decodePoint_var(keys.QA, L.IN + L.IN_PUB, pubLen)) st = L.E_PUBLIC_KEY; // public input
+  else st = keys.ecdh(L.IN + L.IN_KEY, keys.QA, L.OUT + L.OUT_SECRET);
   wipe();
   return st;
 }
@@ -97,7 +104,7 @@ export function ecdh(curve: u32, pubLen: u32): u32 {
 /** IN_KEY valid (1 ≤ k < n)? */
 export function isValidPrivateKey(curve: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;
-  let st = ecdsa.loadPrivateKey(L.SECRET, L.IN + L.IN_KEY) ? L.OK : L.E_PRIVATE_KEY;
+  let st = keys.loadPrivateKey(L.SECRET, L.IN + L.IN_KEY) ? L.OK : L.E_PRIVATE_KEY;
   wipe();
   return st;
 }
@@ -105,19 +112,19 @@ export function isValidPrivateKey(curve: u32): u32 {
 /** IN_PUB (pubLen) valid? */
 export function isValidPublicKey(curve: u32, pubLen: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;
-  return ecdsa.isValidPublicKey(L.IN + L.IN_PUB, pubLen);
+  return decodePoint_var(keys.QA, L.IN + L.IN_PUB, pubLen) ? L.OK : L.E_PUBLIC_KEY;
 }
 
 /** IN_PUB (pubLen) → OUT_PUB re-encoded */
 export function convertPublicKey(curve: u32, pubLen: u32, compressed: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;
-  return ecdsa.convertPublicKey(L.IN + L.IN_PUB, pubLen, compressed != 0, L.OUT + L.OUT_PUB);
+  return keys.convertPublicKey_var(L.IN + L.IN_PUB, pubLen, compressed != 0, L.OUT + L.OUT_PUB);
 }
 
 /** IN_KEY + IN_TWEAK mod n → OUT_SECRET */
 export function privateKeyTweakAdd(curve: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;
-  let st = ecdsa.privateKeyTweakAdd(L.IN + L.IN_KEY, L.IN + L.IN_TWEAK, L.OUT + L.OUT_SECRET);
+  let st = keys.privateKeyTweakAdd(L.IN + L.IN_KEY, L.IN + L.IN_TWEAK, L.OUT + L.OUT_SECRET);
   wipe();
   return st;
 }
@@ -125,7 +132,9 @@ export function privateKeyTweakAdd(curve: u32): u32 {
 /** IN_PUB (pubLen) + IN_TWEAK·G → OUT_PUB */
 export function publicKeyTweakAdd(curve: u32, pubLen: u32, compressed: u32): u32 {
   if (!selectCurve(curve)) return L.E_CURVE;
-  let st = ecdsa.publicKeyTweakAdd(L.IN + L.IN_PUB, pubLen, L.IN + L.IN_TWEAK, compressed != 0, L.OUT + L.OUT_PUB);
+  let st = decodePoint_var(keys.QA, L.IN + L.IN_PUB, pubLen) // public input
+    ? keys.publicKeyTweakAdd(keys.QA, L.IN + L.IN_TWEAK, compressed != 0, L.OUT + L.OUT_PUB)
+    : L.E_PUBLIC_KEY;
   wipe();
   return st;
 }

@@ -59,3 +59,25 @@ export const S_MULT: usize = SECRET + 3584; //   1024
 export const S_ECDSA: usize = SECRET + 4608; //  2048
 export const S_HMAC: usize = SECRET + 6656; //   1024 (3 HMAC ctx of 224 bytes + 32-byte buffers)
 export const S_INV: usize = SECRET + 7680; //    512 (safegcd state)
+
+// ECDSA-layer scratch, offsets into S_ECDSA (secret, wiped): shared by sign.ts, ecverify.ts,
+// keycache.ts and keys.ts, which never run nested.
+export const EC_D: usize = S_ECDSA + 0; //      private key scalar
+export const EC_E: usize = S_ECDSA + 40; //     digest scalar
+export const EC_K: usize = S_ECDSA + 80; //     nonce scalar
+export const EC_RS: usize = S_ECDSA + 120; //   r
+export const EC_SS: usize = S_ECDSA + 160; //   s
+export const EC_W1: usize = S_ECDSA + 200;
+export const EC_W2: usize = S_ECDSA + 240;
+export const EC_W3: usize = S_ECDSA + 280;
+export const EC_PJ: usize = S_ECDSA + 320; //   Jacobian point (120)
+export const EC_PA: usize = S_ECDSA + 448; //   affine point (80)
+export const EC_QA: usize = S_ECDSA + 528; // affine point: a decoded public key (decodePoint_var's output)
+export const EC_KB: usize = S_ECDSA + 608; //   32 bytes
+export const EC_XB: usize = S_ECDSA + 640; //   32 bytes
+export const EC_EB: usize = S_ECDSA + 672; //   32 bytes
+export const EC_UB1: usize = S_ECDSA + 704; //  32 bytes
+export const EC_UB2: usize = S_ECDSA + 736; //  32 bytes
+export const EC_FX: usize = S_ECDSA + 768; //   field element
+export const EC_FT: usize = S_ECDSA + 808; //   field element
+export const EC_NB: usize = S_ECDSA + 848; //   32 bytes (n)

@@ -10,7 +10,7 @@ import {
   fe_curveRhs,
 } from './field';
 import { FE, copy40, cmov40 } from './limbs';
-import { S_POINT } from './layout';
+import { S_POINT, PUBLIC } from './layout';
 
 export const JAC: usize = 120;
 export const AFF: usize = 80;
@@ -202,6 +202,47 @@ export function pt_isOnCurve(a: usize): u32 {
   fe_curveRhs(u0, a);
   fe_sqr(u1, a + FE);
   return fe_equal(u0, u1);
+}
+
+const v0: usize = S_POINT + 640; //  pt_maddComplete: generic sum (120)
+const v1: usize = S_POINT + 768; //  doubling / infinity (120)
+const v2: usize = S_POINT + 896; //  q as a Jacobian point (120)
+
+/** r = p + q (q affine, not infinity; p anything, infinity included), every case handled by
+ *  masked moves instead of branches: the generic sum, the doubling (p = q), infinity (p = −q)
+ *  and q (p = infinity) are all computed and the right one selected. Constant time. r may alias p. */
+export function pt_maddComplete(r: usize, p: usize, q: usize): void {
+  let pinf = fe_isZero(p + 2 * FE);
+  maddStart(p, q);
+  let h0 = fe_isZero(t1), r0 = fe_isZero(t2);
+  maddFinish(v0, p);
+  pt_dbl(v1, p);
+  pt_cmov(v0, v1, h0 & r0 & (pinf ^ 1));
+  pt_setInf(v1);
+  pt_cmov(v0, v1, h0 & (r0 ^ 1) & (pinf ^ 1));
+  pt_fromAffine(v2, q);
+  pt_cmov(v0, v2, pinf);
+  pt_copy(r, v0);
+}
+
+const BATCH_INV: usize = PUBLIC + 3968; // 40 + 40 (public scratch of pt_batchToAffine)
+
+/** outAff[i] = affine of inJac[i] for i < count (one shared inversion, Montgomery's trick; points
+ *  must not be infinity); prefix: scratch for count field elements. For public points (the tables
+ *  of mulp.ts and muldouble.ts): its scratch is public. */
+export function pt_batchToAffine(outAff: usize, inJac: usize, count: usize, prefix: usize): void {
+  memory.copy(prefix, inJac + 2 * FE, FE);
+  for (let i: usize = 1; i < count; i++) fe_mul(prefix + FE * i, prefix + FE * (i - 1), inJac + JAC * i + 2 * FE);
+  fe_inv(BATCH_INV, prefix + FE * (count - 1));
+  for (let i = <isize>count - 1; i >= 0; i--) {
+    let zi = BATCH_INV + FE;
+    let p = inJac + JAC * <usize>i;
+    if (i > 0) {
+      fe_mul(zi, BATCH_INV, prefix + FE * <usize>(i - 1));
+      fe_mul(BATCH_INV, BATCH_INV, p + 2 * FE);
+    } else memory.copy(zi, BATCH_INV, FE);
+    pt_toAffineWithInv(outAff + AFF * <usize>i, p, zi);
+  }
 }
 
 // ---- variable time (public inputs only) ----

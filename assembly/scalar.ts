@@ -7,6 +7,7 @@
 // (The unrolled column code was generated mechanically from the schoolbook definition.)
 import { SC_N, SC_MU, SC_R2, SC_R3, SC_N30, SC_NINV30, SC_HALF } from './curve';
 import { modinv } from './modinv';
+import { DEBUG, verifySc } from './debug';
 import { M, limbsFromBytes, limbsToBytes, limbsLess, limbsCondSub, limbsIsZero, copy40 } from './limbs';
 
 const PLAIN_ONE: usize = memory.data<u32>([1, 0, 0, 0, 0, 0, 0, 0, 0, 0], 16);
@@ -25,6 +26,10 @@ function scCarryStore(r: usize, c0: i64, c1: i64, c2: i64, c3: i64, c4: i64, c5:
 
 /** r = a · b · R⁻¹ mod n (Montgomery product; r may alias a or b). */
 export function sc_mul(r: usize, a: usize, b: usize): void {
+  if (DEBUG) {
+    verifySc(a);
+    verifySc(b);
+  }
   let a0 = <i64>load<u32>(a, 0);
   let a1 = <i64>load<u32>(a, 4);
   let a2 = <i64>load<u32>(a, 8);
@@ -76,6 +81,7 @@ export function sc_mul(r: usize, a: usize, b: usize): void {
   m = ((c7 & M) * mu) & M; c7 += m * n0; c8 += c7 >> 29; c8 += m * n1; c9 += m * n2; c10 += m * n3; c11 += m * n4; c12 += m * n5; c13 += m * n6; c14 += m * n7; c15 += m * n8;
   m = ((c8 & M) * mu) & M; c8 += m * n0; c9 += c8 >> 29; c9 += m * n1; c10 += m * n2; c11 += m * n3; c12 += m * n4; c13 += m * n5; c14 += m * n6; c15 += m * n7; c16 += m * n8;
   scCarryStore(r, c9, c10, c11, c12, c13, c14, c15, c16, c17);
+  if (DEBUG) verifySc(r);
 }
 
 export function sc_toMont(r: usize, a: usize): void {
@@ -88,16 +94,25 @@ export function sc_fromMont(r: usize, a: usize): void {
 
 /** r = a + b mod n */
 export function sc_add(r: usize, a: usize, b: usize): void {
+  if (DEBUG) {
+    verifySc(a);
+    verifySc(b);
+  }
   scCarryStore(r,
     <i64>load<u32>(a, 0) + <i64>load<u32>(b, 0), <i64>load<u32>(a, 4) + <i64>load<u32>(b, 4),
     <i64>load<u32>(a, 8) + <i64>load<u32>(b, 8), <i64>load<u32>(a, 12) + <i64>load<u32>(b, 12),
     <i64>load<u32>(a, 16) + <i64>load<u32>(b, 16), <i64>load<u32>(a, 20) + <i64>load<u32>(b, 20),
     <i64>load<u32>(a, 24) + <i64>load<u32>(b, 24), <i64>load<u32>(a, 28) + <i64>load<u32>(b, 28),
     <i64>load<u32>(a, 32) + <i64>load<u32>(b, 32));
+  if (DEBUG) verifySc(r);
 }
 
 /** r = a − b mod n  (a + n − b, then one conditional subtraction) */
 export function sc_sub(r: usize, a: usize, b: usize): void {
+  if (DEBUG) {
+    verifySc(a);
+    verifySc(b);
+  }
   let q = SC_N;
   scCarryStore(r,
     <i64>load<u32>(a, 0) - <i64>load<u32>(b, 0) + <i64>load<u32>(q, 0),
@@ -109,6 +124,7 @@ export function sc_sub(r: usize, a: usize, b: usize): void {
     <i64>load<u32>(a, 24) - <i64>load<u32>(b, 24) + <i64>load<u32>(q, 24),
     <i64>load<u32>(a, 28) - <i64>load<u32>(b, 28) + <i64>load<u32>(q, 28),
     <i64>load<u32>(a, 32) - <i64>load<u32>(b, 32) + <i64>load<u32>(q, 32));
+  if (DEBUG) verifySc(r);
 }
 
 const ZERO: usize = memory.data<u32>([0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 16);
@@ -121,7 +137,9 @@ export function sc_neg(r: usize, a: usize): void {
 /** 32 big-endian bytes → r = value mod n. Returns 1 if the value was ≥ n (overflow), else 0. */
 export function sc_fromBytes(r: usize, p: usize): u32 {
   limbsFromBytes(r, p);
-  return limbsCondSub(r, r, SC_N); // value < 2^256 < 2n for both curves
+  let over = limbsCondSub(r, r, SC_N); // value < 2^256 < 2n for both curves
+  if (DEBUG) verifySc(r);
+  return over;
 }
 
 export function sc_toBytes(p: usize, a: usize): void {
@@ -143,6 +161,7 @@ export function sc_copy(r: usize, a: usize): void {
 
 /** r = a⁻¹ for a in Montgomery form (result in Montgomery form). Constant time (safegcd). */
 export function sc_invMont(r: usize, a: usize): void {
+  if (DEBUG) verifySc(a);
   modinv(r, a, SC_N30, load<u32>(SC_NINV30));
   sc_mul(r, r, SC_R3); // (aR)⁻¹ · R³ · R⁻¹ = a⁻¹R
 }

@@ -1,9 +1,11 @@
+// GENERATED from scripts/gen-sha256/sha256.tpl by `npm run gen:sha256`: edit the template, not this file.
 // SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104) over linear memory.
 //
 // No allocation: every function works on caller-provided pointers plus static scratch
-// reserved with memory.data. The compression function is fully unrolled (the round
-// code is generated mechanically from the FIPS 180-4 round definition) and loads the
-// big-endian message words with bswap. Input and output pointers may be unaligned.
+// reserved with memory.data. The compression function is fully unrolled (scripts/gen-sha256/
+// build.mjs writes its 64 rounds from the FIPS 180-4 round definition, with the round constants
+// and initial hash value computed from the cube and square roots of the first primes) and loads
+// the big-endian message words with bswap. Input and output pointers may be unaligned.
 //
 // Context layouts (callers reserve the byte sizes given by the exported constants):
 //   SHA-256 ctx (112 bytes): [0..32) state H0..H7 (native u32), [32..96) partial block,

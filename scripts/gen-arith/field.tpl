@@ -17,6 +17,7 @@ import { IS_K1, FP_P, FP_BIAS, FP_ONE, FP_B, FP_R2, FP_R3, FP_P30, FP_PINV30 } f
 import { modinv } from './modinv';
 import { M, M24, FE, limbsFromBytes, limbsToBytes, limbsLess, limbsCondSub, limbsIsZero, copy40 } from './limbs';
 import { S_FIELD } from './layout';
+import { DEBUG, verifyFe, verifyFeNormal } from './debug';
 
 const POW_T: usize = S_FIELD; // 8 elements: addition-chain temporaries
 const T1: usize = S_FIELD + 640;
@@ -104,36 +105,52 @@ function carryStore(r: usize, c0: i64, c1: i64, c2: i64, c3: i64, c4: i64, c5: i
 
 /** r = a · b (r may alias a or b). Column products two at a time with SIMD 32x32→64 multiplies. */
 export function fe_mul(r: usize, a: usize, b: usize): void {
+  if (DEBUG) {
+    verifyFe(a);
+    verifyFe(b);
+  }
 @@SIMDCOLS@@
   if (IS_K1) {
 @@REDK1@@
   } else {
 @@REDP256@@
   }
+  if (DEBUG) verifyFe(r);
 }
 
 /** r = a² (r may alias a). */
 export function fe_sqr(r: usize, a: usize): void {
+  if (DEBUG) verifyFe(a);
 @@SQRCOLS@@
   if (IS_K1) {
 @@REDK1@@
   } else {
 @@REDP256@@
   }
+  if (DEBUG) verifyFe(r);
 }
 
 /** r = a + b */
 export function fe_add(r: usize, a: usize, b: usize): void {
+  if (DEBUG) {
+    verifyFe(a);
+    verifyFe(b);
+  }
   carryStore(r,
     <i64>load<u32>(a, 0) + <i64>load<u32>(b, 0), <i64>load<u32>(a, 4) + <i64>load<u32>(b, 4),
     <i64>load<u32>(a, 8) + <i64>load<u32>(b, 8), <i64>load<u32>(a, 12) + <i64>load<u32>(b, 12),
     <i64>load<u32>(a, 16) + <i64>load<u32>(b, 16), <i64>load<u32>(a, 20) + <i64>load<u32>(b, 20),
     <i64>load<u32>(a, 24) + <i64>load<u32>(b, 24), <i64>load<u32>(a, 28) + <i64>load<u32>(b, 28),
     <i64>load<u32>(a, 32) + <i64>load<u32>(b, 32));
+  if (DEBUG) verifyFe(r);
 }
 
 /** r = a − b  (computed as a + 4p − b, which is positive for weakly normalised b) */
 export function fe_sub(r: usize, a: usize, b: usize): void {
+  if (DEBUG) {
+    verifyFe(a);
+    verifyFe(b);
+  }
   let q = FP_BIAS;
   carryStore(r,
     <i64>load<u32>(a, 0) - <i64>load<u32>(b, 0) + <i64>load<u32>(q, 0),
@@ -145,10 +162,12 @@ export function fe_sub(r: usize, a: usize, b: usize): void {
     <i64>load<u32>(a, 24) - <i64>load<u32>(b, 24) + <i64>load<u32>(q, 24),
     <i64>load<u32>(a, 28) - <i64>load<u32>(b, 28) + <i64>load<u32>(q, 28),
     <i64>load<u32>(a, 32) - <i64>load<u32>(b, 32) + <i64>load<u32>(q, 32));
+  if (DEBUG) verifyFe(r);
 }
 
 /** r = −a */
 export function fe_neg(r: usize, a: usize): void {
+  if (DEBUG) verifyFe(a);
   let q = FP_BIAS;
   carryStore(r,
     <i64>load<u32>(q, 0) - <i64>load<u32>(a, 0), <i64>load<u32>(q, 4) - <i64>load<u32>(a, 4),
@@ -156,14 +175,20 @@ export function fe_neg(r: usize, a: usize): void {
     <i64>load<u32>(q, 16) - <i64>load<u32>(a, 16), <i64>load<u32>(q, 20) - <i64>load<u32>(a, 20),
     <i64>load<u32>(q, 24) - <i64>load<u32>(a, 24), <i64>load<u32>(q, 28) - <i64>load<u32>(a, 28),
     <i64>load<u32>(q, 32) - <i64>load<u32>(a, 32));
+  if (DEBUG) verifyFe(r);
 }
 
 /** r = a · k for a small constant k ≤ 8 */
 export function fe_mulInt(r: usize, a: usize, k: i64): void {
+  if (DEBUG) {
+    verifyFe(a);
+    assert(k >= 0 && k <= 8, 'fe_mulInt: k out of [0, 8]');
+  }
   carryStore(r,
     <i64>load<u32>(a, 0) * k, <i64>load<u32>(a, 4) * k, <i64>load<u32>(a, 8) * k,
     <i64>load<u32>(a, 12) * k, <i64>load<u32>(a, 16) * k, <i64>load<u32>(a, 20) * k,
     <i64>load<u32>(a, 24) * k, <i64>load<u32>(a, 28) * k, <i64>load<u32>(a, 32) * k);
+  if (DEBUG) verifyFe(r);
 }
 
 export function fe_copy(r: usize, a: usize): void {
@@ -180,12 +205,14 @@ export function fe_setZero(r: usize): void {
 
 /** r = the canonical representative (< p) of a's internal value (still Montgomery form for P-256). */
 export function fe_normalize(r: usize, a: usize): void {
+  if (DEBUG) verifyFe(a);
   // one more fold brings the value below 2^256 + 2^40 (< 2p), then one conditional subtraction
   carryFull(r,
     <i64>load<u32>(a, 0), <i64>load<u32>(a, 4), <i64>load<u32>(a, 8), <i64>load<u32>(a, 12),
     <i64>load<u32>(a, 16), <i64>load<u32>(a, 20), <i64>load<u32>(a, 24), <i64>load<u32>(a, 28),
     <i64>load<u32>(a, 32));
   limbsCondSub(r, r, FP_P);
+  if (DEBUG) verifyFeNormal(r);
 }
 
 /** 1 if a ≡ 0 (mod p), else 0. Constant time. */
@@ -231,10 +258,12 @@ export function fe_toBytes(p: usize, a: usize): void {
 
 /** r = a⁻¹ (a⁻¹ of 0 is 0). Constant time (safegcd). */
 export function fe_inv(r: usize, a: usize): void {
+  if (DEBUG) verifyFe(a);
   fe_normalize(T1, a);
   modinv(r, T1, FP_P30, load<u32>(FP_PINV30));
   // Montgomery form: (aR)⁻¹ · R³ · R⁻¹ = a⁻¹R
   if (!IS_K1) fe_mul(r, r, FP_R3);
+  if (DEBUG) verifyFe(r);
 }
 
 /** r = a^(2^n) · m */

@@ -51,7 +51,7 @@ export function readVerificationToken(store: Store, token: string, nowMs: number
   }
   if (header.alg !== 'ES256') throw badToken('alg must be ES256');
   const signer = hexToBytes(vaultOf(store).signerPublicKey);
-  const ok = verifyDigest('p256', new Uint8Array(Buffer.from(parts[2]!, 'base64url')), sha256(utf8(`${parts[0]}.${parts[1]}`)), signer, { lowS: false });
+  const ok = verifyDigest('p256', new Uint8Array(Buffer.from(parts[2]!, 'base64url')), sha256(utf8(`${parts[0]}.${parts[1]}`)), signer, { lowS: false, format: 'compact' });
   if (!ok) throw badToken('the signature is not this server\'s');
   for (const k of ['id', 'verification_type', 'contact', 'organization_id', 'exp'] as const) {
     if (typeof claims[k] !== 'string' || claims[k] === '') throw badToken(`claim ${k} is missing`);

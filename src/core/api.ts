@@ -34,6 +34,13 @@ export interface CurveCore {
   readonly name: CurveName;
   sign(digest: Uint8Array, privateKey: Uint8Array, opts?: { lowS?: boolean; extraEntropy?: Uint8Array }): RecoverableSignature;
   signBatch(digests: Uint8Array[], privateKeys: Uint8Array | Uint8Array[]): RecoverableSignature[];
+  /**
+   * true if `signature` is valid; false for an invalid or malformed signature, digest or key.
+   * `format` says how to read `signature`: 'compact' (64 bytes r‖s) or 'der' (strict DER). Without
+   * it, 64 bytes are read as r‖s and any other length as DER; a 64-byte input that is also valid
+   * DER (r and s short enough) could be either, and then verify throws CoreError
+   * 'AMBIGUOUS_SIGNATURE' instead of guessing: pass `format` whenever DER may arrive.
+   */
   verify(signature: Uint8Array, digest: Uint8Array, publicKey: Uint8Array, opts?: { lowS?: boolean; format?: 'compact' | 'der' }): boolean;
   getPublicKey(privateKey: Uint8Array, compressed?: boolean): Uint8Array;
   recoverPublicKey(digest: Uint8Array, signature: Uint8Array, recovery: number, compressed?: boolean): Uint8Array;
@@ -250,7 +257,15 @@ export function createCore(instance: WebAssembly.Instance): Core {
         if (digest.length !== 32) return false;
         if (publicKey.length !== 33 && publicKey.length !== 65) return false;
         let compact: Uint8Array | null;
-        const format = opts?.format ?? (signature.length === 64 ? 'compact' : 'der');
+        let format = opts?.format;
+        if (format === undefined) {
+          // 64 bytes are r‖s unless they also parse as strict DER (r and s short enough for a
+          // 64-byte DER encoding): then the caller must say which one it means.
+          if (signature.length === 64 && derToCompact(signature) !== null) {
+            throw new CoreError('AMBIGUOUS_SIGNATURE', 'a 64-byte signature that is also valid DER: pass format');
+          }
+          format = signature.length === 64 ? 'compact' : 'der';
+        }
         if (format === 'compact') compact = signature.length === 64 ? signature : null;
         else compact = derToCompact(signature);
         if (!compact) return false;

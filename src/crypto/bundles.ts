@@ -93,7 +93,7 @@ export function verifyEnvelope(bundle: string, expectedSignerPublicKeyHex: strin
   } catch {
     throw bad('malformed signature');
   }
-  if (!verifyDigest('p256', sig, sha256(dataBytes), hexToBytes(env.enclaveQuorumPublic, field, false)))
+  if (!verifyDigest('p256', sig, sha256(dataBytes), hexToBytes(env.enclaveQuorumPublic, field, false), { format: 'compact' }))
     throw bad('signature does not verify');
   try {
     const obj = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(dataBytes));

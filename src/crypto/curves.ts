@@ -118,7 +118,8 @@ export function signDigests(
   return guard(() => ecdsa(curve).signBatch(digests, privateKeys));
 }
 
-/** Verify compact (64-byte) or DER ECDSA signature over a digest; never throws. */
+/** Verify a compact (64-byte) or DER ECDSA signature over a digest; never throws. Pass `format`
+ *  whenever DER may arrive: without it a 64-byte DER signature is ambiguous and gives false. */
 export function verifyDigest(
   curve: EcdsaCurve,
   signature: Uint8Array,

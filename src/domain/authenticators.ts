@@ -153,7 +153,7 @@ export function verifyAttestation(p: AuthenticatorParams, origins: string[], fie
   } else if (fmt === 'packed') {
     if (!(sig instanceof Uint8Array)) throw fail('the packed attestation has no signature');
     const ok = attStmt.has('x5c') ? verifyWithCert(attStmt.get('x5c'), signed, sig)
-      : attStmt.get('alg') === -7 && verifyDigest('p256', derToCompactOr(sig), sha256(signed), key, { lowS: false });
+      : attStmt.get('alg') === -7 && verifyDigest('p256', derToCompactOr(sig), sha256(signed), key, { lowS: false, format: 'compact' });
     if (!ok) throw fail('the packed attestation signature does not verify');
   } else if (fmt === 'fido-u2f') {
     if (!(sig instanceof Uint8Array)) throw fail('the fido-u2f attestation has no signature');
@@ -231,5 +231,5 @@ export function verifyWebauthnStamp(s: WebauthnStamp, a: AuthenticatorRow, body:
   try { sig = derToCompact(b64(s.signature)); } catch { return no; }
   const signed = concatBytes(authData, sha256(clientDataBytes));
   const pub = new Uint8Array(Buffer.from(a.publicKey, 'hex'));
-  return verifyDigest('p256', sig, sha256(signed), pub, { lowS: false }) ? { ok: true, signCount: parsed.counter } : no;
+  return verifyDigest('p256', sig, sha256(signed), pub, { lowS: false, format: 'compact' }) ? { ok: true, signCount: parsed.counter } : no;
 }

@@ -1,6 +1,6 @@
 // signBatch must be byte-identical to sign() for every element.
 import { describe, it, expect } from 'vitest';
-import { core } from '../../src/core/node.js';
+import { core } from './build.js';
 import { CURVES, Rng, hex, bigToBytes, PARAMS, expectCoreError } from './util.js';
 
 const SIZES = [1, 2, 3, 100, 257, 1000];

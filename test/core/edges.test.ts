@@ -1,7 +1,8 @@
 // Edge inputs: boundary keys, boundary digests, invalid points and malformed arguments.
 import { describe, it, expect } from 'vitest';
-import { core, CoreError } from '../../src/core/node.js';
-import { CURVES, NOBLE, PARAMS, Rng, hex, unhex, bigToBytes, bytesToBig, expectCoreError, joinSig } from './util.js';
+import { CoreError } from '../../src/core/node.js';
+import { core } from './build.js';
+import { CURVES, NOBLE, PARAMS, Rng, hex, unhex, bigToBytes, bytesToBig, expectCoreError, joinSig, rsToDer } from './util.js';
 
 const KEY_CODES = ['INVALID_PRIVATE_KEY'];
 const KEY_LEN_CODES = ['INVALID_PRIVATE_KEY', 'INVALID_LENGTH'];
@@ -108,6 +109,27 @@ for (const curve of CURVES) {
       expect(cc.verify(sig, digest, goodPub, { format: 'der' })).toBe(false);
     });
 
+    it('verify: a 64-byte signature that is also strict DER needs format (no silent guess)', () => {
+      // r and s of 29 bytes each encode to exactly 64 bytes of DER. Such a signature is valid for
+      // the key recovered from it (Q = r⁻¹(s·R − e·G), computed by @noble/curves).
+      let r = 0x1f00000000000000000000000000000000000000000000000000000001n;
+      while (true) {
+        try { noble.Point.fromHex('02' + hex(bigToBytes(r))); break; } catch { r++; }
+      }
+      const s = 0x2e0000000000000000000000000000000000000000000000000000000fn;
+      const compact = joinSig(r, s);
+      const sigObj = noble.Signature.fromBytes(compact, 'compact').addRecoveryBit(0);
+      const pub = sigObj.recoverPublicKey(digest).toBytes(true);
+      expect(noble.verify(compact, digest, pub, { prehash: false, lowS: false })).toBe(true);
+      const der = rsToDer(r, s);
+      expect(der.length).toBe(64);
+      expect(cc.verify(der, digest, pub, { format: 'der' })).toBe(true);
+      expect(cc.verify(compact, digest, pub, { format: 'compact' })).toBe(true);
+      expect(cc.verify(compact, digest, pub)).toBe(true); // r‖s padded with zeros: not DER
+      expect(() => cc.verify(der, digest, pub)).toThrow(CoreError);
+      try { cc.verify(der, digest, pub); } catch (e) { expect((e as CoreError).code).toBe('AMBIGUOUS_SIGNATURE'); }
+    });
+
     describe('invalid points', () => {
       const G = noble.Point.BASE.toAffine();
       const off = new Uint8Array([0x04, ...bigToBytes(G.x), ...bigToBytes((G.y + 1n) % p)]);
@@ -199,6 +221,8 @@ for (const curve of CURVES) {
       expect(hex(cc.privateKeyTweakAdd(goodKey, new Uint8Array(32)))).toBe(hex(goodKey));
       expect(hex(cc.publicKeyTweakAdd(goodPub, new Uint8Array(32)))).toBe(hex(goodPub));
       expect(hex(cc.privateKeyTweakAdd(goodKey, bigToBytes(n - k + 5n)))).toBe(hex(bigToBytes(5n)));
+      // t·G = Q: the addition is a doubling (handled by the complete masked addition)
+      expect(hex(cc.publicKeyTweakAdd(goodPub, goodKey))).toBe(hex(noble.Point.BASE.multiply((2n * k) % n).toBytes(true)));
     });
 
     it('errors carry a code and never the key bytes', () => {

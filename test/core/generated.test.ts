@@ -1,4 +1,4 @@
-// The generated sources of the core (tables, unrolled arithmetic) are checked in; this test
+// The generated sources of the core (tables, unrolled arithmetic, SHA-256 rounds) are checked in; this test
 // regenerates them into a temp folder and requires the checked-in files to be identical, so a
 // hand edit or a stale generator cannot slip through.
 import { execFileSync } from 'node:child_process';
@@ -23,5 +23,9 @@ describe('generated core sources are fresh', () => {
     for (const f of ['field.ts', 'scalar.ts']) {
       expect(readFileSync(join(out, f), 'utf8')).toBe(readFileSync(join(root, 'assembly', f), 'utf8'));
     }
+  });
+  it('scripts/gen-sha256/build.mjs reproduces assembly/hash/sha256.ts (rounds and constants computed)', () => {
+    execFileSync('node', [join(root, 'scripts', 'gen-sha256', 'build.mjs'), out]);
+    expect(readFileSync(join(out, 'sha256.ts'), 'utf8')).toBe(readFileSync(join(root, 'assembly', 'hash', 'sha256.ts'), 'utf8'));
   });
 });

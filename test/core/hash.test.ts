@@ -1,7 +1,7 @@
 // SHA-256 / HMAC-SHA256 inside wasm against node:crypto (independent implementation).
 import { describe, it, expect } from 'vitest';
 import { createHash, createHmac } from 'node:crypto';
-import { core } from '../../src/core/node.js';
+import { core } from './build.js';
 import { Rng, hex } from './util.js';
 
 const nodeSha = (d: Uint8Array) => createHash('sha256').update(d).digest('hex');

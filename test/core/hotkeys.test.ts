@@ -1,5 +1,5 @@
 // Verification under hot keys: a key that verifies often gets a full fixed-window table
-// (assembly/mult.ts mulDoubleHot_var) and is verified without doublings from then on. The same
+// (assembly/muldouble.ts mulDoubleHot_var) and is verified without doublings from then on. The same
 // verdicts must come out as on the wNAF path: Wycheproof with every group's key hot, @noble/curves
 // on random and edge-case inputs, and keys losing their table (slot reuse, cache eviction).
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';

@@ -1,7 +1,7 @@
 // RFC 6979 deterministic signatures: RFC 6979 A.2.5 (P-256) and noble-curves' secp256k1 vectors.
 import { describe, it, expect } from 'vitest';
 import { secp256k1 as nobleK1 } from '@noble/curves/secp256k1.js';
-import { core } from '../../src/core/node.js';
+import { core } from './build.js';
 import { loadVector, unhex, hex, sha256, bytesToBig, bigToBytes, PARAMS, expectCoreError } from './util.js';
 
 describe('RFC 6979 A.2.5 — P-256 with SHA-256', () => {

@@ -1,7 +1,7 @@
 // Project Wycheproof ECDSA (secp256k1, P-256; SHA-256; DER and P1363) and P-256 ECDH vectors.
 import { describe, it, expect } from 'vitest';
 import { secp256k1 as nobleK1 } from '@noble/curves/secp256k1.js';
-import { core } from '../../src/core/node.js';
+import { core } from './build.js';
 import {
   loadVector, unhex, hex, sha256, derToRS, PARAMS, expectCoreError, ECDSA_FILES, ecdsaVerdictFailure, type EcdsaFile, type EcdsaTest,
 } from './util.js';

@@ -1,0 +1,214 @@
+// Multi-scalar multiplication u1·G + u2·Q for verification and recovery: variable time, for
+// public scalars and points only (every function here ends in _var or handles public layout).
+//   mulDouble_var     Strauss–Shamir over wNAF digits (window 8 for G from the generated tables, 5
+//                     for Q), four ~128-bit streams via GLV (secp256k1) or via 2^128·Q (P-256,
+//                     once a cached key has that table)
+//   mulDoubleHot_var  the same over a key's full fixed-window table (hotBuild_var): no doublings
+// It also owns the layout of a verification context (a decoded key and its tables), which the
+// key cache (keycache.ts) stores. Scalars are 32 big-endian bytes < n (checked in the debug build).
+import { G_COMB, G_WNAF, G128_WNAF, IS_K1 } from './curve';
+import { glvSplit_var, FP_BETA } from './glv';
+import { fe_mul } from './field';
+import {
+  JAC, AFF, pt_dbl, pt_setInf, pt_fromAffine, pt_madd_var, pt_add_var, pt_negAffine, pt_toAffine, pt_copy,
+  pt_batchToAffine,
+} from './point';
+import { FE } from './limbs';
+import { PUBLIC } from './layout';
+import { DEBUG, verifyScBytes } from './debug';
+import { SCW, comb6Digits, wnaf_var, split128 } from './recode';
+
+// public scratch
+const WNAF1: usize = PUBLIC + 4096; //        260 digits (i8)
+const WNAF2: usize = PUBLIC + 4416; //        260
+const QODD: usize = PUBLIC + 4800; //         8 Jacobian odd multiples of Q (960)
+const NEGA: usize = PUBLIC + 5824; //         80
+const ACCV: usize = PUBLIC + 6144; //         120
+const WNAF3: usize = PUBLIC + 6400; //        260
+const WNAF4: usize = PUBLIC + 6720; //        260
+const SPLIT: usize = PUBLIC + 8320; //        4 x 32 bytes of split scalars (ends 8448)
+const G_LAM: usize = PUBLIC + 9216; //        64 affine odd multiples of λG (5120)
+const PREFIX: usize = PUBLIC + 3328; //      8 prefix products of the batch inversion (shared with mulp.ts's table scratch, never live at once)
+
+/** r += sign(d)·table[(|d| − 1)/2] (affine odd multiples), negated again if neg. Variable time. */
+// @ts-ignore: decorator
+@inline
+function addWnaf_var(r: usize, d: i32, table: usize, neg: bool): bool {
+  let e = table + AFF * <usize>(((d < 0 ? -d : d) - 1) >> 1);
+  if ((d < 0) != neg) {
+    pt_negAffine(NEGA, e);
+    e = NEGA;
+  }
+  return pt_madd_var(r, r, e) != 0;
+}
+
+let gLamReady = false;
+
+// ---- public-key contexts for verification ----
+// A Q context holds everything verification needs about one public key (public data):
+//   +0 curve id, +4 encoded length, +8 state, +12 verifications since cached (keycache.ts),
+//   +16 encoded key (≤ 65 bytes), +84 hot table slot + 1 (0: none), +88 verified since the
+//   cache's CLOCK hand passed (keycache.ts)
+//   +96  Q (affine)
+//   +176 T1: affine odd multiples Q, 3Q, ..., 15Q
+//   +816 T2: affine odd multiples of λQ (secp256k1) or, once state = 2, of 2^128·Q (P-256)
+// state 1: T1 ready (P-256 verifies with 256 doublings); state 2: T2 ready as well.
+export const QCTX_SIZE: usize = 1536;
+export const QCTX_STATE: usize = 8;
+export const QCTX_USES: usize = 12;
+export const QCTX_KEY: usize = 16;
+export const QCTX_HOT: usize = 84;
+export const QCTX_REF: usize = 88;
+export const QCTX_Q: usize = 96;
+const QCTX_T1: usize = 176;
+const QCTX_T2: usize = 816;
+
+/** odd multiples of the affine point q into the affine table t (8 entries). */
+function oddMultiples_var(t: usize, q: usize): void {
+  pt_fromAffine(QODD, q);
+  pt_dbl(ACCV, QODD);
+  for (let i: usize = 1; i < 8; i++) pt_add_var(QODD + JAC * i, QODD + JAC * (i - 1), ACCV);
+  pt_batchToAffine(t, QODD, 8, PREFIX);
+}
+
+/** Fill T1 (and on secp256k1 T2 = λ·T1) for the affine point Q already stored in ctx. */
+export function qctxPrepare_var(ctx: usize): void {
+  oddMultiples_var(ctx + QCTX_T1, ctx + QCTX_Q);
+  if (IS_K1) {
+    for (let j: usize = 0; j < 8; j++) {
+      let e = ctx + QCTX_T1 + AFF * j, f = ctx + QCTX_T2 + AFF * j;
+      fe_mul(f, e, FP_BETA);
+      memory.copy(f + FE, e + FE, FE);
+    }
+    store<u32>(ctx + QCTX_STATE, 2);
+  } else store<u32>(ctx + QCTX_STATE, 1);
+}
+
+/** P-256: add the 2^128·Q table (128 doublings, paid once per cached key), state 2. */
+export function qctxUpgrade_var(ctx: usize): void {
+  pt_fromAffine(ACCV, ctx + QCTX_Q);
+  for (let i = 0; i < 128; i++) pt_dbl(ACCV, ACCV);
+  pt_toAffine(NEGA, ACCV);
+  oddMultiples_var(ctx + QCTX_T2, NEGA);
+  store<u32>(ctx + QCTX_STATE, 2);
+}
+
+/** r = u1·G + u2·Q (Jacobian); u1, u2 as 32 big-endian bytes (< n); Q from a prepared context.
+ *  Strauss–Shamir over wNAF digits (window 8 for G from the generated tables, 5 for Q). Four
+ *  ~128-bit streams when available: on secp256k1 via the GLV endomorphism (G, λG, Q, λQ), on
+ *  P-256 (state 2) by splitting the scalars at bit 128 (G, 2^128·G, Q, 2^128·Q); both halve the
+ *  doublings. Variable time: only for public inputs. */
+export function mulDouble_var(r: usize, u1: usize, u2: usize, ctx: usize): void {
+  if (DEBUG) {
+    verifyScBytes(u1);
+    verifyScBytes(u2);
+    assert(load<u32>(ctx + QCTX_STATE) != 0, 'verification context not prepared');
+  }
+  let t1 = ctx + QCTX_T1, t2 = ctx + QCTX_T2;
+  let streams = 2;
+  let n1: i32, n2: i32, n3: i32 = 0, n4: i32 = 0;
+  let f1: u32 = 0, f2: u32 = 0;
+  let g2 = G128_WNAF;
+  if (IS_K1) {
+    if (!gLamReady) {
+      for (let j: usize = 0; j < 64; j++) {
+        fe_mul(G_LAM + AFF * j, G_WNAF + AFF * j, FP_BETA);
+        memory.copy(G_LAM + AFF * j + FE, G_WNAF + AFF * j + FE, FE);
+      }
+      gLamReady = true;
+    }
+    g2 = G_LAM;
+    f1 = glvSplit_var(u1, SPLIT, SPLIT + 32);
+    f2 = glvSplit_var(u2, SPLIT + 64, SPLIT + 96);
+    streams = 4;
+  } else if (load<u32>(ctx + QCTX_STATE) == 2) {
+    split128(SPLIT, u1);
+    split128(SPLIT + 64, u2);
+    streams = 4;
+  }
+  if (streams == 4) {
+    n1 = wnaf_var(WNAF1, SPLIT, 8);
+    n3 = wnaf_var(WNAF3, SPLIT + 32, 8);
+    n2 = wnaf_var(WNAF2, SPLIT + 64, 5);
+    n4 = wnaf_var(WNAF4, SPLIT + 96, 5);
+  } else {
+    n1 = wnaf_var(WNAF1, u1, 8);
+    n2 = wnaf_var(WNAF2, u2, 5);
+  }
+  let top = max(max(n1, n2), max(n3, n4));
+  pt_setInf(r);
+  let inf = true;
+  let neg1 = (f1 & 1) != 0, neg3 = (f1 & 2) != 0, neg2 = (f2 & 1) != 0, neg4 = (f2 & 2) != 0;
+  for (let i = top - 1; i >= 0; i--) {
+    if (!inf) pt_dbl(r, r);
+    let d = <i32>load<i8>(WNAF1 + <usize>i);
+    if (d != 0) inf = addWnaf_var(r, d, G_WNAF, neg1);
+    d = <i32>load<i8>(WNAF2 + <usize>i);
+    if (d != 0) inf = addWnaf_var(r, d, t1, neg2);
+    if (streams == 4) {
+      d = <i32>load<i8>(WNAF3 + <usize>i);
+      if (d != 0) inf = addWnaf_var(r, d, g2, neg3);
+      d = <i32>load<i8>(WNAF4 + <usize>i);
+      if (d != 0) inf = addWnaf_var(r, d, t2, neg4);
+    }
+  }
+}
+
+// ---- hot keys: a full fixed-window table of Q ----
+// For a key that verifies often (API-key stamps), a table laid out like G_COMB: entry (w, d) =
+// d·64^w·Q, w < 43, d = 1..32, affine. With it, u1·G + u2·Q needs no doubling at all: each
+// scalar is recoded into 43 signed base-64 digits and every nonzero digit costs one mixed addition
+// (≈ 86 in all, against 128 doublings and ≈ 70 additions over the wNAF tables). Building one costs
+// about as much as 30 verifications; keycache.ts decides which keys get one.
+
+export const HOT_TABLE_SIZE: usize = 43 * 32 * AFF;
+const HJ: usize = memory.data(<i32>(<usize>32 * JAC), 16); //   one window's multiples, Jacobian
+const HPRE: usize = memory.data(<i32>(<usize>32 * FE), 16); //  batch-inversion prefix products
+const HB: usize = memory.data(<i32>JAC, 16); //          64^w·Q
+const DIG1: usize = memory.data(48, 16); //              signed digits of u1 (i8)
+const DIG2: usize = memory.data(48, 16); //              signed digits of u2 (i8)
+
+/** Fills the table at t (HOT_TABLE_SIZE bytes) for the affine point q. */
+export function hotBuild_var(t: usize, q: usize): void {
+  pt_fromAffine(HB, q);
+  for (let w: usize = 0; w < 43; w++) {
+    pt_copy(HJ, HB);
+    pt_dbl(HJ + JAC, HB);
+    for (let j: usize = 2; j < 32; j++) pt_add_var(HJ + JAC * j, HJ + JAC * (j - 1), HB);
+    if (w < 42) pt_dbl(HB, HJ + JAC * 31); // 64·(64^w·Q)
+    pt_batchToAffine(t + <usize>32 * AFF * w, HJ, 32, HPRE);
+  }
+}
+
+/** r += d·(entry |d| of the 32-entry window at table), d ≠ 0. */
+// @ts-ignore: decorator
+@inline
+function addComb_var(r: usize, d: i32, table: usize): void {
+  let e = table + AFF * <usize>((d < 0 ? -d : d) - 1);
+  if (d < 0) {
+    pt_negAffine(NEGA, e);
+    e = NEGA;
+  }
+  pt_madd_var(r, r, e);
+}
+
+/** r = u1·G + u2·Q (Jacobian) over G_COMB and Q's hot table qt; u1, u2 as 32 big-endian bytes (< n).
+ *  Variable time: only for public inputs. */
+export function mulDoubleHot_var(r: usize, u1: usize, u2: usize, qt: usize): void {
+  if (DEBUG) {
+    verifyScBytes(u1);
+    verifyScBytes(u2);
+  }
+  comb6Digits(DIG1, u1, SCW);
+  comb6Digits(DIG2, u2, SCW);
+  pt_setInf(r);
+  let gt = G_COMB;
+  for (let w: usize = 0; w < 43; w++) {
+    let d = <i32>load<i8>(DIG1 + w);
+    if (d != 0) addComb_var(r, d, gt);
+    d = <i32>load<i8>(DIG2 + w);
+    if (d != 0) addComb_var(r, d, qt);
+    gt += 32 * AFF;
+    qt += 32 * AFF;
+  }
+}
