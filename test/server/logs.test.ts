@@ -5,18 +5,24 @@ import { describe, it, expect, afterAll } from 'vitest';
 import { startTestServer, submitBody, stampFor, newP256Key, uniqueName, replyViolations, type TestServer } from './harness.js';
 import { QUERY, SUBMIT } from './checks.js';
 
+/** Captures the server's JSON log lines written to process.stdout (others pass through) until restore(). */
+function captureLogLines(): { lines: string[]; restore: () => void } {
+  const lines: string[] = [];
+  const orig = process.stdout.write.bind(process.stdout);
+  (process.stdout as any).write = (chunk: any, ...rest: any[]) => {
+    const s = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+    if (s.startsWith('{"level"')) { lines.push(s); const cb = rest.find((x) => typeof x === 'function'); if (cb) cb(); return true; }
+    return orig(chunk, ...rest);
+  };
+  return { lines, restore: () => { (process.stdout as any).write = orig; } };
+}
+
 let ts: TestServer | undefined;
 afterAll(async () => { await ts?.stop(); });
 
 describe('server log lines', () => {
   it('are JSON lines without key material, stamps, bodies or stack traces', async () => {
-    const lines: string[] = [];
-    const orig = process.stdout.write.bind(process.stdout);
-    (process.stdout as any).write = (chunk: any, ...rest: any[]) => {
-      const s = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
-      if (s.startsWith('{"level"')) { lines.push(s); const cb = rest.find((x) => typeof x === 'function'); if (cb) cb(); return true; }
-      return orig(chunk, ...rest);
-    };
+    const { lines, restore } = captureLogLines();
     const marker = uniqueName('BODY-MARKER');
     const userKey = newP256Key();
     let stamps: string[] = [];
@@ -42,7 +48,7 @@ describe('server log lines', () => {
       await ts.raw(QUERY('whoami'), JSON.stringify({ organizationId: org, pad: marker + 'x'.repeat(1_100_000) }));
       await ts.raw('/public/v1/query/no-such-op', q);
     } finally {
-      (process.stdout as any).write = orig;
+      restore();
     }
     const text = lines.join('');
     expect(text.length, 'the server logged something at debug level').toBeGreaterThan(0);
@@ -62,13 +68,7 @@ describe('server log lines', () => {
 
 describe('request log lines (issue 17 "Logs")', () => {
   it('carry the request id (kept from X-Request-Id or made, and echoed), client, operation, organization, activity, status, gRPC code, duration and a refusal\'s reason', async () => {
-    const lines: string[] = [];
-    const orig = process.stdout.write.bind(process.stdout);
-    (process.stdout as any).write = (chunk: any, ...rest: any[]) => {
-      const s = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
-      if (s.startsWith('{"level"')) { lines.push(s); const cb = rest.find((x) => typeof x === 'function'); if (cb) cb(); return true; }
-      return orig(chunk, ...rest);
-    };
+    const { lines, restore } = captureLogLines();
     let s: TestServer | undefined;
     const given = uniqueName('req-id');
     let made: string | null = null;
@@ -97,7 +97,7 @@ describe('request log lines (issue 17 "Logs")', () => {
       expect(long.headers.get('x-request-id')).not.toBe('x'.repeat(200));
       await s.stop();
     } finally {
-      (process.stdout as any).write = orig;
+      restore();
       await s?.stop();
     }
     const parsed = lines.join('').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l));
