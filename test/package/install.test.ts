@@ -78,7 +78,10 @@ describe('npm pack', () => {
       'dist/src/core/browser.js', 'dist/src/core/node.js', 'dist/src/crypto/signworker.js', 'LICENSE', 'README.md', 'package.json']) {
       expect(paths, f).toContain(f);
     }
-    const unwanted = paths.filter((p) => /(^|\/)test\/|\.test\.|\.map$|^assembly\/|^src\/|^bench\/|^dist\/bench\/|^scripts\/|^examples\//.test(p));
+    // GET /openapi.json is built at run time from the swagger (and its attribution): the one source file shipped
+    expect(paths).toContain('src/http/public_api.swagger.json');
+    const unwanted = paths.filter((p) => !p.startsWith('src/http/public_api.swagger.json') && p !== 'src/http/ATTRIBUTION.md'
+      && /(^|\/)test\/|\.test\.|\.map$|^assembly\/|^src\/|^bench\/|^dist\/bench\/|^scripts\/|^examples\//.test(p));
     expect(unwanted).toEqual([]);
     const wasm = dry.files.find((f) => f.path === 'build/kmas.wasm')!;
     expect(wasm.size).toBe(statSync(join(root, 'build', 'kmas.wasm')).size);
@@ -103,6 +106,9 @@ describe('installed from the tarball', () => {
     try {
       serve = await spawnServe(dataDir, { bin: kmasBin(), cwd: project });
       expect((await fetch(serve.url + '/healthz')).status).toBe(200);
+      const api = await fetch(serve.url + '/openapi.json');
+      expect(api.status).toBe(200);
+      expect(Object.keys(((await api.json()) as { paths: object }).paths).length).toBeGreaterThan(100);
       // examples/quickstart.mjs is the README's script; its cwd here is neither kmas's folder nor the data's
       const out = JSON.parse(run(process.execPath, [join(root, 'examples', 'quickstart.mjs'), serve.url, dataDir], tmp));
       expect(out.verified).toBe(true);
