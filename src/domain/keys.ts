@@ -54,7 +54,7 @@ export function initKeys(store: Store, dataDir: string, masterKeyText: string | 
     } else {
       const k = vault.createServerKey(kind);
       store.transaction(() => store.keys.secrets.insert(secret, k.sealed, k.publicKey, Date.now()));
-      log.info(`created the ${label} key`, { publicKey: k.publicKey, masterKey: mk.source });
+      log.info(`created the ${label} key`, { publicKey: k.publicKey, masterKeySource: mk.source });
     }
   }
   if (signWorkers > 0) {
