@@ -79,6 +79,12 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
     store.close();
     throw e;
   }
+  // Once per start, in the process that owns the start (not again in each pool worker).
+  if (cluster.isPrimary) {
+    for (const dead of deadPolicies(store)) {
+      log.warn('a stored policy can never match as written: fix its condition (kmas now refuses such conditions)', dead);
+    }
+  }
   if (config.workers > 1 && cluster.isPrimary) {
     const entry = workerEntry();
     if (entry) {
@@ -91,9 +97,6 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   // Start-up is done (its commits were synced by SQLite): from now on the WAL is synced off the
   // event loop and replies wait for it (src/storage/sqlite.ts WalSync).
   store.deferSyncs?.();
-  for (const dead of deadPolicies(store)) {
-    log.warn('a stored policy can never match as written: fix its condition (kmas now refuses such conditions)', dead);
-  }
   const vault = vaultOf(store);
   const mailer = config.smtpUrl ? new Mailer(vault, { smtpUrl: config.smtpUrl, timeoutMs: config.webhookTimeoutMs }, config.mailFrom)
     : config.mailDir ? new Mailer(vault, { dir: config.mailDir }, config.mailFrom) : undefined;

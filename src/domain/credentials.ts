@@ -1,5 +1,5 @@
 /** Resolves a verified stamp's public key to the acting user and the addressed organization. */
-import { ApiError, Grpc, notFound, TurnkeyMessage, unauthenticated } from '../errors.js';
+import { ApiError, Grpc, TurnkeyMessage, unauthenticated } from '../errors.js';
 import type { ApiKeyCurve, ApiKeyRow, AuthenticatorRow, OrganizationRow, Store } from '../storage/types.js';
 import type { Principal } from './principal.js';
 import { checkClientAddress } from './ipAllowlist.js';

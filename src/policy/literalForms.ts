@@ -2,7 +2,7 @@
  * Comparisons that letter case (or a literal's form) makes impossible, found when a policy is
  * stored. The policy engine reads some fields in one normal form and compares strings exactly,
  * as Turnkey's does: `eth.tx.to`, `eth.tx.from` and `eth.tx.data` are lower-case hex, and so are
- * the hex strings (addresses, bytes) of `eth.tx.contract_call_args` and `eth.eip_712`. A policy
+ * the hex strings (addresses, bytes) of `eth.eip_712`. A policy
  * that compares such a field with a mixed-case literal — an address copied from an explorer, in
  * EIP-55 form — would never match: an EFFECT_DENY written that way would silently never fire.
  * Such a condition is refused at create_policy / update_policy instead of being stored dead.
@@ -53,6 +53,14 @@ function formOf(path: string | undefined): Form | undefined {
 }
 
 const hasUpper = (s: string): boolean => s !== s.toLowerCase();
+/** A path as the messages show it: `[…]` for an item or a map entry. */
+const show = (path: string): string => path.replace(/\[\]/g, '[…]');
+
+/** Why a 20-byte hex literal never equals an address kept in EIP-55 form, or undefined when it is that form. */
+function eip55Mismatch(lit: string, where: string): string | undefined {
+  const eip55 = toChecksumAddress(lit);
+  return lit === eip55 ? undefined : `holds ${where} in their EIP-55 checksummed form: write '${eip55}'`;
+}
 const HEX = /^(0x)?[0-9a-f]+$/i;
 
 function isBech32(s: string): boolean {
@@ -76,10 +84,7 @@ function mismatch(form: Form, lit: string, fragment: boolean): string | undefine
     case 'callArg': {
       // addresses as the ABI decoder gives them (EIP-55, as Turnkey's own example writes them), bytes lower-case
       if (fragment || !HEX.test(lit) || !lit.startsWith('0x')) return undefined;
-      if (/^0x[0-9a-f]{40}$/i.test(lit)) {
-        const eip55 = toChecksumAddress(lit);
-        return lit === eip55 ? undefined : `holds addresses in their EIP-55 checksummed form: write '${eip55}'`;
-      }
+      if (/^0x[0-9a-f]{40}$/i.test(lit)) return eip55Mismatch(lit, 'addresses');
       return hasUpper(lit) ? `holds bytes as lower-case hex: write '${lit.toLowerCase()}'` : undefined;
     }
     case 'solanaKey':
@@ -88,10 +93,7 @@ function mismatch(form: Form, lit: string, fragment: boolean): string | undefine
       return !fragment && hasUpper(lit) && isBech32(lit.toLowerCase()) ? `holds bech32 addresses in lower case: write '${lit.toLowerCase()}'` : undefined;
     case 'accountAddress': {
       if (fragment) return undefined;
-      if (/^0x[0-9a-f]{40}$/i.test(lit)) {
-        const eip55 = toChecksumAddress(lit);
-        return lit === eip55 ? undefined : `holds Ethereum addresses in their EIP-55 checksummed form, as kmas returns them: write '${eip55}'`;
-      }
+      if (/^0x[0-9a-f]{40}$/i.test(lit)) return eip55Mismatch(lit, 'Ethereum addresses (as kmas returns them)');
       if (/^0x[0-9a-f]+$/i.test(lit) && hasUpper(lit)) return `holds this kind of address in lower-case hex: write '${lit.toLowerCase()}'`;
       if (hasUpper(lit) && isBech32(lit.toLowerCase())) return `holds bech32 addresses in lower case: write '${lit.toLowerCase()}'`;
       return undefined;
@@ -110,13 +112,10 @@ export function literalFormProblems(tree: Node): string[] {
   const report = (path: string, lit: string, fragment: boolean): void => {
     const form = formOf(path);
     const why = form && mismatch(form, lit, fragment);
-    if (why) out.push(`${path.replace(/\[\]/g, '[…]')} is compared with '${short(lit)}', which can never match: ${path.replace(/\[\]/g, '[…]')} ${why}`);
+    if (why) out.push(`${show(path)} is compared with '${short(lit)}', which can never match: ${show(path)} ${why}`);
   };
-  const strings = (n: Node): string[] | undefined => {
-    if (n.k === 'lit' && typeof n.v === 'string') return [n.v];
-    return undefined;
-  };
-  const listStrings = (n: Node): string[] => (n.k === 'list' ? n.items.flatMap((x) => strings(x) ?? []) : []);
+  const stringLit = (n: Node): string | undefined => (n.k === 'lit' && typeof n.v === 'string' ? n.v : undefined);
+  const listStrings = (n: Node): string[] => (n.k === 'list' ? n.items.map(stringLit).filter((x): x is string => x !== undefined) : []);
 
   const pathOf = (n: Node, env: ReadonlyMap<string, string>): string | undefined => {
     switch (n.k) {
@@ -134,8 +133,8 @@ export function literalFormProblems(tree: Node): string[] {
     if (n.k === 'bin' && (n.op === '==' || n.op === '!=')) {
       for (const [field, other] of [[n.a, n.b], [n.b, n.a]] as const) {
         const p = pathOf(field, env);
-        const lits = strings(other);
-        if (p !== undefined && lits) lits.forEach((l) => report(p, l, false));
+        const lit = stringLit(other);
+        if (p !== undefined && lit !== undefined) report(p, lit, false);
       }
       // two fields whose Ethereum addresses are spelled differently (lower case, EIP-55) never match
       const [pa, pb] = [pathOf(n.a, env), pathOf(n.b, env)];
@@ -143,24 +142,23 @@ export function literalFormProblems(tree: Node): string[] {
       const eip55 = (f: Form | undefined) => f === 'accountAddress' || f === 'callArg';
       const lower = (f: Form | undefined) => f === 'lower' || f === 'hexLower';
       if ((eip55(fa) && lower(fb)) || (lower(fa) && eip55(fb))) {
-        const show = (x: string) => x.replace(/\[\]/g, '[…]');
         out.push(`${show(pa!)} is compared with ${show(pb!)}, which can never match: one holds Ethereum addresses in lower case, the other in their EIP-55 checksummed form`);
       }
     } else if (n.k === 'bin' && n.op === 'in') {
       const p = pathOf(n.a, env);
       if (p !== undefined) listStrings(n.b).forEach((l) => report(p, l, false));
       const q = pathOf(n.b, env);
-      const lits = strings(n.a);
-      if (q !== undefined && lits) lits.forEach((l) => report(`${q}[]`, l, false));
+      const lit = stringLit(n.a);
+      if (q !== undefined && lit !== undefined) report(`${q}[]`, lit, false);
     } else if (n.k === 'call' && !n.param && n.args.length === 1) {
       const p = pathOf(n.of, env);
       const arg = n.args[0]!;
-      const lits = strings(arg);
-      if (p !== undefined && lits) {
+      const lit = stringLit(arg);
+      if (p !== undefined && lit !== undefined) {
         // a list's contains() compares whole items; a string's methods compare fragments
         const listItem = formOf(`${p}[]`) !== undefined;
-        if (n.name === 'contains' && listItem) lits.forEach((l) => report(`${p}[]`, l, false));
-        else if (n.name === 'contains' || n.name === 'startsWith' || n.name === 'endsWith') lits.forEach((l) => report(p, l, true));
+        if (n.name === 'contains' && listItem) report(`${p}[]`, lit, false);
+        else if (n.name === 'contains' || n.name === 'startsWith' || n.name === 'endsWith') report(p, lit, true);
       }
       const q = pathOf(arg, env);
       if (n.name === 'contains' && q !== undefined) listStrings(n.of).forEach((l) => report(q, l, false));

@@ -24,13 +24,6 @@ type WithKey<T> = T & { [RESOLVED]?: SigningKey };
 function remember<T extends object>(intent: T, key: SigningKey): void {
   Object.defineProperty(intent, RESOLVED, { value: key, enumerable: false, configurable: true });
 }
-/**
- * The specification's intent echoes the request, renaming `signWith` to `privateKeyId`: it carries
- * `signWith` exactly as sent (a private key id, its address, or a wallet account address).
- */
-function specKeyId(intent: { signWith: string }): string {
-  return intent.signWith;
-}
 
 function resolve(store: Store, organizationId: string, signWith: string): SigningKey {
   return resolveSigningKey(store, organizationId, signWith, 'signWith');
@@ -110,7 +103,8 @@ export const signRawPayload: SubmitOperation<WithKey<SignRawPayload>, RawSignatu
       ?? cryptoCall(() => vaultOf(ctx.store).signPayload(key.sealed, key.ctx, key.curve, intent));
   },
   specIntent(intent) {
-    return { privateKeyId: specKeyId(intent), payload: intent.payload, encoding: intent.encoding, hashFunction: intent.hashFunction };
+    // the specification's intent echoes the request, `signWith` renamed, exactly as sent (an address stays that address)
+    return { privateKeyId: intent.signWith, payload: intent.payload, encoding: intent.encoding, hashFunction: intent.hashFunction };
   },
 };
 
@@ -235,6 +229,7 @@ export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signed
     return { signedTransaction };
   },
   specIntent(intent) {
-    return { privateKeyId: specKeyId(intent), unsignedTransaction: intent.unsignedTransaction, type: intent.type };
+    // as in sign_raw_payload: `signWith` exactly as sent
+    return { privateKeyId: intent.signWith, unsignedTransaction: intent.unsignedTransaction, type: intent.type };
   },
 };
