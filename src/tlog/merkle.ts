@@ -148,7 +148,7 @@ export function verifyInclusion(leaf: Uint8Array, index: number, size: number, p
     if (sn === 0) return false;
     if (fn % 2 === 1 || fn === sn) {
       r = nodeHash(p, r);
-      if (fn % 2 === 0) { while (fn % 2 === 0 && fn !== 0) { fn = Math.floor(fn / 2); sn = Math.floor(sn / 2); } }
+      while (fn % 2 === 0 && fn !== 0) { fn = Math.floor(fn / 2); sn = Math.floor(sn / 2); }
     } else {
       r = nodeHash(r, p);
     }
