@@ -182,10 +182,10 @@ export interface ServerProcess {
  * Starts `bin/kmas.js serve` on a free loopback port with a fresh DATA_DIR, `flags` added (e.g.
  * ['--sign-workers', '0']), logging off; resolves once /readyz answers 200.
  */
-export async function startServerProcess(flags: string[] = []): Promise<ServerProcess> {
+/** `kmas serve` of this checkout, or of another one (`bin`: its bin/kmas.js, e.g. a baseline build). */
+export async function startServerProcess(flags: string[] = [], bin = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'kmas.js')): Promise<ServerProcess> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'kmas-bench-server-'));
-  const bin = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'kmas.js');
   const child = spawn(process.execPath, [bin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--log-level', 'silent',
     // a load generator is one client with one key: the rate limits would measure themselves
     '--rate-limit-api-key', '0', '--rate-limit-organization', '0', ...flags],

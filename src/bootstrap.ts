@@ -8,9 +8,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
-import type { Store } from './storage/types.js';
+import type { Db, Tx } from './storage/types.js';
 import { generateP256ApiKeyPair, type ApiKeyPair } from './domain/keypair.js';
 import { initKeys } from './domain/keys.js';
+import type { Vault } from './crypto/index.js';
 
 export interface BootstrapInfo {
   organizationId: string;
@@ -33,24 +34,24 @@ function writeFileAtomic(file: string, content: string, mode: number): void {
   fs.renameSync(tmp, file);
 }
 
-export function ensureBootstrap(store: Store, config: Config, log: Logger): { info: BootstrapInfo; rootApiKey?: ApiKeyPair } {
-  const out = ensureBootstrapState(store, config, log);
+export async function ensureBootstrap(db: Db, config: Config, log: Logger): Promise<{ info: BootstrapInfo; rootApiKey?: ApiKeyPair; vault: Vault }> {
+  const out = await ensureBootstrapState(db, config, log);
   // Master key + bundle signer (created sealed on first start); signerPublicKey goes into bootstrap.json.
-  const { vault } = initKeys(store, config.dataDir, config.masterKey, log, config.signWorkers);
+  const { vault } = await initKeys(db, config.dataDir, config.masterKey, log, config.signWorkers);
   out.info.signerPublicKey = vault.signerPublicKey;
   out.info.sessionSignerPublicKey = vault.sessionSignerPublicKey;
-  return out;
+  return { ...out, vault };
 }
 
-function ensureBootstrapState(store: Store, config: Config, log: Logger): { info: BootstrapInfo; rootApiKey?: ApiKeyPair } {
+async function ensureBootstrapState(db: Db, config: Config, log: Logger): Promise<{ info: BootstrapInfo; rootApiKey?: ApiKeyPair }> {
   const bootstrapFile = path.join(config.dataDir, BOOTSTRAP_FILE);
   const keyFile = path.join(config.dataDir, ROOT_KEY_FILE);
 
-  if (store.organizations.count() > 0) {
+  if (await db.read((tx) => tx.organizations.count()) > 0) {
     let info = readBootstrapFile(bootstrapFile);
     if (!info) {
       // A crash between the first commit and writing bootstrap.json: rebuild it from the database.
-      info = bootstrapFromStore(store);
+      info = await db.read(bootstrapFromStore);
       if (!info) throw new Error(`${bootstrapFile} is missing and the database holds no root organization with a root API key`);
       writeFileAtomic(bootstrapFile, JSON.stringify(info, null, 2) + '\n', 0o644);
       log.warn('bootstrap.json was missing and has been rebuilt from the database', { bootstrapFile });
@@ -79,10 +80,11 @@ function ensureBootstrapState(store: Store, config: Config, log: Logger): { info
     apiKeyId: randomUUID(),
     apiPublicKey: publicKey,
   };
-  store.transaction(() => {
-    store.organizations.insert({ id: info.organizationId, name: info.organizationName, parentId: null, rootQuorumThreshold: 1, createdMs: now, updatedMs: now });
-    store.users.insert({ id: info.userId, organizationId: info.organizationId, name: config.rootUserName, email: null, phoneNumber: null, isRoot: true, createdMs: now, updatedMs: now });
-    store.apiKeys.insert({
+  await db.write(async (tx) => {
+    await tx.lock('bootstrap', 'root-organization');
+    await tx.organizations.insert({ id: info.organizationId, name: info.organizationName, parentId: null, rootQuorumThreshold: 1, createdMs: now, updatedMs: now });
+    await tx.users.insert({ id: info.userId, organizationId: info.organizationId, name: config.rootUserName, email: null, phoneNumber: null, isRoot: true, createdMs: now, updatedMs: now });
+    await tx.apiKeys.insert({
       id: info.apiKeyId, organizationId: info.organizationId, userId: info.userId, name: 'root API key', publicKey,
       curve: 'API_KEY_CURVE_P256', credentialType: 'CREDENTIAL_TYPE_API_KEY_P256', expirationSeconds: null, expiresAtMs: null,
       createdMs: now, updatedMs: now,
@@ -97,12 +99,12 @@ function ensureBootstrapState(store: Store, config: Config, log: Logger): { info
   return { info, rootApiKey };
 }
 
-function bootstrapFromStore(store: Store): BootstrapInfo | undefined {
-  const root = store.organizations.roots()[0];
+async function bootstrapFromStore(tx: Tx): Promise<BootstrapInfo | undefined> {
+  const root = (await tx.organizations.roots())[0];
   if (!root) return undefined;
-  for (const userId of store.users.rootUserIds(root.id)) {
-    const user = store.users.get(root.id, userId);
-    const key = store.apiKeys.listByUser(root.id, userId)[0];
+  for (const userId of await tx.users.rootUserIds(root.id)) {
+    const user = await tx.users.get(root.id, userId);
+    const key = (await tx.apiKeys.listByUser(root.id, userId))[0];
     if (user && key) {
       return { organizationId: root.id, organizationName: root.name, userId, apiKeyId: key.id, apiPublicKey: key.publicKey };
     }

@@ -16,7 +16,7 @@
  */
 import { TransactionReceiptNotFoundError, type Hex } from 'viem';
 import type { Logger } from './log.js';
-import type { SendTransactionRow, Store } from './storage/types.js';
+import type { Db, SendTransactionRow } from './storage/types.js';
 import { isUnreachable, rpcReason, type Networks } from './chains/networks.js';
 import { isSolana } from './chains/caip2.js';
 import { hexToBytes, parseSolanaTransaction } from './crypto/index.js';
@@ -34,12 +34,6 @@ const MAX_SEND_ATTEMPTS = 20;
 const MAX_BACKOFF_MS = 60_000;
 const MAX_PENDING_MS = 24 * 3600_000;
 
-const BROADCASTERS = new WeakMap<Store, Broadcaster>();
-
-/** After a commit that added a row: look for work soon. */
-export function kickBroadcaster(store: Store): void {
-  BROADCASTERS.get(store)?.kick();
-}
 
 type Next = Pick<SendTransactionRow, 'status' | 'error' | 'blockNumber' | 'attempts' | 'nextCheckMs'>;
 
@@ -64,18 +58,19 @@ export class Broadcaster {
   readonly #outbox: Outbox<SendTransactionRow>;
 
   constructor(
-    private readonly store: Store,
+    private readonly db: Db,
     private readonly chains: Networks,
+    /** has the webhook dispatcher look for the status events this writes */
+    private readonly kickDeliveries: () => void,
     private readonly log: Logger,
     private readonly opts: BroadcastOptions,
   ) {
-    this.#outbox = new Outbox(store, {
-      due: (now, limit) => store.sendTransactions.due(now, limit),
-      claim: (row, until) => store.transaction(() => store.sendTransactions.claim(row.id, row.nextCheckMs!, until)),
-      nextDueMs: () => store.sendTransactions.nextDueMs(),
-      release: (row, until) => { store.transaction(() => store.sendTransactions.claim(row.id, until, Date.now())); },
+    this.#outbox = new Outbox(db, {
+      due: (now, limit) => db.read((tx) => tx.sendTransactions.due(now, limit)),
+      claim: (row, until) => db.write((tx) => tx.sendTransactions.claim(row.id, row.nextCheckMs!, until)),
+      nextDueMs: () => db.read((tx) => tx.sendTransactions.nextDueMs()),
+      release: async (row, until) => { await db.write((tx) => tx.sendTransactions.claim(row.id, until, Date.now())); },
     }, (row) => this.#work(row), log, { what: 'broadcasting', maxInFlight: MAX_IN_FLIGHT, leaseMs: 2 * chains.timeoutMs + 1_000 });
-    BROADCASTERS.set(store, this);
     this.kick(); // rows left from before a restart
   }
 
@@ -84,9 +79,9 @@ export class Broadcaster {
   async #work(row: SendTransactionRow): Promise<void> {
     const next = await this.#step(row, Date.now());
     const now = Date.now();
-    this.store.transaction(() => {
-      this.store.sendTransactions.update({ id: row.id, ...next, updatedMs: now });
-      if (next.status !== row.status) enqueueTransactionEvent(this.store, { ...row, ...next, updatedMs: now }, now);
+    await this.db.write(async (tx) => {
+      await tx.sendTransactions.update({ id: row.id, ...next, updatedMs: now });
+      if (next.status !== row.status) await enqueueTransactionEvent(tx, this.kickDeliveries, { ...row, ...next, updatedMs: now }, now);
     });
     if (next.status !== row.status) {
       this.log.info('sent transaction', { sendTransactionStatusId: row.id, caip2: row.caip2, txHash: row.txHash, status: next.status, ...(next.error ? { error: next.error } : {}) });
@@ -179,6 +174,5 @@ export class Broadcaster {
   /** Stops looking for work; waits for the steps under way (at most graceMs, then releases them). */
   async close(graceMs?: number): Promise<void> {
     await this.#outbox.close(graceMs);
-    if (BROADCASTERS.get(this.store) === this) BROADCASTERS.delete(this.store);
   }
 }

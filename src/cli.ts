@@ -4,7 +4,7 @@ import path from 'node:path';
 import { packageRoot } from './paths.js';
 import { ConfigError, loadConfig, settingsHelp } from './config.js';
 import { createLogger } from './log.js';
-import { openSqliteStore } from './storage/sqlite.js';
+import { openSqliteDb } from './storage/sqlite.js';
 import { backupDatabase } from './storage/backup.js';
 import { prepareDataDir } from './storage/datadir.js';
 import { ensureBootstrap } from './bootstrap.js';
@@ -61,12 +61,13 @@ export async function main(argv: string[], env: Record<string, string | undefine
         const config = loadConfig({ env, argv: rest });
         const log = createLogger(config.logLevel, (l) => process.stderr.write(l));
         prepareDataDir(config.dataDir, DB_FILE, log);
-        const store = openSqliteStore(path.join(config.dataDir, DB_FILE), { synchronous: config.sqliteSynchronous });
+        const db = openSqliteDb(path.join(config.dataDir, DB_FILE), { synchronous: config.sqliteSynchronous, multiProcess: false });
         try {
-          const { info } = ensureBootstrap(store, config, log);
+          const { info, vault } = await ensureBootstrap(db, config, log);
+          vault.close();
           process.stdout.write(JSON.stringify(info, null, 2) + '\n');
         } finally {
-          store.close();
+          await db.close();
         }
         return 0;
       }

@@ -13,9 +13,11 @@ import nodemailer, { type Transporter } from 'nodemailer';
 import type { AtRestContext } from './crypto/atrest.js';
 import type { Vault } from './crypto/vault.js';
 import { utf8 } from './crypto/bytes.js';
-import { vaultOf } from './domain/keys.js';
-import type { Store, WebhookDeliveryRow } from './storage/types.js';
-import { kickDeliveries, type Outcome } from './webhooks.js';
+import type { Tx, WebhookDeliveryRow } from './storage/types.js';
+import type { Outcome } from './webhooks.js';
+
+/** What queueing a message needs of an activity's context. */
+export interface MailContext { tx: Tx; services: { vault: Vault; kick: { deliveries(): void } } }
 
 export interface MailMessage {
   to: string;
@@ -31,14 +33,15 @@ const mailContext = (row: { id: string; organizationId: string }): AtRestContext
   ({ kind: 'mail', organizationId: row.organizationId, recordId: row.id });
 
 /** Queues `message` for delivery after the current transaction commits. */
-export function enqueueMail(store: Store, organizationId: string, message: MailMessage, nowMs: number): void {
+export async function enqueueMail(ctx: MailContext, organizationId: string, message: MailMessage, nowMs: number): Promise<void> {
+  const { tx, services } = ctx;
   const id = randomUUID();
-  const sealed = vaultOf(store).seal(utf8(JSON.stringify(message)), mailContext({ id, organizationId }));
-  store.webhooks.enqueue({
+  const sealed = services.vault.seal(utf8(JSON.stringify(message)), mailContext({ id, organizationId }));
+  await tx.webhooks.enqueue({
     id, organizationId, activityId: '', eventType: '', url: `mailto:${message.to}`, body: Buffer.from(sealed).toString('base64'),
     attempts: 0, nextAttemptMs: nowMs, createdMs: nowMs,
   });
-  kickDeliveries(store);
+  tx.afterCommit(services.kick.deliveries);
 }
 
 /** Where mail goes: an SMTP server, or (local development) a directory of .eml files. */

@@ -85,19 +85,19 @@ export const webhookDeliveries = new Counter({
 /** What an outbox has waiting, for the gauges below (read from the store at scrape time). */
 export interface OutboxPending { kind: 'webhook' | 'email' | 'broadcast'; count: number; oldestMs: number | undefined }
 const OUTBOX_KINDS = ['webhook', 'email', 'broadcast'] as const;
-const outboxSources = new Set<() => OutboxPending[]>();
+const outboxSources = new Set<() => Promise<OutboxPending[]>>();
 
 /** Adds a reader of pending outbox rows; returns its removal. */
-export function observeOutbox(read: () => OutboxPending[]): () => void {
+export function observeOutbox(read: () => Promise<OutboxPending[]>): () => void {
   outboxSources.add(read);
   return () => { outboxSources.delete(read); };
 }
 
-function outboxNow(): Map<string, { count: number; oldestMs: number | undefined }> {
+async function outboxNow(): Promise<Map<string, { count: number; oldestMs: number | undefined }>> {
   const out = new Map<string, { count: number; oldestMs: number | undefined }>(OUTBOX_KINDS.map((k) => [k, { count: 0, oldestMs: undefined }]));
   for (const read of outboxSources) {
     let rows: OutboxPending[];
-    try { rows = read(); } catch { continue; /* a store that is closing */ }
+    try { rows = await read(); } catch { continue; /* a store that is closing */ }
     for (const r of rows) {
       const m = out.get(r.kind)!;
       m.count += r.count;
@@ -110,16 +110,16 @@ function outboxNow(): Map<string, { count: number; oldestMs: number | undefined 
 new Gauge({
   name: 'kmas_outbox_depth', help: 'Outbox items not yet done (webhook deliveries, e-mails, sent transactions awaiting their receipt), by kind',
   labelNames: ['kind'] as const, registers: [registry], aggregator: 'max',
-  collect() {
-    for (const [kind, m] of outboxNow()) this.set({ kind }, m.count);
+  async collect() {
+    for (const [kind, m] of await outboxNow()) this.set({ kind }, m.count);
   },
 });
 new Gauge({
   name: 'kmas_outbox_oldest_age_seconds', help: 'Age of the oldest pending outbox item, by kind (0 when none waits)',
   labelNames: ['kind'] as const, registers: [registry], aggregator: 'max',
-  collect() {
+  async collect() {
     const now = Date.now();
-    for (const [kind, m] of outboxNow()) this.set({ kind }, m.oldestMs === undefined ? 0 : Math.max(0, now - m.oldestMs) / 1000);
+    for (const [kind, m] of await outboxNow()) this.set({ kind }, m.oldestMs === undefined ? 0 : Math.max(0, now - m.oldestMs) / 1000);
   },
 });
 

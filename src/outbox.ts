@@ -6,17 +6,17 @@
  * `maxInFlight` at once, and sleep until the next row is due.
  */
 import type { Logger } from './log.js';
-import type { Store } from './storage/types.js';
+import type { Db } from './storage/types.js';
 
 export interface LeasedRows<R extends { id: string }> {
   /** Rows due at nowMs, earliest first. */
-  due(nowMs: number, limit: number): R[];
-  /** Takes a due row for this process until untilMs (in a transaction of the store); false when another has it. */
-  claim(row: R, untilMs: number): boolean;
+  due(nowMs: number, limit: number): Promise<R[]>;
+  /** Takes a due row for this process until untilMs (a write of its own); false when another has it. */
+  claim(row: R, untilMs: number): Promise<boolean>;
   /** When the earliest row is due (undefined: none waits). */
-  nextDueMs(): number | undefined;
+  nextDueMs(): Promise<number | undefined>;
   /** Gives a row claimed until untilMs back (due now, for any process), unless it moved since. */
-  release(row: R, untilMs: number): void;
+  release(row: R, untilMs: number): Promise<void>;
 }
 
 export interface OutboxOptions {
@@ -36,7 +36,7 @@ export class Outbox<R extends { id: string }> {
   #timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly store: Store,
+    private readonly db: Db,
     private readonly rows: LeasedRows<R>,
     private readonly work: (row: R) => Promise<void>,
     private readonly log: Logger,
@@ -59,15 +59,15 @@ export class Outbox<R extends { id: string }> {
       do {
         this.#again = false;
         // Act only on what is on disk.
-        await this.store.durable?.();
+        await this.db.durable();
         if (this.#closed) return;
         const room = this.opts.maxInFlight - this.#inFlight.size;
         if (room <= 0) break; // a row that ends kicks again
         const now = Date.now();
-        for (const row of this.rows.due(now, room)) {
+        for (const row of await this.rows.due(now, room)) {
           if (this.#inFlight.has(row.id)) continue;
           const until = now + this.opts.leaseMs;
-          if (!this.rows.claim(row, until)) continue;
+          if (!await this.rows.claim(row, until)) continue;
           const done = this.work(row).catch((e: unknown) => {
             this.log.error(`${this.opts.what} bookkeeping failed`, { id: row.id, error: e instanceof Error ? e.message : String(e) });
           }).finally(() => {
@@ -84,17 +84,20 @@ export class Outbox<R extends { id: string }> {
     } finally {
       this.#pumping = false;
     }
-    this.#arm();
+    await this.#arm().catch((e: unknown) => {
+      this.log.error(`${this.opts.what}: could not look for the next due row`, { error: e instanceof Error ? e.message : String(e) });
+    });
   }
 
   /** A timer for the next due row that is not in flight here. */
-  #arm(): void {
+  async #arm(): Promise<void> {
     if (this.#closed) return;
     if (this.#timer) { clearTimeout(this.#timer); this.#timer = undefined; }
     // All slots busy: the row that ends first kicks again (a timer now would only spin).
     if (this.#inFlight.size >= this.opts.maxInFlight) return;
-    const next = this.rows.nextDueMs();
-    if (next === undefined) return;
+    const next = await this.rows.nextDueMs();
+    if (next === undefined || this.#closed) return;
+    if (this.#timer) clearTimeout(this.#timer);
     this.#timer = setTimeout(() => { this.#timer = undefined; this.kick(); }, Math.min(Math.max(0, next - Date.now()), 2 ** 31 - 1));
     this.#timer.unref();
   }
@@ -115,7 +118,7 @@ export class Outbox<R extends { id: string }> {
     if (outcome !== 'late') return;
     for (const { row, until } of this.#inFlight.values()) {
       try {
-        this.rows.release(row, until);
+        await this.rows.release(row, until);
         this.log.warn(`${this.opts.what}: work cut off by shutdown; released`, { id: row.id });
       } catch (e) {
         this.log.error(`${this.opts.what}: could not release a row`, { id: row.id, error: e instanceof Error ? e.message : String(e) });

@@ -4,12 +4,11 @@ import path from 'node:path';
 import net, { type AddressInfo } from 'node:net';
 import { loadConfig, type Config } from './config.js';
 import { createLogger } from './log.js';
-import { openSqliteStore } from './storage/sqlite.js';
+import { openSqliteDb } from './storage/sqlite.js';
 import { prepareDataDir } from './storage/datadir.js';
 import { defaultRegistry } from './activities/registry.js';
 import { answerClientErrors, createApp, createHttpServer } from './http/app.js';
 import { ensureBootstrap, type BootstrapInfo } from './bootstrap.js';
-import { vaultOf } from './domain/keys.js';
 import { VERIFIER_BACKENDS } from './crypto/stamp.js';
 import { batchedStdout, type LineSink } from './http/logsink.js';
 import { poolMetrics, startPool, workerEntry } from './http/pool.js';
@@ -23,8 +22,8 @@ import type { ApiKeyPair } from './domain/keypair.js';
 import { WebhookDispatcher } from './webhooks.js';
 import { Mailer } from './mail.js';
 import { OidcVerifier } from './auth/oidc.js';
-import { attachAuthServices } from './auth/services.js';
-import { attachChains, Networks } from './chains/networks.js';
+import { Networks } from './chains/networks.js';
+import type { Services } from './activities/types.js';
 import { Broadcaster } from './broadcaster.js';
 import { deadPolicies } from './policy/literalForms.js';
 
@@ -68,20 +67,21 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   // A port someone else holds is found before anything is created in a new data directory.
   if (config.port !== 0 && cluster.isPrimary) await probePort(config.host, config.port);
   prepareDataDir(config.dataDir, DB_FILE, log);
-  const store = openSqliteStore(path.join(config.dataDir, DB_FILE),
+  const db = openSqliteDb(path.join(config.dataDir, DB_FILE),
     { synchronous: config.sqliteSynchronous, syncOffThread: true, multiProcess: config.workers > 1 || cluster.isWorker });
-  let boot: ReturnType<typeof ensureBootstrap>;
+  let boot: Awaited<ReturnType<typeof ensureBootstrap>>;
   try {
     // A pool's primary serves nothing: no signing threads there (each worker starts its own).
     const pooled = config.workers > 1 && cluster.isPrimary;
-    boot = ensureBootstrap(store, { ...config, signWorkers: pooled ? 0 : autoThreads(config.signWorkers, config) }, log);
+    boot = await ensureBootstrap(db, { ...config, signWorkers: pooled ? 0 : autoThreads(config.signWorkers, config) }, log);
   } catch (e) {
-    store.close();
+    await db.close();
     throw e;
   }
+  const vault = boot.vault;
   // Once per start, in the process that owns the start (not again in each pool worker).
   if (cluster.isPrimary) {
-    for (const dead of deadPolicies(store)) {
+    for (const dead of await db.read((tx) => deadPolicies(tx))) {
       log.warn('a stored policy can never match as written: fix its condition (kmas now refuses such conditions)', dead);
     }
   }
@@ -89,19 +89,18 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
     const entry = workerEntry();
     if (entry) {
       // The bootstrap state exists now; the workers open the database themselves.
-      store.close();
+      vault.close();
+      await db.close();
       return startPoolServer(config, log, logSink, boot, entry);
     }
     log.warn('WORKERS > 1 needs the compiled build (dist/src/http/worker.js); serving from this process', { workers: config.workers });
   }
   // Start-up is done (its commits were synced by SQLite): from now on the WAL is synced off the
-  // event loop and replies wait for it (src/storage/sqlite.ts WalSync).
-  store.deferSyncs?.();
-  const vault = vaultOf(store);
+  // event loop and replies wait for it (src/storage/sqliteUnit.ts WalSync).
+  db.deferSyncs?.();
   const mailer = config.smtpUrl ? new Mailer(vault, { smtpUrl: config.smtpUrl, timeoutMs: config.webhookTimeoutMs }, config.mailFrom)
     : config.mailDir ? new Mailer(vault, { dir: config.mailDir }, config.mailFrom) : undefined;
-  attachAuthServices(store, { oidc: new OidcVerifier(config.oidcIssuers), mail: mailer !== undefined });
-  const webhooks = new WebhookDispatcher(store, (m) => vault.signWebhook(m), vault.webhookPublicKey!, log,
+  const webhooks = new WebhookDispatcher(db, (m) => vault.signWebhook(m), vault.webhookPublicKey!, log,
     { retryBaseMs: config.webhookRetryMs, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs, mailer });
   const chains = new Networks(config.rpcUrls, config.rpcTimeoutMs);
   for (const entry of config.rpcUrls) {
@@ -110,21 +109,25 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
       log.warn('an RPC endpoint is plain http beyond loopback: whoever is on the path can lie about nonces, fees and receipts', { network: entry.slice(0, entry.indexOf('=')), host: u.host });
     }
   }
-  attachChains(store, chains);
-  const broadcaster = new Broadcaster(store, chains, log, { pollMs: config.rpcPollMs });
+  const kickDeliveries = () => webhooks.kick();
+  const broadcaster = new Broadcaster(db, chains, kickDeliveries, log, { pollMs: config.rpcPollMs });
+  const services: Services = {
+    vault, chains, auth: { oidc: new OidcVerifier(config.oidcIssuers), mail: mailer !== undefined },
+    kick: { deliveries: kickDeliveries, broadcasts: () => broadcaster.kick() },
+  };
   const stampThreads = autoThreads(config.stampWorkers, config);
   const verifier = new StampVerifier(stampThreads);
-  const unobserve = observeOutbox(() => [...store.webhooks.pending(), { kind: 'broadcast', ...store.sendTransactions.pending() }]);
+  const unobserve = observeOutbox(() => db.read(async (tx) => [...await tx.webhooks.pending(), { kind: 'broadcast', ...await tx.sendTransactions.pending() }]));
   // A pool worker answers a scrape with the pool's sum (the primary gathers it); with METRICS_PORT
   // set, the primary's listener serves the pool (src/http/pool.ts) and the workers serve none.
   const metricsOnApiPort = config.metricsPort === undefined;
   const metrics = cluster.isWorker ? () => poolMetrics() : metricsText;
-  const app = createApp({ store, registry: defaultRegistry(), config, log, verifier, metrics: metricsOnApiPort ? metrics : undefined });
+  const app = createApp({ db, services, registry: defaultRegistry(), config, log, verifier, metrics: metricsOnApiPort ? metrics : undefined });
   const server = createHttpServer(app);
   answerClientErrors(server, config.corsOrigin);
   server.keepAliveTimeout = 65_000;
   const metricsServer = !metricsOnApiPort && !cluster.isWorker ? createMetricsServer(metrics, config.metricsToken, log) : undefined;
-  const failed = async (e: unknown) => { unobserve(); await webhooks.close(); await broadcaster.close(); store.close(); void verifier.close(); throw e; };
+  const failed = async (e: unknown) => { unobserve(); await webhooks.close(); await broadcaster.close(); await db.close(); vault.close(); void verifier.close(); throw e; };
   await listen(server, config.port, config.host).catch(failed);
   const port = (server.address() as AddressInfo).port;
   const url = urlOf(config.host, port);
@@ -150,9 +153,10 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
         metricsServer?.closeAllConnections();
         await outboxes;
         // Every reply waited for its commit's fsync already; this only covers writes with no reply.
-        await Promise.race([Promise.resolve(store.durable?.()).catch(() => undefined), sleep(Math.max(0, deadline - performance.now()))]);
+        await Promise.race([db.durable().catch(() => undefined), sleep(Math.max(0, deadline - performance.now()))]);
         unobserve();
-        store.close();
+        await db.close();
+        vault.close();
         await verifier.close();
         log.info('stopped', { drained, ms: Math.round(performance.now() - start) });
         logSink.flush();
@@ -208,7 +212,7 @@ function autoThreads(setting: number, config: Config): number {
 
 /** WORKERS > 1: the primary forks the pool (src/http/pool.ts) and serves nothing itself. */
 async function startPoolServer(
-  config: Config, log: Logger, logSink: LineSink, boot: ReturnType<typeof ensureBootstrap>, entry: string,
+  config: Config, log: Logger, logSink: LineSink, boot: Awaited<ReturnType<typeof ensureBootstrap>>, entry: string,
 ): Promise<RunningServer> {
   const pool = await startPool(config, log, entry);
   const url = urlOf(config.host, pool.port);

@@ -32,7 +32,7 @@ import type { Logger } from './log.js';
 import { Outbox } from './outbox.js';
 import { webhookDeliveries } from './metrics.js';
 import { txReference } from './chains/caip2.js';
-import type { OrganizationRow, SendTransactionRow, Store, WebhookDeliveryRow } from './storage/types.js';
+import type { Db, OrganizationRow, SendTransactionRow, Tx, WebhookDeliveryRow } from './storage/types.js';
 import { bytesToHex, concatBytes, utf8 } from './crypto/bytes.js';
 import { sha256 } from './crypto/curves.js';
 import type { Mailer } from './mail.js';
@@ -70,26 +70,24 @@ export function webhookJwks(publicKeyHex: string): Record<string, unknown> {
   };
 }
 
-const DISPATCHERS = new WeakMap<Store, WebhookDispatcher>();
-
 /** The addresses of an organization's active endpoints with an active subscription to eventType. */
-function endpointAddresses(store: Store, organizationId: string, eventType: string, into: Set<string>): void {
-  for (const e of store.webhooks.endpoints(organizationId)) {
+async function endpointAddresses(tx: Tx, organizationId: string, eventType: string, into: Set<string>): Promise<void> {
+  for (const e of await tx.webhooks.endpoints(organizationId)) {
     if (e.isActive && e.subscriptions.some((s) => s.isActive && s.eventType === eventType)) into.add(e.url);
   }
 }
 
 /** The addresses an organization sends activity events to: its FEATURE_NAME_WEBHOOK and its endpoints subscribed to ACTIVITY_UPDATES. */
-function activityAddresses(store: Store, organizationId: string, into: Set<string>): void {
-  const feature = store.features.get(organizationId, WEBHOOK_FEATURE);
+async function activityAddresses(tx: Tx, organizationId: string, into: Set<string>): Promise<void> {
+  const feature = await tx.features.get(organizationId, WEBHOOK_FEATURE);
   if (feature) into.add(feature);
-  endpointAddresses(store, organizationId, ACTIVITY_EVENT, into);
+  await endpointAddresses(tx, organizationId, ACTIVITY_EVENT, into);
 }
 
-/** An outbox row per address (each once), then a look for due rows after the commit. */
-function enqueueEvents(store: Store, urls: Set<string>, row: Omit<WebhookDeliveryRow, 'id' | 'url' | 'attempts' | 'nextAttemptMs'>): void {
-  for (const url of urls) store.webhooks.enqueue({ ...row, id: randomUUID(), url, attempts: 0, nextAttemptMs: row.createdMs });
-  if (urls.size > 0) kickDeliveries(store);
+/** An outbox row per address (each once), then (`kick`) a look for due rows once the commit is durable. */
+async function enqueueEvents(tx: Tx, kick: () => void, urls: Set<string>, row: Omit<WebhookDeliveryRow, 'id' | 'url' | 'attempts' | 'nextAttemptMs'>): Promise<void> {
+  for (const url of urls) await tx.webhooks.enqueue({ ...row, id: randomUUID(), url, attempts: 0, nextAttemptMs: row.createdMs });
+  if (urls.size > 0) tx.afterCommit(kick);
 }
 
 /**
@@ -97,12 +95,12 @@ function enqueueEvents(store: Store, urls: Set<string>, row: Omit<WebhookDeliver
  * activity's organization and of its parent (each address once). Cached lookups only when there
  * is none.
  */
-export function enqueueActivityEvents(store: Store, organization: OrganizationRow, activityId: string, body: string, nowMs: number): void {
+export async function enqueueActivityEvents(tx: Tx, kick: () => void, organization: OrganizationRow, activityId: string, body: string, nowMs: number): Promise<void> {
   const urls = new Set<string>();
-  activityAddresses(store, organization.id, urls);
-  if (organization.parentId !== null) activityAddresses(store, organization.parentId, urls);
+  await activityAddresses(tx, organization.id, urls);
+  if (organization.parentId !== null) await activityAddresses(tx, organization.parentId, urls);
   if (urls.size === 0) return;
-  enqueueEvents(store, urls, { organizationId: organization.id, activityId, eventType: ACTIVITY_EVENT, body, createdMs: nowMs });
+  await enqueueEvents(tx, kick, urls, { organizationId: organization.id, activityId, eventType: ACTIVITY_EVENT, body, createdMs: nowMs });
 }
 
 /**
@@ -111,39 +109,34 @@ export function enqueueActivityEvents(store: Store, organization: OrganizationRo
  * the envelope wire-compat §6 gives these events, `{type: 'transaction:status', organizationId,
  * parentOrganizationId, msg}`; msg's fields are kmas's (Turnkey's are not documented).
  */
-export function enqueueTransactionEvent(store: Store, tx: SendTransactionRow, nowMs: number): void {
-  const organization = store.organizations.get(tx.organizationId);
+export async function enqueueTransactionEvent(tx: Tx, kick: () => void, sent: SendTransactionRow, nowMs: number): Promise<void> {
+  const organization = await tx.organizations.get(sent.organizationId);
   if (!organization) return;
   const urls = new Set<string>();
-  endpointAddresses(store, organization.id, TRANSACTION_EVENT, urls);
-  if (organization.parentId !== null) endpointAddresses(store, organization.parentId, TRANSACTION_EVENT, urls);
+  await endpointAddresses(tx, organization.id, TRANSACTION_EVENT, urls);
+  if (organization.parentId !== null) await endpointAddresses(tx, organization.parentId, TRANSACTION_EVENT, urls);
   if (urls.size === 0) return;
   const body = JSON.stringify({
     type: 'transaction:status',
     organizationId: organization.id,
     parentOrganizationId: organization.parentId ?? '',
     msg: {
-      idempotencyKey: `${tx.id}:${tx.status}`,
-      sendTransactionStatusId: tx.id,
-      activityId: tx.activityId,
-      caip2: tx.caip2,
-      from: tx.fromAddress,
-      txStatus: tx.status,
-      ...txReference(tx.caip2, tx.txHash),
-      ...(tx.blockNumber !== null ? { blockNumber: tx.blockNumber } : {}),
-      ...(tx.error !== null ? { txError: tx.error, error: { message: tx.error } } : {}),
+      idempotencyKey: `${sent.id}:${sent.status}`,
+      sendTransactionStatusId: sent.id,
+      activityId: sent.activityId,
+      caip2: sent.caip2,
+      from: sent.fromAddress,
+      txStatus: sent.status,
+      ...txReference(sent.caip2, sent.txHash),
+      ...(sent.blockNumber !== null ? { blockNumber: sent.blockNumber } : {}),
+      ...(sent.error !== null ? { txError: sent.error, error: { message: sent.error } } : {}),
       timestampMs: String(nowMs),
     },
   });
-  enqueueEvents(store, urls, { organizationId: organization.id, activityId: tx.activityId, eventType: TRANSACTION_EVENT, body, createdMs: nowMs });
+  await enqueueEvents(tx, kick, urls, { organizationId: organization.id, activityId: sent.activityId, eventType: TRANSACTION_EVENT, body, createdMs: nowMs });
 }
 
 export type Outcome = { kind: 'delivered' | 'retry' | 'refused'; reason: string };
-
-/** Has the store's dispatcher look for due rows (after the current transaction commits). */
-export function kickDeliveries(store: Store): void {
-  DISPATCHERS.get(store)?.kick();
-}
 
 export class WebhookDispatcher {
   readonly keyId: string;
@@ -151,20 +144,19 @@ export class WebhookDispatcher {
   readonly #outbox: Outbox<WebhookDeliveryRow>;
 
   constructor(
-    private readonly store: Store,
+    private readonly db: Db,
     private readonly sign: (message: Uint8Array) => Uint8Array,
     publicKeyHex: string,
     private readonly log: Logger,
     private readonly opts: WebhookOptions,
   ) {
     this.keyId = webhookKeyId(publicKeyHex);
-    this.#outbox = new Outbox(store, {
-      due: (now, limit) => store.webhooks.due(now, limit),
-      claim: (row, until) => store.transaction(() => store.webhooks.claim(row.id, row.nextAttemptMs, until)),
-      nextDueMs: () => store.webhooks.nextDueMs(),
-      release: (row, until) => { store.transaction(() => store.webhooks.claim(row.id, until, Date.now())); },
+    this.#outbox = new Outbox(db, {
+      due: (now, limit) => db.read((tx) => tx.webhooks.due(now, limit)),
+      claim: (row, until) => db.write((tx) => tx.webhooks.claim(row.id, row.nextAttemptMs, until)),
+      nextDueMs: () => db.read((tx) => tx.webhooks.nextDueMs()),
+      release: async (row, until) => { await db.write((tx) => tx.webhooks.claim(row.id, until, Date.now())); },
     }, (row) => this.#deliver(row), log, { what: 'webhook dispatch', maxInFlight: MAX_IN_FLIGHT, leaseMs: 2 * opts.timeoutMs + 1_000 });
-    DISPATCHERS.set(store, this);
     // Events left from before a restart.
     this.kick();
   }
@@ -172,35 +164,34 @@ export class WebhookDispatcher {
   /** Looks for due deliveries soon (after the current turn, whose commit may still be open). */
   kick(): void { this.#outbox.kick(); }
 
-  #deliver(row: WebhookDeliveryRow): Promise<void> {
+  async #deliver(row: WebhookDeliveryRow): Promise<void> {
     const attempt = row.attempts + 1;
-    return this.#send(row).then((outcome) => {
-      if (this.#outbox.closed && outcome.kind === 'retry') {
-        // Cut off by close(): not an attempt; due again at once for the next start.
-        this.store.transaction(() => this.store.webhooks.retryAt(row.id, row.attempts, Date.now()));
-        return;
-      }
-      const what = isMail(row) ? 'e-mail' : 'webhook';
-      const kind = isMail(row) ? 'email' : 'webhook';
-      const fields = {
-        eventId: row.id, activityId: row.activityId, organizationId: row.organizationId,
-        receiver: originOf(row.url), attempt, outcome: outcome.reason,
-      };
-      if (outcome.kind === 'delivered') {
-        webhookDeliveries.inc({ kind, outcome: 'delivered' });
-        this.store.transaction(() => this.store.webhooks.remove(row.id));
-        this.log.debug(`${what} delivered`, fields);
-      } else if (outcome.kind === 'refused' || attempt >= this.opts.maxAttempts) {
-        webhookDeliveries.inc({ kind, outcome: 'given_up' });
-        this.store.transaction(() => this.store.webhooks.remove(row.id));
-        this.log.warn(`${what} delivery given up`, fields);
-      } else {
-        webhookDeliveries.inc({ kind, outcome: 'retry' });
-        const delay = Math.min(this.opts.retryBaseMs * 2 ** (attempt - 1), MAX_BACKOFF_MS);
-        this.store.transaction(() => this.store.webhooks.retryAt(row.id, attempt, Date.now() + delay));
-        this.log.info(`${what} delivery failed; will retry`, { ...fields, retryInMs: delay });
-      }
-    });
+    const outcome = await this.#send(row);
+    if (this.#outbox.closed && outcome.kind === 'retry') {
+      // Cut off by close(): not an attempt; due again at once for the next start.
+      await this.db.write((tx) => tx.webhooks.retryAt(row.id, row.attempts, Date.now()));
+      return;
+    }
+    const what = isMail(row) ? 'e-mail' : 'webhook';
+    const kind = isMail(row) ? 'email' : 'webhook';
+    const fields = {
+      eventId: row.id, activityId: row.activityId, organizationId: row.organizationId,
+      receiver: originOf(row.url), attempt, outcome: outcome.reason,
+    };
+    if (outcome.kind === 'delivered') {
+      webhookDeliveries.inc({ kind, outcome: 'delivered' });
+      await this.db.write((tx) => tx.webhooks.remove(row.id));
+      this.log.debug(`${what} delivered`, fields);
+    } else if (outcome.kind === 'refused' || attempt >= this.opts.maxAttempts) {
+      webhookDeliveries.inc({ kind, outcome: 'given_up' });
+      await this.db.write((tx) => tx.webhooks.remove(row.id));
+      this.log.warn(`${what} delivery given up`, fields);
+    } else {
+      webhookDeliveries.inc({ kind, outcome: 'retry' });
+      const delay = Math.min(this.opts.retryBaseMs * 2 ** (attempt - 1), MAX_BACKOFF_MS);
+      await this.db.write((tx) => tx.webhooks.retryAt(row.id, attempt, Date.now() + delay));
+      this.log.info(`${what} delivery failed; will retry`, { ...fields, retryInMs: delay });
+    }
   }
 
   async #send(row: WebhookDeliveryRow): Promise<Outcome> {
@@ -254,7 +245,6 @@ export class WebhookDispatcher {
     this.#abort.abort();
     await closing;
     this.opts.mailer?.close();
-    if (DISPATCHERS.get(this.store) === this) DISPATCHERS.delete(this.store);
   }
 }
 

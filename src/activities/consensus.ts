@@ -7,10 +7,10 @@ import { randomUUID } from 'node:crypto';
 import { ApiError, Grpc, permissionDenied, TurnkeyMessage } from '../errors.js';
 import { isRoot, type Principal } from '../domain/principal.js';
 import { userRecord, timestamp } from '../domain/records.js';
-import type { ApiKeyRow, AuthenticatorRow, OrganizationRow, Store, UserRow, VoteRow } from '../storage/types.js';
+import type { ApiKeyRow, AuthenticatorRow, OrganizationRow, Tx, UserRow, VoteRow } from '../storage/types.js';
 import { credentialValue, decide, userValue, type Decision } from '../policy/decide.js';
 import { conditionScope, ROOT_QUORUM_ONLY } from '../policy/scope.js';
-import type { SubmitOperation } from './types.js';
+import type { Services, SubmitOperation } from './types.js';
 
 /** The stamp that cast a vote (the requester's, or an approver's). */
 export interface Voucher { publicKey: string; signature: string; scheme: string }
@@ -20,17 +20,17 @@ export interface Voucher { publicKey: string; signature: string; scheme: string 
  * (users who approved since, for an activity awaiting consensus). Throws what op.authorize throws other than PermissionDenied
  * (validation against the state: unknown key, mismatched curve …).
  */
-export function authorizeSubmit(
-  store: Store, op: SubmitOperation, principal: Principal, intent: unknown, type: string,
+export async function authorizeSubmit(
+  tx: Tx, services: Services, op: SubmitOperation, principal: Principal, intent: unknown, type: string,
   organization: OrganizationRow, nowMs: number, voters: UserRow[] = [], voterCredentials: (ApiKeyRow | AuthenticatorRow)[] = [],
-): Decision {
+): Promise<Decision> {
   if (principal.access !== 'member') {
-    op.authorize(principal, intent, store);
+    await op.authorize(principal, intent, tx, services);
     return { outcome: 'OUTCOME_ALLOW', reason: 'allowed to the parent organization', evaluations: [] };
   }
   let fixedRules = true;
   try {
-    op.authorize(principal, intent, store);
+    await op.authorize(principal, intent, tx, services);
   } catch (e) {
     if (!(e instanceof ApiError) || e.code !== Grpc.PERMISSION_DENIED) throw e;
     fixedRules = false;
@@ -43,10 +43,10 @@ export function authorizeSubmit(
   return decide({
     organization,
     // A policy that allows a root-quorum-only type has no effect.
-    policies: ROOT_QUORUM_ONLY.has(type) ? [] : store.policies.list(organization.id),
-    approvers: approvers.map((u) => ({ user: u, value: userValue(u, store.tags.tagsOf(u.id)) })),
+    policies: ROOT_QUORUM_ONLY.has(type) ? [] : await tx.policies.list(organization.id),
+    approvers: await Promise.all(approvers.map(async (u) => ({ user: u, value: userValue(u, await tx.tags.tagsOf(u.id)) }))),
     credentials: [principal.credential, ...voterCredentials.filter((c) => c.userId !== principal.user.id)].map(credentialValue),
-    condition: conditionScope(store, organization.id, type, op.policyTargets?.(intent, store, organization.id), intent),
+    condition: await conditionScope(tx, organization.id, type, await op.policyTargets?.(intent, tx, organization.id), intent),
     selfService: fixedRules && !principal.user.isRoot,
     nowMs,
   });
@@ -63,15 +63,15 @@ export function refusal(decision: Decision, path: string): ApiError {
 }
 
 /** Stores a user's vote on an activity and returns its v1Vote record (`message` is the activity's fingerprint). */
-export function castVoteRow(
-  store: Store, user: UserRow, activityId: string, organizationId: string, selection: VoteRow['selection'],
+export async function castVoteRow(
+  tx: Tx, user: UserRow, activityId: string, organizationId: string, selection: VoteRow['selection'],
   fingerprint: string, voucher: Voucher | undefined, nowMs: number,
-): Record<string, unknown> {
+): Promise<Record<string, unknown>> {
   const id = randomUUID();
   const record = {
     id,
     userId: user.id,
-    user: userRecord(store, user),
+    user: await userRecord(tx, user),
     activityId,
     selection,
     message: fingerprint,
@@ -80,6 +80,6 @@ export function castVoteRow(
     scheme: voucher?.scheme ?? '',
     createdAt: timestamp(nowMs),
   };
-  store.votes.insert({ id, activityId, organizationId, userId: user.id, selection, record, createdMs: nowMs });
+  await tx.votes.insert({ id, activityId, organizationId, userId: user.id, selection, record, createdMs: nowMs });
   return record;
 }

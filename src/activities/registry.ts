@@ -17,7 +17,6 @@ import { emailAuth, initOtpAuth, initUserEmailRecovery, otpAuth, recoverUser } f
 import { initOtp, otpLogin, verifyOtp } from './handlers/otp.js';
 import { createAuthenticators, deleteAuthenticators, getAuthenticator, getAuthenticators } from './handlers/authenticators.js';
 import { approveActivity, createPolicies, createPolicy, deletePolicies, deletePolicy, getPolicy, getPolicyEvaluations, listPolicies, rejectActivity, updatePolicy } from './handlers/policies.js';
-import { setSubmitLookup } from './engine.js';
 import { createSmartContractInterface, deleteSmartContractInterface, getSmartContractInterface, listSmartContractInterfaces } from './handlers/contractInterfaces.js';
 import { exportSecrets, importSecrets, initImportSecrets, listSecrets } from './handlers/secrets.js';
 import { createInvitations, deleteInvitation } from './handlers/invitations.js';
@@ -66,8 +65,5 @@ export class Registry {
 }
 
 export function defaultRegistry(): Registry {
-  const registry = new Registry([...QUERIES, ...SUBMITS]);
-  // approve_activity runs the activity it approves with that activity's operation.
-  setSubmitLookup((path) => registry.submit(path));
-  return registry;
+  return new Registry([...QUERIES, ...SUBMITS]);
 }

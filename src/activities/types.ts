@@ -1,12 +1,31 @@
 /** The shapes every operation handler implements; the registry maps paths to them. */
 import type { Principal } from '../domain/principal.js';
-import type { OrganizationRow, Store } from '../storage/types.js';
+import type { OrganizationRow, Tx } from '../storage/types.js';
 import type { StampCheck } from '../crypto/signpool.js';
 import type { Obj } from '../domain/validate.js';
 import type { PolicyTargets } from '../policy/scope.js';
+import type { Vault } from '../crypto/index.js';
+import type { AuthServices } from '../auth/services.js';
+import type { Networks } from '../chains/networks.js';
+
+/**
+ * What operations use besides the database, handed to them explicitly (ExecContext.services, and
+ * the arguments of authorize and external): nothing is looked up from the store or a global.
+ */
+export interface Services {
+  /** the only door to key material (src/crypto/vault.ts) */
+  vault: Vault;
+  /** the OIDC verifier and whether e-mail can be sent */
+  auth: AuthServices;
+  /** the networks kmas broadcasts to (RPC_URLS) */
+  chains: Networks;
+  /** Has the outboxes look for due rows; called after the commit that added some (Tx.afterCommit). */
+  kick: { deliveries(): void; broadcasts(): void };
+}
 
 export interface ExecContext {
-  store: Store;
+  tx: Tx;
+  services: Services;
   principal: Principal;
   /** The organization the request addresses (after resolution). */
   organization: OrganizationRow;
@@ -16,6 +35,8 @@ export interface ExecContext {
   activityId?: string;
   /** What the operation's prepare() produced before the transaction, if it ran and succeeded. */
   prepared?: unknown;
+  /** What the operation's derive() made before the transaction (see SubmitOperation.derive). */
+  derived?: unknown;
   /** In prepare(): the request's stamp, for work that can check it on its own thread (signpool.ts). */
   stampCheck?: StampCheck;
   /** What the operation's external() produced before the transaction (it always runs when defined). */
@@ -24,8 +45,11 @@ export interface ExecContext {
    * Registers a write that stays even when execute then fails (e.g. counting a wrong one-time
    * code): run after the failed handler's savepoint is rolled back, inside the activity's transaction.
    */
-  keepOnFailure?(fn: () => void): void;
+  keepOnFailure?(fn: () => Promise<void>): void;
 }
+
+/** What prepare() gets: no transaction (it runs outside one), the rest of an execution's context. */
+export type PrepareContext = Omit<ExecContext, 'tx' | 'activityId' | 'prepared' | 'derived' | 'external' | 'keepOnFailure'>;
 
 export interface TypeVersion {
   /** Key of the intent in activity.intent (the clients' swagger v1Intent member). */
@@ -47,9 +71,9 @@ export interface SubmitOperation<I = unknown, R = unknown> {
   /** parameters → normalized intent (throws InvalidArgument with field violations). */
   validate(params: Obj, type: string): I;
   /** Throws PermissionDenied (nothing is stored). Reads only. */
-  authorize(principal: Principal, intent: I, store: Store): void;
+  authorize(principal: Principal, intent: I, tx: Tx, services: Services): void | Promise<void>;
   /** Runs inside the activity transaction; an ApiError thrown here marks the activity FAILED. */
-  execute(ctx: ExecContext, intent: I): R;
+  execute(ctx: ExecContext, intent: I): R | Promise<R>;
   /** true when execute changes nothing in the store (signing): it then needs no savepoint of its own. */
   readOnly?: boolean;
   /**
@@ -59,7 +83,15 @@ export interface SubmitOperation<I = unknown, R = unknown> {
    * applies (the state may change before the transaction). undefined = nothing to prepare; a
    * rejection only means execute does the work itself.
    */
-  prepare?(ctx: ExecContext, intent: I): Promise<unknown> | undefined;
+  prepare?(ctx: PrepareContext, intent: I): Promise<unknown> | undefined;
+  /**
+   * Key material the operation makes (a mnemonic and its accounts, new private keys), made before
+   * the transaction once the stamp has verified and a read allows the request, so no lock is held
+   * while a key is derived. It changes nothing (new ids are its own); its value reaches execute as
+   * ctx.derived, which uses it only where it still applies and derives anew otherwise. A throw
+   * only means execute does the work itself. `read` is a short read of its own.
+   */
+  derive?(ctx: PrepareContext, intent: I, read: <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>): unknown;
   /** The intent as the specification names its fields, when it differs from the clients' form. */
   specIntent?(intent: I): unknown;
   /**
@@ -67,14 +99,14 @@ export interface SubmitOperation<I = unknown, R = unknown> {
    * verifying an OIDC token against its issuer's keys); its value reaches execute as ctx.external.
    * An ApiError it throws refuses the request (nothing is stored).
    */
-  external?(intent: I, store: Store): Promise<unknown>;
+  external?(intent: I, services: Services): Promise<unknown>;
   /**
    * A credential of the parent organization may submit this into a sub-organization (the
    * authentication flows an application's backend runs for its users); authorize decides who.
    */
   parentMaySubmit?: boolean;
   /** The keys and transaction this submit targets, for policy conditions (policy/scope.ts). */
-  policyTargets?(intent: I, store: Store, organizationId: string): PolicyTargets | undefined;
+  policyTargets?(intent: I, tx: Tx, organizationId: string): PolicyTargets | undefined | Promise<PolicyTargets | undefined>;
   /** approve_activity / reject_activity: a vote on the activity awaiting consensus that `intent.fingerprint` names. */
   vote?: 'VOTE_SELECTION_APPROVED' | 'VOTE_SELECTION_REJECTED';
 }
@@ -91,10 +123,11 @@ export interface QueryOperation<Q = unknown> {
   /**
    * Work outside the store the reply needs (e.g. asking a network's node), done after the caller
    * is authenticated; its value reaches execute as ctx.external. An ApiError it throws is the reply.
+   * `read` runs a short read of its own (never held across the network call).
    */
-  external?(query: Q, store: Store, organizationId: string): Promise<unknown>;
+  external?(query: Q, services: Services, organizationId: string, read: <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>): Promise<unknown>;
   /** The reply object exactly as the clients read it. */
-  execute(ctx: ExecContext, query: Q): Record<string, unknown>;
+  execute(ctx: ExecContext, query: Q): Record<string, unknown> | Promise<Record<string, unknown>>;
   /**
    * How the specification's `activity` wrapper is added (replies.md): 'wrap' adds
    * {activity: {…, result: reply}}; 'none' leaves the reply as it is (get_activity).

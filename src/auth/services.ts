@@ -8,8 +8,9 @@
  * Attached to the store at start-up, as the Vault and the webhook dispatcher are.
  */
 import { ApiError, Grpc, alreadyExists, failedPrecondition } from '../errors.js';
-import { cryptoCall, vaultOf } from '../domain/keys.js';
-import type { ApiKeyRow, Store, UserRow } from '../storage/types.js';
+import { cryptoCall } from '../domain/keys.js';
+import type { Vault } from '../crypto/index.js';
+import type { ApiKeyRow, Tx, UserRow } from '../storage/types.js';
 import { OidcVerifier } from './oidc.js';
 
 export interface AuthServices {
@@ -18,21 +19,9 @@ export interface AuthServices {
   mail: boolean;
 }
 
-const SERVICES = new WeakMap<Store, AuthServices>();
-
-export function attachAuthServices(store: Store, services: AuthServices): void {
-  SERVICES.set(store, services);
-}
-
-export function authServices(store: Store): AuthServices {
-  const s = SERVICES.get(store);
-  if (!s) throw new ApiError(Grpc.UNAVAILABLE, 'authentication flows are not initialised on this server', { turnkeyErrorCode: 'INTERNAL' });
-  return s;
-}
-
 /** Refuses an e-mail flow on a server without SMTP_URL (nothing is stored). */
-export function requireMail(store: Store): void {
-  if (!authServices(store).mail) {
+export function requireMail(auth: AuthServices): void {
+  if (!auth.mail) {
     throw failedPrecondition('this server sends no e-mail: set SMTP_URL (or MAIL_DIR for local development) to use e-mail authentication, one-time codes and recovery');
   }
 }
@@ -62,11 +51,12 @@ export interface IssueOptions {
   invalidateExisting: boolean;
 }
 
-interface Issuing { store: Store; nowMs: number; newId(): string }
+/** What issuing a credential needs of an activity's context. */
+interface Issuing { tx: Tx; services: { vault: Vault }; nowMs: number; newId(): string }
 
-function removeEarlier(ctx: Issuing, user: UserRow, credentialType: string): void {
-  for (const k of ctx.store.apiKeys.listByUser(user.organizationId, user.id)) {
-    if (k.credentialType === credentialType) ctx.store.apiKeys.delete(user.organizationId, k.id);
+async function removeEarlier(ctx: Issuing, user: UserRow, credentialType: string): Promise<void> {
+  for (const k of await ctx.tx.apiKeys.listByUser(user.organizationId, user.id)) {
+    if (k.credentialType === credentialType) await ctx.tx.apiKeys.delete(user.organizationId, k.id);
   }
 }
 
@@ -74,12 +64,12 @@ function removeEarlier(ctx: Issuing, user: UserRow, credentialType: string): voi
  * Registers `publicKey` for `user`. A key the client logs in with again replaces its earlier
  * registration (a new expiry); one registered to another user of the organization is refused.
  */
-function registerKey(ctx: Issuing, user: UserRow, publicKey: string, o: IssueOptions): ApiKeyRow {
-  if (o.invalidateExisting) removeEarlier(ctx, user, o.credentialType);
-  for (const k of ctx.store.apiKeys.byPublicKey(publicKey)) {
+async function registerKey(ctx: Issuing, user: UserRow, publicKey: string, o: IssueOptions): Promise<ApiKeyRow> {
+  if (o.invalidateExisting) await removeEarlier(ctx, user, o.credentialType);
+  for (const k of await ctx.tx.apiKeys.byPublicKey(publicKey)) {
     if (k.organizationId !== user.organizationId) continue;
     if (k.userId !== user.id) throw alreadyExists('this public key is registered to another user of the organization');
-    ctx.store.apiKeys.delete(k.organizationId, k.id);
+    await ctx.tx.apiKeys.delete(k.organizationId, k.id);
   }
   const seconds = o.expirationSeconds ?? DEFAULT_ISSUED_KEY_SECONDS;
   const row: ApiKeyRow = {
@@ -88,14 +78,14 @@ function registerKey(ctx: Issuing, user: UserRow, publicKey: string, o: IssueOpt
     expirationSeconds: seconds, expiresAtMs: ctx.nowMs + Number(seconds) * 1000,
     createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
   };
-  ctx.store.apiKeys.insert(row);
+  await ctx.tx.apiKeys.insert(row);
   return row;
 }
 
 /** A new P-256 API key for `user`; its private key only inside the returned credential bundle. */
-export function issueBundledKey(ctx: Issuing, user: UserRow, targetPublicKey: string, o: IssueOptions): { key: ApiKeyRow; credentialBundle: string } {
-  const k = cryptoCall(() => vaultOf(ctx.store).newSessionKey(targetPublicKey));
-  return { key: registerKey(ctx, user, k.publicKey, o), credentialBundle: k.credentialBundle };
+export async function issueBundledKey(ctx: Issuing, user: UserRow, targetPublicKey: string, o: IssueOptions): Promise<{ key: ApiKeyRow; credentialBundle: string }> {
+  const k = cryptoCall(() => ctx.services.vault.newSessionKey(targetPublicKey));
+  return { key: await registerKey(ctx, user, k.publicKey, o), credentialBundle: k.credentialBundle };
 }
 
 /**
@@ -103,8 +93,8 @@ export function issueBundledKey(ctx: Issuing, user: UserRow, targetPublicKey: st
  * it: header {"alg":"ES256","typ":"JWT"}, claims exp (s), public_key, session_type, user_id,
  * organization_id; signature r‖s over SHA-256(SHA-256(header.payload)) by the session signer.
  */
-export function issueSession(ctx: Issuing, user: UserRow, publicKey: string, o: IssueOptions): { key: ApiKeyRow; session: string } {
-  const key = registerKey(ctx, user, publicKey, o);
+export async function issueSession(ctx: Issuing, user: UserRow, publicKey: string, o: IssueOptions): Promise<{ key: ApiKeyRow; session: string }> {
+  const key = await registerKey(ctx, user, publicKey, o);
   const claims = {
     exp: Math.floor(key.expiresAtMs! / 1000),
     public_key: publicKey,
@@ -112,13 +102,13 @@ export function issueSession(ctx: Issuing, user: UserRow, publicKey: string, o: 
     user_id: user.id,
     organization_id: user.organizationId,
   };
-  return { key, session: sessionJwt(ctx.store, claims) };
+  return { key, session: sessionJwt(ctx.services.vault, claims) };
 }
 
 /** A session JWT over `claims`, signed by the session signer (verifySessionJwtSignature accepts it). */
-export function sessionJwt(store: Issuing['store'], claims: Record<string, string | number>): string {
+export function sessionJwt(vault: Vault, claims: Record<string, string | number>): string {
   const signingInput = `${b64url(JSON.stringify({ alg: 'ES256', typ: 'JWT' }))}.${b64url(JSON.stringify(claims))}`;
-  const signature = cryptoCall(() => vaultOf(store).signSessionJwt(signingInput));
+  const signature = cryptoCall(() => vault.signSessionJwt(signingInput));
   return `${signingInput}.${Buffer.from(signature).toString('base64url')}`;
 }
 

@@ -13,8 +13,9 @@
 import { invalidArgument } from '../errors.js';
 import { hexToBytes, utf8 } from '../crypto/bytes.js';
 import { sha256, verifyDigest } from '../crypto/curves.js';
-import { cryptoCall, vaultOf } from '../domain/keys.js';
-import type { Store } from '../storage/types.js';
+import { cryptoCall } from '../domain/keys.js';
+import type { Vault } from '../crypto/index.js';
+import type { Tx } from '../storage/types.js';
 
 export interface VerificationClaims {
   id: string;
@@ -28,17 +29,17 @@ export interface VerificationClaims {
 
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64url');
 
-export function issueVerificationToken(store: Store, claims: VerificationClaims, expiresMs: number): string {
+export async function issueVerificationToken(tx: Tx, vault: Vault, claims: VerificationClaims, expiresMs: number): Promise<string> {
   const signingInput = `${b64(JSON.stringify({ typ: 'JWT', alg: 'ES256' }))}.${b64(JSON.stringify(claims))}`;
-  const signature = cryptoCall(() => vaultOf(store).signVerificationToken(signingInput));
-  store.verificationTokens.insert(claims.id, claims.organization_id, expiresMs);
+  const signature = cryptoCall(() => vault.signVerificationToken(signingInput));
+  await tx.verificationTokens.insert(claims.id, claims.organization_id, expiresMs);
   return `${signingInput}.${Buffer.from(signature).toString('base64url')}`;
 }
 
 const badToken = (description: string) => invalidArgument(`invalid verification token: ${description}`, [{ field: 'verificationToken', description }]);
 
 /** Checks a token's signature, claims and expiry (not whether it was used: see spend). */
-export function readVerificationToken(store: Store, token: string, nowMs: number): VerificationClaims {
+export function readVerificationToken(vault: Vault, token: string, nowMs: number): VerificationClaims {
   const parts = token.split('.');
   if (parts.length !== 3) throw badToken('not a compact JWT');
   let header: { alg?: unknown; typ?: unknown };
@@ -50,7 +51,7 @@ export function readVerificationToken(store: Store, token: string, nowMs: number
     throw badToken('not a JWT');
   }
   if (header.alg !== 'ES256') throw badToken('alg must be ES256');
-  const signer = hexToBytes(vaultOf(store).signerPublicKey);
+  const signer = hexToBytes(vault.signerPublicKey);
   const ok = verifyDigest('p256', new Uint8Array(Buffer.from(parts[2]!, 'base64url')), sha256(utf8(`${parts[0]}.${parts[1]}`)), signer, { lowS: false, format: 'compact' });
   if (!ok) throw badToken('the signature is not this server\'s');
   for (const k of ['id', 'verification_type', 'contact', 'organization_id', 'exp'] as const) {
@@ -95,6 +96,6 @@ export function checkClientSignature(cs: ClientSignature, claims: VerificationCl
 }
 
 /** Uses the token up; refuses one already used. */
-export function spendVerificationToken(store: Store, claims: VerificationClaims, nowMs: number): void {
-  if (!store.verificationTokens.use(claims.id, nowMs)) throw badToken('it was already used');
+export async function spendVerificationToken(tx: Tx, claims: VerificationClaims, nowMs: number): Promise<void> {
+  if (!await tx.verificationTokens.use(claims.id, nowMs)) throw badToken('it was already used');
 }

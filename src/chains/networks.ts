@@ -5,7 +5,6 @@
  */
 import { createPublicClient, http, type PublicClient } from 'viem';
 import { ApiError, Grpc, invalidArgument } from '../errors.js';
-import type { Store } from '../storage/types.js';
 import { evmChainId, isSolana } from './caip2.js';
 import { SolanaRpc, SolanaTransportError } from './solana.js';
 
@@ -73,17 +72,6 @@ export class Networks {
     throw invalidArgument(`${field}: kmas has no RPC endpoint for ${caip2.slice(0, 64)} (${which})`,
       [{ field, description: `must name a network this server broadcasts to (${which})` }]);
   }
-}
-
-const CHAINS = new WeakMap<Store, Networks>();
-
-export function attachChains(store: Store, chains: Networks): void { CHAINS.set(store, chains); }
-
-/** The store's networks (none when the server was started without RPC_URLS, e.g. by a library user). */
-export function chainsOf(store: Store): Networks {
-  let c = CHAINS.get(store);
-  if (!c) { c = new Networks([], 10_000); CHAINS.set(store, c); }
-  return c;
 }
 
 /** A failed JSON-RPC exchange as the API answers it: the node's refusal (400 naming `what`, a field) or an unreachable node (503). */

@@ -3,7 +3,7 @@ import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { alreadyExists, failedPrecondition, notFound } from '../errors.js';
-import type { ApiKeyCurve, ApiKeyRow, Store } from '../storage/types.js';
+import type { ApiKeyCurve, ApiKeyRow, Tx } from '../storage/types.js';
 import { API_KEY_CURVES } from './enums.js';
 import { MAX_NAME, type Validator } from './validate.js';
 
@@ -68,9 +68,10 @@ export function readApiKeyParams(v: Validator, list: unknown[] | undefined, fiel
 }
 
 /** Registers keys for a user; a public key may appear only once per organization. */
-export function insertApiKeys(store: Store, organizationId: string, userId: string, keys: ApiKeyParams[], nowMs: number, newId: () => string): string[] {
-  return keys.map((k) => {
-    if (store.apiKeys.byPublicKey(k.publicKey).some((r) => r.organizationId === organizationId)) {
+export async function insertApiKeys(tx: Tx, organizationId: string, userId: string, keys: ApiKeyParams[], nowMs: number, newId: () => string): Promise<string[]> {
+  const ids: string[] = [];
+  for (const k of keys) {
+    if ((await tx.apiKeys.byPublicKey(k.publicKey)).some((r) => r.organizationId === organizationId)) {
       throw alreadyExists(`public key ${k.publicKey} is already registered in this organization`);
     }
     const row: ApiKeyRow = {
@@ -80,18 +81,21 @@ export function insertApiKeys(store: Store, organizationId: string, userId: stri
       expiresAtMs: k.expirationSeconds !== undefined ? nowMs + Number(k.expirationSeconds) * 1000 : null,
       createdMs: nowMs, updatedMs: nowMs,
     };
-    store.apiKeys.insert(row);
-    return row.id;
-  });
+    await tx.apiKeys.insert(row);
+    ids.push(row.id);
+  }
+  return ids;
 }
 
 /** Refuses a change that would leave no root user holding an API key, a passkey or an OAuth identity (the organization would be locked out). */
-export function assertRootStillReachable(store: Store, organizationId: string): void {
-  const reachable = store.users.rootUserIds(organizationId)
-    .filter((id) => store.apiKeys.listByUser(organizationId, id).length > 0 || store.authenticators.listByUser(organizationId, id).length > 0
-      || store.oauthProviders.listByUser(organizationId, id).length > 0).length;
+export async function assertRootStillReachable(tx: Tx, organizationId: string): Promise<void> {
+  let reachable = 0;
+  for (const id of await tx.users.rootUserIds(organizationId)) {
+    if ((await tx.apiKeys.listByUser(organizationId, id)).length > 0 || (await tx.authenticators.listByUser(organizationId, id)).length > 0
+      || (await tx.oauthProviders.listByUser(organizationId, id)).length > 0) reachable++;
+  }
   // A quorum of n needs n root users who can still sign in to approve anything.
-  const needed = Math.max(1, store.organizations.get(organizationId)?.rootQuorumThreshold ?? 1);
+  const needed = Math.max(1, (await tx.organizations.get(organizationId))?.rootQuorumThreshold ?? 1);
   if (reachable < needed) {
     throw failedPrecondition(reachable === 0
       ? 'this change would leave no root user with an API key, a passkey or an OAuth identity; the organization would be locked out'
@@ -99,8 +103,8 @@ export function assertRootStillReachable(store: Store, organizationId: string): 
   }
 }
 
-export function requireUser(store: Store, organizationId: string, userId: string) {
-  const u = store.users.get(organizationId, userId);
+export async function requireUser(tx: Tx, organizationId: string, userId: string) {
+  const u = await tx.users.get(organizationId, userId);
   if (!u) throw notFound(`user ${userId} not found in this organization`, 'USER_NOT_FOUND');
   return u;
 }

@@ -21,7 +21,7 @@ import { decodeAttestationObject, decodeCredentialPublicKey, parseAuthenticatorD
 import { invalidArgument, TurnkeyMessage, unauthenticated } from '../errors.js';
 import { bytesToHex, concatBytes, equalBytes, utf8 } from '../crypto/bytes.js';
 import { convertPublicKey, derToCompact, isValidPublicKey, sha256, verifyDigest } from '../crypto/curves.js';
-import type { AuthenticatorRow, Store } from '../storage/types.js';
+import type { AuthenticatorRow, Tx } from '../storage/types.js';
 import { MAX_NAME, type Validator } from './validate.js';
 
 export const WEBAUTHN_ORIGINS_FEATURE = 'FEATURE_NAME_WEBAUTHN_ORIGINS';
@@ -60,8 +60,8 @@ export function readAuthenticatorParams(v: Validator, list: unknown[] | undefine
 }
 
 /** The origins the organization allows for passkeys (FEATURE_NAME_WEBAUTHN_ORIGINS, comma- or space-separated); empty: any. */
-export function allowedOrigins(store: Store, organizationId: string): string[] {
-  const v = store.features.get(organizationId, WEBAUTHN_ORIGINS_FEATURE);
+export async function allowedOrigins(tx: Tx, organizationId: string): Promise<string[]> {
+  const v = await tx.features.get(organizationId, WEBAUTHN_ORIGINS_FEATURE);
   return v ? v.split(/[\s,]+/).filter((x) => x !== '') : [];
 }
 
@@ -179,18 +179,20 @@ function derToCompactOr(sig: Uint8Array): Uint8Array {
  * Registers passkeys for a user (inside an activity's transaction). A credential id may be
  * registered once per organization.
  */
-export function registerAuthenticators(store: Store, organizationId: string, userId: string, list: AuthenticatorParams[], field: string, nowMs: number, newId: () => string): string[] {
-  const origins = allowedOrigins(store, organizationId);
-  return list.map((p, i) => {
+export async function registerAuthenticators(tx: Tx, organizationId: string, userId: string, list: AuthenticatorParams[], field: string, nowMs: number, newId: () => string): Promise<string[]> {
+  const origins = await allowedOrigins(tx, organizationId);
+  const ids: string[] = [];
+  for (const [i, p] of list.entries()) {
     const c = verifyAttestation(p, origins, `${field}[${i}]`);
-    if (store.authenticators.byCredentialId(c.credentialId).some((a) => a.organizationId === organizationId)) {
+    if ((await tx.authenticators.byCredentialId(c.credentialId)).some((a) => a.organizationId === organizationId)) {
       throw invalidArgument(`${field}[${i}]: this passkey is already registered in the organization`,
         [{ field: `${field}[${i}].attestation.credentialId`, description: 'is already registered in this organization' }]);
     }
     const row: AuthenticatorRow = { id: newId(), organizationId, userId, name: p.authenticatorName, ...c, createdMs: nowMs, updatedMs: nowMs };
-    store.authenticators.insert(row);
-    return row.id;
-  });
+    await tx.authenticators.insert(row);
+    ids.push(row.id);
+  }
+  return ids;
 }
 
 // ---- X-Stamp-Webauthn ---------------------------------------------------------------------------

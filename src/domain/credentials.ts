@@ -1,12 +1,12 @@
 /** Resolves a verified stamp's public key to the acting user and the addressed organization. */
 import { ApiError, Grpc, TurnkeyMessage, unauthenticated } from '../errors.js';
-import type { ApiKeyCurve, ApiKeyRow, AuthenticatorRow, OrganizationRow, Store } from '../storage/types.js';
+import type { ApiKeyCurve, ApiKeyRow, AuthenticatorRow, OrganizationRow, Tx } from '../storage/types.js';
 import type { Principal } from './principal.js';
 import { checkClientAddress } from './ipAllowlist.js';
 
 /** Registered keys usable with a stamp (same public key, curve of the scheme). */
-export function candidateKeys(store: Store, publicKey: string, curve: ApiKeyCurve): ApiKeyRow[] {
-  return store.apiKeys.byPublicKey(publicKey).filter((k) => k.curve === curve);
+export async function candidateKeys(tx: Tx, publicKey: string, curve: ApiKeyCurve): Promise<ApiKeyRow[]> {
+  return (await tx.apiKeys.byPublicKey(publicKey)).filter((k) => k.curve === curve);
 }
 
 export function isExpired(k: ApiKeyRow | AuthenticatorRow, nowMs: number): boolean {
@@ -24,33 +24,33 @@ export interface Resolution { principal: Principal; organization: OrganizationRo
  * a key of the named organization's parent. The credential's IP allowlist (ipAllowlist.ts) is
  * checked against the client's address.
  */
-export function resolvePrincipal(
-  store: Store,
+export async function resolvePrincipal(
+  tx: Tx,
   keys: (ApiKeyRow | AuthenticatorRow)[],
   organizationId: string,
   opts: { parentMayRead: boolean; resolvesFromParent: boolean; clientAddress: string | undefined },
   nowMs: number,
-): Resolution {
-  const build = (k: ApiKeyRow | AuthenticatorRow, access: 'member' | 'parent', organization: OrganizationRow): Resolution => {
+): Promise<Resolution> {
+  const build = async (k: ApiKeyRow | AuthenticatorRow, access: 'member' | 'parent', organization: OrganizationRow): Promise<Resolution> => {
     if (isExpired(k, nowMs)) {
       throw unauthenticated(`${TurnkeyMessage.API_KEY_EXPIRED}: ${k.publicKey}`, 'API_KEY_EXPIRED', `API key ${k.id} expired`);
     }
-    const own = access === 'member' ? organization : store.organizations.get(k.organizationId);
-    const user = store.users.get(k.organizationId, k.userId);
+    const own = access === 'member' ? organization : await tx.organizations.get(k.organizationId);
+    const user = await tx.users.get(k.organizationId, k.userId);
     if (!own || !user) throw new ApiError(Grpc.UNAUTHENTICATED, 'credential not found', { turnkeyErrorCode: 'CREDENTIAL_NOT_FOUND' });
-    checkClientAddress(store, k, opts.clientAddress);
+    await checkClientAddress(tx, k, opts.clientAddress);
     return { principal: { organization: own, user, credential: k, access, clientAddress: opts.clientAddress }, organization };
   };
 
-  const target = store.organizations.get(organizationId);
+  const target = await tx.organizations.get(organizationId);
   if (target) {
     const own = keys.find((k) => k.organizationId === organizationId);
-    if (own) return build(own, 'member', target);
+    if (own) return await build(own, 'member', target);
   }
   if (opts.resolvesFromParent) {
     for (const k of keys) {
-      const org = store.organizations.get(k.organizationId);
-      if (org && org.parentId === organizationId) return build(k, 'member', org);
+      const org = await tx.organizations.get(k.organizationId);
+      if (org && org.parentId === organizationId) return await build(k, 'member', org);
     }
   }
   if (!target && !UUID.test(organizationId)) {
@@ -63,7 +63,7 @@ export function resolvePrincipal(
   }
   if (opts.parentMayRead && target.parentId !== null) {
     const parentKey = keys.find((k) => k.organizationId === target.parentId);
-    if (parentKey) return build(parentKey, 'parent', target);
+    if (parentKey) return await build(parentKey, 'parent', target);
   }
   if (target.parentId !== null && keys.some((k) => k.organizationId === target.parentId)) {
     // a parent organization's key writing into a sub-organization (Turnkey's example of this refusal)

@@ -6,7 +6,7 @@
  */
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import { permissionDenied } from '../errors.js';
-import type { ApiKeyRow, AuthenticatorRow, IpAllowlistRow, IpAllowlistRule, Store } from '../storage/types.js';
+import type { ApiKeyRow, AuthenticatorRow, IpAllowlistRow, IpAllowlistRule, Tx } from '../storage/types.js';
 
 export interface Cidr { family: 'ipv4' | 'ipv6'; network: string; prefix: number }
 
@@ -63,20 +63,20 @@ export function admits(row: IpAllowlistRow, address: string | undefined): boolea
  * The list that governs a credential: its API key's own, else its organization's when enabled.
  * With `replaced`, as it would be once that list is stored (set_ip_allowlist's lock-out check).
  */
-export function governingAllowlist(store: Store, credential: ApiKeyRow | AuthenticatorRow, replaced?: IpAllowlistRow): IpAllowlistRow | undefined {
-  const get = (organizationId: string, publicKey: string): IpAllowlistRow | undefined =>
-    (replaced && replaced.organizationId === organizationId && replaced.publicKey === publicKey ? replaced : store.ipAllowlists.get(organizationId, publicKey));
+export async function governingAllowlist(tx: Tx, credential: ApiKeyRow | AuthenticatorRow, replaced?: IpAllowlistRow): Promise<IpAllowlistRow | undefined> {
+  const get = async (organizationId: string, publicKey: string): Promise<IpAllowlistRow | undefined> =>
+    (replaced && replaced.organizationId === organizationId && replaced.publicKey === publicKey ? replaced : await tx.ipAllowlists.get(organizationId, publicKey));
   if (!('credentialId' in credential)) {
-    const own = get(credential.organizationId, credential.publicKey);
+    const own = await get(credential.organizationId, credential.publicKey);
     if (own) return own;
   }
-  const org = get(credential.organizationId, '');
+  const org = await get(credential.organizationId, '');
   return org && org.enabled ? org : undefined;
 }
 
 /** Refuses (403) a request whose client address the credential's allowlist does not admit. */
-export function checkClientAddress(store: Store, credential: ApiKeyRow | AuthenticatorRow, address: string | undefined): void {
-  const list = governingAllowlist(store, credential);
+export async function checkClientAddress(tx: Tx, credential: ApiKeyRow | AuthenticatorRow, address: string | undefined): Promise<void> {
+  const list = await governingAllowlist(tx, credential);
   if (!list) return;
   const ok = admits(list, address);
   if (ok === true || (ok === undefined && list.onEvaluationError === 'ALLOW')) return;

@@ -1,5 +1,5 @@
 /**
- * Keys and wallets in the domain: the Vault attached to a Store, at-rest contexts, record shapes
+ * Keys and wallets in the domain: start-up of the Vault (master key, server keys), at-rest contexts, record shapes
  * (v1PrivateKey, v1Wallet, v1WalletAccount), signWith resolution and the mapping of src/crypto
  * errors to API errors. No plaintext key material passes through here: only sealed blobs.
  */
@@ -7,22 +7,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ApiError, Grpc, invalidArgument, notFound } from '../errors.js';
 import { CryptoError, loadOrCreateMasterKey, Vault, type AtRestContext, type CurveId, type ServerKeyKind } from '../crypto/index.js';
-import type { Store } from '../storage/types.js';
+import type { Db, Tx } from '../storage/types.js';
 import type { PrivateKeyRow, WalletAccountRow, WalletRow } from '../storage/keys.js';
 import { timestamp } from './records.js';
 import type { Logger } from '../log.js';
-
-// ---- the Vault of a Store ----------------------------------------------------------------------
-
-const VAULTS = new WeakMap<Store, Vault>();
-
-export function attachVault(store: Store, vault: Vault): void { VAULTS.set(store, vault); }
-
-export function vaultOf(store: Store): Vault {
-  const v = VAULTS.get(store);
-  if (!v) throw new ApiError(Grpc.UNAVAILABLE, 'key management is not initialised on this server', { turnkeyErrorCode: 'INTERNAL' });
-  return v;
-}
 
 export const SIGNER_SECRET = 'bundle_signer';
 export const WEBHOOK_SIGNER_SECRET = 'webhook_signer';
@@ -33,7 +21,7 @@ export const SESSION_SIGNER_SECRET = 'session_signer';
  * (created on first start, stored sealed), Vault attached to the store. Returns the signer's
  * public key (uncompressed hex) and writes it into bootstrap.json when missing or different.
  */
-export function initKeys(store: Store, dataDir: string, masterKeyText: string | undefined, log: Logger, signWorkers = 0): { signerPublicKey: string; vault: Vault } {
+export async function initKeys(db: Db, dataDir: string, masterKeyText: string | undefined, log: Logger, signWorkers = 0): Promise<{ signerPublicKey: string; vault: Vault }> {
   const mk = loadOrCreateMasterKey(dataDir, masterKeyText ? { KMAS_MASTER_KEY: masterKeyText } : {});
   for (const w of mk.warnings) log.warn(w);
   const vault = new Vault(mk.key);
@@ -43,28 +31,33 @@ export function initKeys(store: Store, dataDir: string, masterKeyText: string | 
     ['webhookSigner', WEBHOOK_SIGNER_SECRET, 'webhook signer'],
     ['sessionSigner', SESSION_SIGNER_SECRET, 'session signer'],
   ];
-  for (const [kind, secret, label] of serverKeys) {
-    const stored = store.keys.secrets.get(secret);
-    if (stored) {
-      try {
-        vault.useServerKey(kind, stored.sealed, stored.publicKey);
-      } catch {
-        throw new Error(`the stored ${label} key cannot be opened with this master key (KMAS_MASTER_KEY / DATA_DIR/master.key changed?)`);
-      }
-    } else {
-      const k = vault.createServerKey(kind);
-      store.transaction(() => store.keys.secrets.insert(secret, k.sealed, k.publicKey, Date.now()));
-      log.info(`created the ${label} key`, { publicKey: k.publicKey, masterKeySource: mk.source });
+  const useStored = (kind: ServerKeyKind, label: string, stored: { sealed: Uint8Array; publicKey: string }) => {
+    try {
+      vault.useServerKey(kind, stored.sealed, stored.publicKey);
+    } catch {
+      throw new Error(`the stored ${label} key cannot be opened with this master key (KMAS_MASTER_KEY / DATA_DIR/master.key changed?)`);
     }
+  };
+  const stored = await db.read((tx) => Promise.all(serverKeys.map(([, secret]) => tx.keys.secrets.get(secret))));
+  const missing = serverKeys.filter((_, i) => !stored[i]);
+  serverKeys.forEach(([kind, , label], i) => { if (stored[i]) useStored(kind, label, stored[i]); });
+  if (missing.length > 0) {
+    // Made before the transaction; kept only where no other start stored one meanwhile.
+    const made = missing.map(([kind]) => vault.createServerKey(kind));
+    await db.write(async (tx) => {
+      await tx.lock('bootstrap', 'server-keys');
+      for (const [i, [kind, secret, label]] of missing.entries()) {
+        const again = await tx.keys.secrets.get(secret);
+        if (again) { useStored(kind, label, again); continue; }
+        await tx.keys.secrets.insert(secret, made[i]!.sealed, made[i]!.publicKey, Date.now());
+        log.info(`created the ${label} key`, { publicKey: made[i]!.publicKey, masterKeySource: mk.source });
+      }
+    });
   }
   if (signWorkers > 0) {
     const pool = vault.useWorkers(signWorkers);
     if (!pool || pool.size === 0) log.warn('SIGN_WORKERS is set but the worker script (dist/src/crypto/signworker.js) is missing; signing on the request thread');
   }
-  attachVault(store, vault);
-  // The Vault (and its worker pool) ends with the store.
-  const closeStore = store.close.bind(store);
-  store.close = () => { vault.close(); closeStore(); };
   const file = path.join(dataDir, 'bootstrap.json');
   try {
     const info = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
@@ -101,8 +94,22 @@ export const curveId = (c: string): CurveId => CURVE_ID[c as ApiCurveName];
 
 // ---- records ----------------------------------------------------------------------------------
 
-export function privateKeyRecord(store: Store, k: PrivateKeyRow): Record<string, unknown> {
-  const tagIds = store.tags.tagsOf(k.id).filter((t) => store.tags.get(k.organizationId, t)?.type === 'TAG_TYPE_PRIVATE_KEY');
+export async function privateKeyRecord(tx: Tx, k: PrivateKeyRow): Promise<Record<string, unknown>> {
+  return privateKeyRecordOf(k, await tx.tags.tagsOf(k.id, 'TAG_TYPE_PRIVATE_KEY'));
+}
+
+/** v1PrivateKey of each key of one organization: one read of the tags, whatever the number of keys. */
+export async function privateKeyRecords(tx: Tx, organizationId: string, keys: PrivateKeyRow[]): Promise<Record<string, unknown>[]> {
+  const tags = new Map<string, string[]>();
+  if (keys.length > 0) {
+    for (const { tagId, memberId } of await tx.tags.memberships(organizationId, 'TAG_TYPE_PRIVATE_KEY')) {
+      let l = tags.get(memberId); if (!l) tags.set(memberId, l = []); l.push(tagId);
+    }
+  }
+  return keys.map((k) => privateKeyRecordOf(k, tags.get(k.id) ?? []));
+}
+
+function privateKeyRecordOf(k: PrivateKeyRow, tagIds: string[]): Record<string, unknown> {
   return {
     privateKeyId: k.id,
     publicKey: k.publicKey,
@@ -157,12 +164,12 @@ export interface SigningKey {
 }
 
 /** Resolves signWith inside the organization; 404 naming `field` when nothing matches. */
-export function resolveSigningKey(store: Store, organizationId: string, signWith: string, field = 'signWith'): SigningKey {
-  const pk = store.keys.privateKeys.get(organizationId, signWith) ?? store.keys.privateKeys.byAddress(organizationId, signWith);
+export async function resolveSigningKey(tx: Tx, organizationId: string, signWith: string, field = 'signWith'): Promise<SigningKey> {
+  const pk = await tx.keys.privateKeys.get(organizationId, signWith) ?? await tx.keys.privateKeys.byAddress(organizationId, signWith);
   if (pk) {
     return { kind: 'private_key', id: pk.id, privateKeyId: pk.id, curve: curveId(pk.curve), apiCurve: pk.curve, publicKey: pk.publicKey, sealed: pk.sealed, ctx: ctxPrivateKey(organizationId, pk.id) };
   }
-  const acct = store.keys.accounts.byAddress(organizationId, signWith);
+  const acct = await tx.keys.accounts.byAddress(organizationId, signWith);
   if (acct) {
     return { kind: 'wallet_account', id: acct.id, privateKeyId: acct.id, curve: curveId(acct.curve), apiCurve: acct.curve, publicKey: acct.publicKey, sealed: acct.sealed, ctx: ctxAccount(organizationId, acct.id) };
   }
@@ -192,8 +199,8 @@ export function cryptoCall<T>(fn: () => T, defaultField?: string): T {
   }
 }
 
-export function requireWallet(store: Store, organizationId: string, walletId: string, field = 'walletId'): WalletRow {
-  const w = store.keys.wallets.get(organizationId, walletId);
+export async function requireWallet(tx: Tx, organizationId: string, walletId: string, field = 'walletId'): Promise<WalletRow> {
+  const w = await tx.keys.wallets.get(organizationId, walletId);
   if (!w) {
     throw new ApiError(Grpc.NOT_FOUND, `wallet ${walletId.slice(0, 100)} not found`,
       { turnkeyErrorCode: 'WALLET_NOT_FOUND', fieldViolations: [{ field, description: 'names no wallet of this organization' }] });
@@ -201,8 +208,8 @@ export function requireWallet(store: Store, organizationId: string, walletId: st
   return w;
 }
 
-export function requirePrivateKey(store: Store, organizationId: string, id: string, field = 'privateKeyId'): PrivateKeyRow {
-  const k = store.keys.privateKeys.get(organizationId, id);
+export async function requirePrivateKey(tx: Tx, organizationId: string, id: string, field = 'privateKeyId'): Promise<PrivateKeyRow> {
+  const k = await tx.keys.privateKeys.get(organizationId, id);
   if (!k) {
     throw new ApiError(Grpc.NOT_FOUND, `private key ${id.slice(0, 100)} not found`,
       { turnkeyErrorCode: 'PRIVATE_KEY_NOT_FOUND', fieldViolations: [{ field, description: 'names no private key of this organization' }] });

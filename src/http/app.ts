@@ -15,29 +15,25 @@ import type { Readable, Transform } from 'node:stream';
 import { ApiError, Grpc, invalidArgument, notFound, TurnkeyMessage, unauthenticated } from '../errors.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import type { ApiKeyCurve, ApiKeyRow, AuthenticatorRow, Store } from '../storage/types.js';
-import { allowedOrigins, parseWebauthnStamp, verifyWebauthnStamp, type WebauthnStamp } from '../domain/authenticators.js';
+import type { Db } from '../storage/types.js';
+import { parseWebauthnStamp } from '../domain/authenticators.js';
 import type { Registry } from '../activities/registry.js';
 import { parseStamp } from './stamp.js';
-import { SCHEME_CURVE, verifyStamp, type Stamp } from '../crypto/stamp.js';
-import type { StampCheck } from '../crypto/signpool.js';
+import { SCHEME_CURVE } from '../crypto/stamp.js';
 import type { StampVerifier } from '../crypto/verifypool.js';
-import { candidateKeys, resolvePrincipal } from '../domain/credentials.js';
-import { authorizeSubmit, refusal, type Voucher } from '../activities/consensus.js';
-import { checkTimestamp, commitQueue, fingerprintOf, parseEnvelope, prepareSubmit, runQuery, submitInTransaction, type Envelope, type Prepared } from '../activities/engine.js';
+import { Pipeline, type Request as ApiRequest, type StampHeader, type Trace } from '../activities/pipeline.js';
 import type { Obj } from '../domain/validate.js';
-import type { SubmitOperation } from '../activities/types.js';
+import type { Services } from '../activities/types.js';
 import { webhookJwks } from '../webhooks.js';
-import { vaultOf } from '../domain/keys.js';
 import { randomUUID } from 'node:crypto';
 import { activities as activityCount, httpDuration, httpRequests, rateLimited, stampFailures, type StampFailure } from '../metrics.js';
 import { RateLimited, RateLimiter } from './ratelimit.js';
 import { openApiDocument } from './openapi.js';
 import { METRICS_CONTENT_TYPE, metricsAuthorized } from './metricsserver.js';
-import type { Principal } from '../domain/principal.js';
 
 export interface AppDeps {
-  store: Store;
+  db: Db;
+  services: Services;
   registry: Registry;
   config: Config;
   log: Logger;
@@ -76,7 +72,7 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 const OTHER = 'other';
 
 export function createApp(deps: AppDeps): express.Express {
-  const { store, registry, config, log } = deps;
+  const { db, services, registry, config, log } = deps;
   const now = deps.now ?? Date.now;
   const verifier = deps.verifier;
   // Concurrency signal for the stamp and signing threads: API requests in progress (body read,
@@ -86,10 +82,14 @@ export function createApp(deps: AppDeps): express.Express {
   let inProgress = 0;
   const concurrent = () => inProgress > 1;
   const done = () => { inProgress--; };
-  const submits = commitQueue(store);
   const corsOrigin = config.corsOrigin;
   const limiter = config.rateLimitApiKey > 0 || config.rateLimitOrganization > 0
     ? new RateLimiter(config.rateLimitApiKey, config.rateLimitOrganization) : undefined;
+  const pipeline = new Pipeline({
+    db, services, verifier, lookupSubmit: (path) => registry.submit(path),
+    timestampWindowMs: config.timestampWindowMs, timestampFutureMs: config.timestampFutureMs,
+    ...(limiter ? { admit: (credentialId: string, organizationId: string, nowMs: number) => limiter.admit(credentialId, organizationId, nowMs) } : {}),
+  });
   const varyOrigin = corsOrigin !== '*';
 
   /** The one way out: JSON reply + the request's log line. */
@@ -225,8 +225,7 @@ export function createApp(deps: AppDeps): express.Express {
   // The webhook signature keys (src/webhooks.ts), unauthenticated, cacheable as wire-compat §6 says.
   app.get('/public/v1/discovery/webhooks/jwks', (req: Request, res: Response) => {
     const x = exchange(req, res, 'jwks');
-    let key: string | undefined;
-    try { key = vaultOf(store).webhookPublicKey; } catch { /* no key management on this store */ }
+    const key = services.vault.webhookPublicKey;
     if (!key) { fail(x, notFound('this server has no webhook signing key', 'NOT_FOUND')); return; }
     send(x, 200, webhookJwks(key), { 'Cache-Control': 'public, max-age=86400, s-maxage=86400, stale-if-error=604800' });
   });
@@ -235,8 +234,10 @@ export function createApp(deps: AppDeps): express.Express {
   });
   app.get('/readyz', (req: Request, res: Response) => {
     const x = exchange(req, res, 'readyz');
-    if (store.isReady()) send(x, 200, { status: 'ready' });
-    else send(x, 503, { code: Grpc.UNAVAILABLE, message: 'storage is not available', details: [] });
+    db.isReady().then((ready) => {
+      if (ready) send(x, 200, { status: 'ready' });
+      else send(x, 503, { code: Grpc.UNAVAILABLE, message: 'storage is not available', details: [] });
+    }, (e: unknown) => fail(x, e));
   });
   // The API's own description (src/http/openapi.ts), built once from the registry.
   let openApiJson: Serialized | undefined;
@@ -274,186 +275,49 @@ export function createApp(deps: AppDeps): express.Express {
       ? invalidArgument('the request path could not be decoded') : err);
   });
 
-  /** The submit body as an envelope of `op` whose timestamp is within the window. */
-  function envelopeOf(x: Exchange, op: SubmitOperation, raw: Buffer, nowMs: number): Envelope {
-    const env = parseEnvelope(op, parseBody(raw));
-    x.organizationId = env.organizationId;
-    try {
-      checkTimestamp(env.timestampMs, nowMs, config.timestampWindowMs, config.timestampFutureMs);
-    } catch (e) {
-      x.stampFailure = 'stale_timestamp';
-      throw e;
-    }
-    return env;
-  }
-
-  /** Takes the request's tokens (per credential, per organization), or refuses it with 429. */
-  function admit(principal: Principal, organizationId: string, nowMs: number): void {
-    limiter?.admit(principal.credential.id, organizationId, nowMs);
-  }
-
   async function route(x: Exchange, kind: string, opName: string, raw: Buffer): Promise<Record<string, unknown> | Serialized> {
     const nowMs = now();
-    const clientAddress = clientAddressOf(x.req);
-    if (kind === 'query') {
-      const op = registry.query(opName);
-      if (!op) throw unknownOperation(kind, opName);
-      const { keys } = await authenticate(x, raw);
-      const body = parseBody(raw);
-      const orgId = requireOrganizationId(body);
-      x.organizationId = orgId;
-      const { principal, organization } = resolvePrincipal(store, keys, orgId,
-        { parentMayRead: op.parentMayRead, resolvesFromParent: op.resolvesFromParent === true, clientAddress }, nowMs);
-      admit(principal, orgId, nowMs);
-      const query = op.validate(body);
-      // A query that asks outside the store (a network's node) does so once the caller is known.
-      const external = op.external ? await op.external(query, store, organization.id) : undefined;
-      const reply = runQuery(store, op, query, principal, organization, fingerprintOf(raw), nowMs, external);
-      // What it read may include commits whose fsync is still under way: show it once on disk.
-      const durable = store.durable?.();
-      if (durable) await durable;
-      return reply;
-    }
-    if (kind === 'submit') {
-      const op = registry.submit(opName);
-      if (!op) throw unknownOperation(kind, opName);
-      const cred = credentialOf(x);
-      let pre: Prepared | undefined;
-      let env: Envelope;
-      // A lone request (nothing else in progress) is served on this thread: a thread hop would
-      // add its latency and save no one any time.
-      if (!op.prepare || !concurrent() || cred.kind === 'passkey') {
-        await verify(x, cred, raw);
-        env = envelopeOf(x, op, raw, nowMs);
-      } else {
-        // Work the operation can do before its transaction (signing on a signing thread, which
-        // also checks the stamp: one thread hop for both) runs now, against the state as it is;
-        // the transaction checks everything again. Until the stamp has verified, any refusal is
-        // answered only after verifying it the usual way, so a bad stamp still gets its 401.
-        try {
-          env = envelopeOf(x, op, raw, nowMs);
-        } catch (e) {
-          await verify(x, cred, raw);
-          throw e;
-        }
-        const check: StampCheck = { stamp: cred.stamp, body: raw, verified: false };
-        let who: ReturnType<typeof resolvePrincipal> | undefined;
-        try {
-          who = resolvePrincipal(store, cred.keys, env.organizationId, { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false, clientAddress }, nowMs);
-        } catch { /* the transaction gives the answer */ }
-        if (who) pre = await prepareSubmit(store, op, env, who.principal, who.organization, nowMs, check);
-        if (!check.verified) await verify(x, cred, raw);
+    const trace: Trace = {};
+    let parsed: Obj | undefined;
+    const request: ApiRequest = {
+      raw, body: () => (parsed ??= parseBody(raw)), header: stampHeader(x), clientAddress: clientAddressOf(x.req), concurrent: concurrent(), trace,
+    };
+    try {
+      if (kind === 'query') {
+        const op = registry.query(opName);
+        if (!op) throw unknownOperation(kind, opName);
+        return await pipeline.query(op, request, nowMs);
       }
-      const fingerprint = fingerprintOf(raw);
-      if (op.external && !store.activities.byFingerprint(fingerprint, Number(env.timestampMs))) {
-        // Work outside the store (an OIDC issuer's keys) before the transaction; a refusal stores nothing.
-        // Only for a caller the operation admits: no outside request on behalf of anyone else.
-        const intent = pre?.intent ?? op.validate(env.parameters, env.type);
-        const { principal, organization } = resolvePrincipal(store, cred.keys, env.organizationId, { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false, clientAddress }, nowMs);
-        const decision = authorizeSubmit(store, op, principal, intent, env.type, organization, nowMs);
-        if (decision.outcome !== 'OUTCOME_ALLOW') {
-          // Such an activity cannot wait for approvals: what it checked outside would be stale by then.
-          throw refusal(decision, op.path);
-        }
-        pre = { ...pre, intent, external: await op.external(intent, store) };
+      if (kind === 'submit') {
+        const op = registry.submit(opName);
+        if (!op) throw unknownOperation(kind, opName);
+        const out = await pipeline.submit(op, request, nowMs);
+        activityCount.inc({ type: String(out.activity.type), status: String(out.activity.status) });
+        return new Serialized(`{"activity":${out.activityJson}}`);
       }
-      // Group commit (engine.ts): the submit runs inside the next shared transaction and this
-      // promise settles only after its COMMIT. The credential is resolved again in there, since
-      // an earlier submit of the same group may have deleted the key or its user.
-      const out = await submits.run(() => {
-        const keys = cred.kind === 'key' ? registeredKeys(cred.stamp.publicKey, cred.curve) : stillRegistered(cred);
-        const { principal, organization } = resolvePrincipal(store, keys, env.organizationId,
-          { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false, clientAddress }, nowMs);
-        // The queue runs this in a savepoint of its own, so a refusal (this 429 too) leaves nothing behind.
-        admit(principal, env.organizationId, nowMs);
-        return submitInTransaction(store, op, env!, principal, organization, fingerprint, nowMs, pre, voucherOf(cred));
-      });
-      x.activityId = out.activity.id as string;
-      activityCount.inc({ type: String(out.activity.type), status: String(out.activity.status) });
-      return new Serialized(`{"activity":${out.activityJson}}`);
+      throw notFound(`unknown path ${x.path}`, 'NOT_FOUND');
+    } finally {
+      if (trace.organizationId !== undefined) x.organizationId = trace.organizationId;
+      if (trace.activityId !== undefined) x.activityId = trace.activityId;
+      if (trace.stampFailure !== undefined) x.stampFailure = trace.stampFailure;
     }
-    throw notFound(`unknown path ${x.path}`, 'NOT_FOUND');
   }
 
-  /** The stamp as a vote records it (an activity that waits for approvals, approve_activity). */
-  function voucherOf(cred: Credential): Voucher {
-    if (cred.kind === 'key') return { publicKey: cred.stamp.publicKey, signature: cred.stamp.signature, scheme: cred.stamp.scheme };
-    return { publicKey: '', signature: cred.webauthn.signature, scheme: 'SIGNATURE_SCHEME_WEBAUTHN' };
-  }
-
-  /** The stamp's credential (registered keys or passkeys it may stand for), not yet verified. */
-  function credentialOf(x: Exchange): Credential {
+  /** The stamp headers, parsed (a malformed one is refused here); nothing is looked up yet. */
+  function stampHeader(x: Exchange): StampHeader {
     const header = headerValue(x.req, 'x-stamp');
     if (header === undefined || header === '') {
       const passkey = headerValue(x.req, 'x-stamp-webauthn');
-      if (passkey !== undefined && passkey !== '') {
-        x.stampFailure = 'malformed_stamp';
-        const webauthn = parseWebauthnStamp(passkey);
-        x.stampFailure = 'unknown_key';
-        const keys = store.authenticators.byCredentialId(webauthn.credentialId);
-        if (keys.length === 0) throw unauthenticated(TurnkeyMessage.CREDENTIAL_NOT_FOUND, 'CREDENTIAL_NOT_FOUND', 'no passkey is registered with the stamp\'s credential id');
-        x.stampFailure = undefined;
-        return { kind: 'passkey', webauthn, keys };
-      }
-      x.stampFailure = 'missing_stamp';
-      throw unauthenticated(TurnkeyMessage.STAMP_MISSING, 'SIGNATURE_MISSING');
+      if (passkey === undefined || passkey === '') return { kind: 'none' };
+      x.stampFailure = 'malformed_stamp';
+      const webauthn = parseWebauthnStamp(passkey);
+      x.stampFailure = undefined;
+      return { kind: 'passkey', webauthn };
     }
     x.stampFailure = 'malformed_stamp';
     const stamp = parseStamp(header);
-    x.stampFailure = 'unknown_key';
-    const curve = SCHEME_CURVE[stamp.scheme];
-    const keys = registeredKeys(stamp.publicKey, curve);
     x.stampFailure = undefined;
-    return { kind: 'key', stamp, keys, curve };
-  }
-
-  /** The passkey registrations the stamp verified for that are still registered (for the transaction). */
-  function stillRegistered(cred: PasskeyCredential): AuthenticatorRow[] {
-    const verified = new Set(cred.keys.map((k) => k.id));
-    const keys = store.authenticators.byCredentialId(cred.webauthn.credentialId).filter((k) => verified.has(k.id));
-    if (keys.length === 0) throw unauthenticated(TurnkeyMessage.CREDENTIAL_NOT_FOUND, 'CREDENTIAL_NOT_FOUND', 'the passkey that stamped this request is no longer registered');
-    return keys;
-  }
-
-  /**
-   * Checks a passkey stamp against each registration of its credential id (each organization has
-   * its own allowed origins); keeps the registrations it verifies for and records their new
-   * signature counters.
-   */
-  function verifyPasskey(cred: PasskeyCredential, raw: Buffer): boolean {
-    const verified: { row: AuthenticatorRow; signCount: number }[] = [];
-    for (const row of cred.keys) {
-      const r = verifyWebauthnStamp(cred.webauthn, row, raw, allowedOrigins(store, row.organizationId));
-      if (r.ok) verified.push({ row, signCount: r.signCount });
-    }
-    const moved = verified.filter((v) => v.signCount > v.row.signCount);
-    if (moved.length > 0) store.transaction(() => { for (const v of moved) store.authenticators.setSignCount(v.row.id, v.signCount); });
-    cred.keys = verified.map((v) => v.row);
-    return verified.length > 0;
-  }
-
-  /** The API keys registered for a stamp's public key (401 when there is none). */
-  function registeredKeys(publicKey: string, curve: ApiKeyCurve): ApiKeyRow[] {
-    const keys = candidateKeys(store, publicKey, curve);
-    if (keys.length === 0) throw unauthenticated(TurnkeyMessage.PUBLIC_KEY_NOT_FOUND, 'PUBLIC_KEY_NOT_FOUND', 'no API key is registered for the stamp\'s public key');
-    return keys;
-  }
-
-  /** Verifies the stamp over the raw bytes (401 when it does not). */
-  async function verify(x: Exchange, cred: Credential, raw: Buffer): Promise<void> {
-    const ok = cred.kind === 'passkey' ? verifyPasskey(cred, raw)
-      : verifier ? await verifier.verify(cred.stamp, raw, concurrent()) : verifyStamp(cred.stamp, raw);
-    if (!ok) {
-      x.stampFailure = 'bad_signature';
-      throw unauthenticated(cred.kind === 'passkey' ? TurnkeyMessage.WEBAUTHN_SIGNATURE : TurnkeyMessage.API_KEY_SIGNATURE, 'SIGNATURE_INVALID',
-        'the stamp signature does not verify over the request body');
-    }
-  }
-
-  async function authenticate(x: Exchange, raw: Buffer): Promise<Credential> {
-    const cred = credentialOf(x);
-    await verify(x, cred, raw);
-    return cred;
+    return { kind: 'key', stamp, curve: SCHEME_CURVE[stamp.scheme] };
   }
 
   return app;
@@ -591,10 +455,6 @@ function drain(req: IncomingMessage, then: () => void): void {
   req.resume();
 }
 
-interface KeyCredential { kind: 'key'; stamp: Stamp; keys: ApiKeyRow[]; curve: ApiKeyCurve }
-interface PasskeyCredential { kind: 'passkey'; webauthn: WebauthnStamp; keys: AuthenticatorRow[] }
-type Credential = KeyCredential | PasskeyCredential;
-
 function unknownOperation(kind: string, op: string): ApiError {
   return notFound(`unknown or unsupported operation /public/v1/${kind}/${op}`, 'NOT_FOUND');
 }
@@ -607,14 +467,6 @@ function parseBody(raw: Buffer): Obj {
   try { parsed = JSON.parse(text); } catch { throw bad('request body is not valid JSON'); }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw bad('request body must be a JSON object');
   return parsed as Obj;
-}
-
-function requireOrganizationId(body: Obj): string {
-  const id = body.organizationId;
-  if (typeof id !== 'string' || id === '') {
-    throw invalidArgument('organizationId is required', [{ field: 'organizationId', description: 'is required (a non-empty string)' }]);
-  }
-  return id;
 }
 
 /**

@@ -53,7 +53,7 @@ export async function startPool(config: Config, log: Logger, entry: string): Pro
   const metrics = () => aggregator.clusterMetrics();
   const answerMetrics = (w: Worker) => (m: MetricsRequest) => {
     if (m?.type !== 'kmas:metrics') return;
-    metrics().then((text) => ({ text }), (e: unknown) => ({ error: e instanceof Error ? e.message : String(e) }))
+    void metrics().then((text) => ({ text }), (e: unknown) => ({ error: e instanceof Error ? e.message : String(e) }))
       .then((r) => { try { w.send({ type: 'kmas:metrics', id: m.id, ...r } satisfies MetricsReply); } catch { /* the worker went away */ } });
   };
 

@@ -26,7 +26,7 @@
 import { base58, bech32, bech32m } from '@scure/base';
 import { toChecksumAddress } from '../crypto/addresses.js';
 import { children, parse, type Node } from './language.js';
-import type { Store } from '../storage/types.js';
+import type { Tx } from '../storage/types.js';
 
 type Form = 'lower' | 'hexLower' | 'callArg' | 'solanaKey' | 'bech32Lower' | 'accountAddress';
 
@@ -181,17 +181,17 @@ export function literalFormProblems(tree: Node): string[] {
  * Stored policies whose condition has such a comparison (written before kmas refused them): each
  * never matches as written. The server names them in its log at start so an operator can fix them.
  */
-export function deadPolicies(store: Store): { organizationId: string; policyId: string; policyName: string; effect: string; problem: string }[] {
+export async function deadPolicies(tx: Tx): Promise<{ organizationId: string; policyId: string; policyName: string; effect: string; problem: string }[]> {
   const out: { organizationId: string; policyId: string; policyName: string; effect: string; problem: string }[] = [];
-  const queue = [...store.organizations.roots()];
+  const queue = [...await tx.organizations.roots()];
   while (queue.length > 0) {
     const org = queue.pop()!;
-    for (const p of store.policies.list(org.id)) {
+    for (const p of await tx.policies.list(org.id)) {
       let problems: string[] = [];
       try { problems = p.condition.trim() === '' ? [] : literalFormProblems(parse(p.condition)); } catch { /* a condition that no longer parses is not this check's to report */ }
       if (problems.length > 0) out.push({ organizationId: org.id, policyId: p.id, policyName: p.name, effect: p.effect, problem: problems[0]! });
     }
-    queue.push(...store.organizations.childrenOf(org.id));
+    queue.push(...await tx.organizations.childrenOf(org.id));
   }
   return out;
 }

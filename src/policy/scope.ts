@@ -12,7 +12,7 @@
  *   (src/crypto/solana.ts, tron.ts).
  * A keyword the activity does not have is left unbound: a policy that uses it does not apply.
  */
-import type { Store } from '../storage/types.js';
+import type { Tx } from '../storage/types.js';
 import { parseUnsignedTransaction } from '../crypto/ethereum.js';
 import { parseSolanaTransaction, solanaPolicyView } from '../crypto/solana.js';
 import { parseTronRawData, tronPolicyView } from '../crypto/tron.js';
@@ -144,7 +144,7 @@ export function resourceAction(type: string): { resource: string; action: string
 }
 
 /** The condition scope of an activity. */
-export function conditionScope(store: Store, organizationId: string, type: string, targets: PolicyTargets | undefined, intent?: unknown): Map<string, Value> {
+export async function conditionScope(tx: Tx, organizationId: string, type: string, targets: PolicyTargets | undefined, intent?: unknown): Promise<Map<string, Value>> {
   const scope = new Map<string, Value>([['activity', activityValue(type, intent)]]);
   if (!targets) return scope;
   if (targets.secretProperties) {
@@ -158,15 +158,15 @@ export function conditionScope(store: Store, organizationId: string, type: strin
   if (typedData || authorization) scope.set('eth', eth);
   // eth.tx.from: the Ethereum address of the signing key
   let from = '';
-  const pk = targets.privateKeyId ? store.keys.privateKeys.get(organizationId, targets.privateKeyId) : undefined;
+  const pk = targets.privateKeyId ? await tx.keys.privateKeys.get(organizationId, targets.privateKeyId) : undefined;
   if (pk) {
-    scope.set('private_key', { id: pk.id, label: pk.name, tags: store.tags.tagsOf(pk.id), imported: pk.imported, exported: pk.exported, curve: pk.curve });
+    scope.set('private_key', { id: pk.id, label: pk.name, tags: await tx.tags.tagsOf(pk.id), imported: pk.imported, exported: pk.exported, curve: pk.curve });
     from = pk.addresses.find((a) => a.format === 'ADDRESS_FORMAT_ETHEREUM')?.address ?? '';
   }
   let walletId = targets.walletId;
   let walletAccountFormat: string | undefined;
   if (targets.walletAccountAddress) {
-    const acct = store.keys.accounts.byAddress(organizationId, targets.walletAccountAddress);
+    const acct = await tx.keys.accounts.byAddress(organizationId, targets.walletAccountAddress);
     if (acct) {
       walletId ??= acct.walletId;
       scope.set('wallet_account', { address: acct.address, curve: acct.curve, path: acct.path, address_format: acct.addressFormat });
@@ -174,40 +174,46 @@ export function conditionScope(store: Store, organizationId: string, type: strin
       walletAccountFormat = acct.addressFormat;
     }
   }
-  const walletValue = (id: string): Value | undefined => {
-    const w = store.keys.wallets.get(organizationId, id);
+  const walletValue = async (id: string): Promise<Value | undefined> => {
+    const w = await tx.keys.wallets.get(organizationId, id);
     return w ? { id: w.id, label: w.name, imported: w.imported, exported: w.exported } : undefined;
   };
-  const wallet = walletId ? walletValue(walletId) : undefined;
+  const wallet = walletId ? await walletValue(walletId) : undefined;
   if (wallet) scope.set('wallet', wallet);
-  if (targets.walletIds) scope.set('wallets', targets.walletIds.map(walletValue).filter((w): w is Value => w !== undefined));
+  if (targets.walletIds) {
+    const wallets: Value[] = [];
+    for (const id of targets.walletIds) { const w = await walletValue(id); if (w !== undefined) wallets.push(w); }
+    scope.set('wallets', wallets);
+  }
   // An unparsable transaction binds nothing (a policy that reads it does not apply); the operation refuses it later.
   const bindTx = (keyword: string, view: () => Value): void => {
     try { scope.set(keyword, { tx: view() }); } catch { /* see above */ }
   };
   const ethTx = targets.ethereumTransaction;
   if (ethTx !== undefined) {
-    bindTx('eth', () => {
-      const tx = parseUnsignedTransaction(ethTx);
-      const data = (tx as { data?: string }).data ?? '0x';
-      const maxFee = (tx as { maxFeePerGas?: bigint }).maxFeePerGas;
-      const to = (tx.to ?? '').toLowerCase();
-      // function_name, function_signature, contract_call_args: only with an ABI uploaded for `to`
-      const abi = to === '' ? undefined : store.contractInterfaces.byAddress(organizationId, 'SMART_CONTRACT_INTERFACE_TYPE_ETHEREUM', to);
+    let parsed: ReturnType<typeof parseUnsignedTransaction> | undefined;
+    try { parsed = parseUnsignedTransaction(ethTx); } catch { /* binds nothing, as below */ }
+    const to = (parsed?.to ?? '').toLowerCase();
+    // function_name, function_signature, contract_call_args: only with an ABI uploaded for `to`
+    const abi = to === '' ? undefined : await tx.contractInterfaces.byAddress(organizationId, 'SMART_CONTRACT_INTERFACE_TYPE_ETHEREUM', to);
+    if (parsed) bindTx('eth', () => {
+      const t = parsed;
+      const data = (t as { data?: string }).data ?? '0x';
+      const maxFee = (t as { maxFeePerGas?: bigint }).maxFeePerGas;
       const call = abi ? decodeCall(abi.interface, data) : undefined;
       return {
         from: from.toLowerCase(),
         to,
-        value: tx.value ?? 0n,
-        nonce: BigInt(tx.nonce ?? 0),
-        chain_id: BigInt(tx.chainId ?? 0),
-        gas: tx.gas ?? 0n,
+        value: t.value ?? 0n,
+        nonce: BigInt(t.nonce ?? 0),
+        chain_id: BigInt(t.chainId ?? 0),
+        gas: t.gas ?? 0n,
         // EIP-1559 transactions have no gas price; Turnkey's reference fills it with the fee cap.
-        gas_price: (tx as { gasPrice?: bigint }).gasPrice ?? maxFee ?? 0n,
+        gas_price: (t as { gasPrice?: bigint }).gasPrice ?? maxFee ?? 0n,
         max_fee_per_gas: maxFee ?? 0n,
-        max_priority_fee_per_gas: (tx as { maxPriorityFeePerGas?: bigint }).maxPriorityFeePerGas ?? 0n,
+        max_priority_fee_per_gas: (t as { maxPriorityFeePerGas?: bigint }).maxPriorityFeePerGas ?? 0n,
         data: data.toLowerCase(),
-        type: ETH_TX_TYPES[tx.type ?? 'legacy'] ?? String(tx.type),
+        type: ETH_TX_TYPES[t.type ?? 'legacy'] ?? String(t.type),
         ...call,
       };
     });

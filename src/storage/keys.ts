@@ -5,6 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { RowCache } from './rowcache.js';
+import type { Sync } from './sqliteUnit.js';
 import { pageBySeq, type ListPage } from './paging.js';
 
 export interface AddressEntry { format: string; address: string }
@@ -72,50 +73,50 @@ export type { ListPage } from './paging.js';
 
 export interface KeyStore {
   privateKeys: {
-    get(organizationId: string, id: string): PrivateKeyRow | undefined;
+    get(organizationId: string, id: string): Promise<PrivateKeyRow | undefined>;
     /** by one of its addresses (0x-hex addresses compared case-insensitively) */
-    byAddress(organizationId: string, address: string): PrivateKeyRow | undefined;
+    byAddress(organizationId: string, address: string): Promise<PrivateKeyRow | undefined>;
     /** newest first */
-    list(organizationId: string): PrivateKeyRow[];
-    insert(row: PrivateKeyRow): void;
-    markExported(organizationId: string, id: string, ms: number): void;
-    delete(organizationId: string, id: string): void;
-    count(organizationId: string): number;
+    list(organizationId: string): Promise<PrivateKeyRow[]>;
+    insert(row: PrivateKeyRow): Promise<void>;
+    markExported(organizationId: string, id: string, ms: number): Promise<void>;
+    delete(organizationId: string, id: string): Promise<void>;
+    count(organizationId: string): Promise<number>;
   };
   wallets: {
-    get(organizationId: string, id: string): WalletRow | undefined;
-    list(organizationId: string): WalletRow[];
-    insert(row: WalletRow): void;
-    rename(organizationId: string, id: string, name: string, ms: number): void;
-    markExported(organizationId: string, id: string, ms: number): void;
+    get(organizationId: string, id: string): Promise<WalletRow | undefined>;
+    list(organizationId: string): Promise<WalletRow[]>;
+    insert(row: WalletRow): Promise<void>;
+    rename(organizationId: string, id: string, name: string, ms: number): Promise<void>;
+    markExported(organizationId: string, id: string, ms: number): Promise<void>;
     /** deletes the wallet and its accounts */
-    delete(organizationId: string, id: string): void;
-    count(organizationId: string): number;
+    delete(organizationId: string, id: string): Promise<void>;
+    count(organizationId: string): Promise<number>;
   };
   accounts: {
-    get(organizationId: string, id: string): WalletAccountRow | undefined;
-    byAddress(organizationId: string, address: string): WalletAccountRow | undefined;
-    inWalletByAddress(organizationId: string, walletId: string, address: string): WalletAccountRow | undefined;
-    inWalletByPath(organizationId: string, walletId: string, path: string): WalletAccountRow[];
+    get(organizationId: string, id: string): Promise<WalletAccountRow | undefined>;
+    byAddress(organizationId: string, address: string): Promise<WalletAccountRow | undefined>;
+    inWalletByAddress(organizationId: string, walletId: string, address: string): Promise<WalletAccountRow | undefined>;
+    inWalletByPath(organizationId: string, walletId: string, path: string): Promise<WalletAccountRow[]>;
     /** newest first; walletId undefined = all wallets of the organization; undefined when a cursor is unknown */
-    list(organizationId: string, walletId: string | undefined, page: ListPage): WalletAccountRow[] | undefined;
-    listAll(organizationId: string, walletId: string): WalletAccountRow[];
-    insert(row: WalletAccountRow): void;
-    markExported(organizationId: string, id: string, ms: number): void;
-    delete(organizationId: string, id: string): void;
-    count(organizationId: string): number;
+    list(organizationId: string, walletId: string | undefined, page: ListPage): Promise<WalletAccountRow[] | undefined>;
+    listAll(organizationId: string, walletId: string): Promise<WalletAccountRow[]>;
+    insert(row: WalletAccountRow): Promise<void>;
+    markExported(organizationId: string, id: string, ms: number): Promise<void>;
+    delete(organizationId: string, id: string): Promise<void>;
+    count(organizationId: string): Promise<number>;
   };
   importTargets: {
     /** unexpired targets of the user and kind, newest first */
-    listValid(organizationId: string, userId: string, kind: ImportTargetRow['kind'], nowMs: number): ImportTargetRow[];
-    insert(row: ImportTargetRow): void;
-    delete(id: string): void;
+    listValid(organizationId: string, userId: string, kind: ImportTargetRow['kind'], nowMs: number): Promise<ImportTargetRow[]>;
+    insert(row: ImportTargetRow): Promise<void>;
+    delete(id: string): Promise<void>;
     /** drops expired targets */
-    purgeExpired(nowMs: number): void;
+    purgeExpired(nowMs: number): Promise<void>;
   };
   secrets: {
-    get(name: string): { sealed: Uint8Array; publicKey: string } | undefined;
-    insert(name: string, sealed: Uint8Array, publicKey: string, ms: number): void;
+    get(name: string): Promise<{ sealed: Uint8Array; publicKey: string } | undefined>;
+    insert(name: string, sealed: Uint8Array, publicKey: string, ms: number): Promise<void>;
   };
 }
 
@@ -226,7 +227,7 @@ const targetFrom = (r: Row): ImportTargetRow => ({
 });
 
 /** The SQLite implementation over the Store's better-sqlite3 handle (tables from KEYS_MIGRATION_SQL). */
-export function sqliteKeyStore(db: Database.Database, cache: RowCache): KeyStore {
+export function sqliteKeyStore(db: Database.Database, cache: RowCache): Sync<KeyStore> {
   const q = (sql: string) => db.prepare<unknown[], Row>(sql);
   // Every signing request resolves its key (by id or address): those lookups are cached, and
   // every write of a key, wallet or account clears the cache (rowcache.ts).

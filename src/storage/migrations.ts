@@ -413,4 +413,12 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE webhook_deliveries ADD COLUMN event_type TEXT NOT NULL DEFAULT 'ACTIVITY_UPDATES';
     `,
   },
+  {
+    version: 25,
+    name: 'one registration of a public key / a passkey credential per organization, enforced by the database',
+    sql: `
+      CREATE UNIQUE INDEX api_keys_organization_public_key ON api_keys(organization_id, public_key);
+      CREATE UNIQUE INDEX authenticators_organization_credential ON authenticators(organization_id, credential_id);
+    `,
+  },
 ];

@@ -1,17 +1,22 @@
-/** SQLite implementation of the Store (better-sqlite3, WAL, one file DATA_DIR/kmas.sqlite). */
+/**
+ * The SQLite adapter (the embedded default: better-sqlite3, WAL, one file DATA_DIR/kmas.sqlite):
+ * migrations, the synchronous repositories over prepared statements and the row cache, behind the
+ * unit of work of sqliteUnit.ts.
+ */
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import type {
+  Db, Repositories,
   SendTransactionRow,
-  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, ContractInterfaceRow, InvitationRow, SecretRow, FeatureRow, IpAllowlistRow, IpAllowlistRule, OauthProviderRow, OrganizationRow, OtpRow, Store, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
+  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, ContractInterfaceRow, InvitationRow, SecretRow, FeatureRow, IpAllowlistRow, IpAllowlistRule, OauthProviderRow, OrganizationRow, OtpRow, Tx, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
 import { RowCache } from './rowcache.js';
 import { pageBySeq } from './paging.js';
 import type { SqliteSynchronous } from '../config.js';
-import { dbCommitDuration, dbSyncDuration, secondsSince } from '../metrics.js';
+import { BUSY_TIMEOUT_MS, SqliteUnits, WalSync, type Sync } from './sqliteUnit.js';
 
 type Row = Record<string, unknown>;
 
@@ -109,27 +114,27 @@ const activityFrom = (r: Row): ActivityRow => ({
   recordJson: r.record as string,
 });
 
-const BUSY_TIMEOUT_MS = 5000;
 
 export interface SqliteStoreOptions {
   synchronous?: SqliteSynchronous;
   /**
-   * With synchronous FULL: once deferSyncs() is called, SQLite runs at NORMAL and the store
-   * itself fsyncs the WAL on libuv's thread pool; `durable()` says when the commits so far are on
-   * disk, and callers must await it before acknowledging anything (the server does; see WalSync).
-   * Until then (start-up, bootstrap) every COMMIT is synced by SQLite as usual.
+   * With synchronous FULL: once deferSyncs() is called, SQLite runs at NORMAL and the adapter
+   * itself fsyncs the WAL on libuv's thread pool (sqliteUnit.ts WalSync); a write still settles
+   * only once it is on disk. Until then (start-up, bootstrap) every COMMIT is synced by SQLite.
    */
   syncOffThread?: boolean;
   /**
    * Other server processes write this database too (a WORKERS pool): the group commit then first
-   * tries BEGIN IMMEDIATE without waiting (transactionNoWait), so a process does not sleep in
+   * tries BEGIN IMMEDIATE without waiting (sqliteUnit.ts), so a process does not sleep in
    * SQLite's busy handler while another commits. Default true; a lone server passes false and
    * saves two PRAGMA statements per group (an occasional CLI write is simply waited for).
    */
   multiProcess?: boolean;
+  /** Work per commit group before the rest waits for the next (ms; default 5). */
+  groupBudgetMs?: number;
 }
 
-export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Store {
+export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
   // A new database is created 0600 by us, not 0644 by SQLite; its -wal and -shm take its mode.
   fs.closeSync(fs.openSync(file, 'a', 0o600));
   const db = new Database(file);
@@ -175,12 +180,14 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     authGet: q('SELECT * FROM authenticators WHERE organization_id = ? AND id = ?'),
     authByCred: q('SELECT * FROM authenticators WHERE credential_id = ? ORDER BY seq'),
     authByUser: q('SELECT * FROM authenticators WHERE organization_id = ? AND user_id = ? ORDER BY seq'),
+    authByOrg: q('SELECT * FROM authenticators WHERE organization_id = ? ORDER BY seq'),
     authInsert: q('INSERT INTO authenticators (id, organization_id, user_id, name, credential_id, public_key, rp_id, aaguid, attestation_type, transports, sign_count, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     authDelete: q('DELETE FROM authenticators WHERE organization_id = ? AND id = ?'),
     authCount: q('UPDATE authenticators SET sign_count = ? WHERE id = ?'),
 
     oapGet: q('SELECT * FROM oauth_providers WHERE organization_id = ? AND id = ?'),
     oapByUser: q('SELECT * FROM oauth_providers WHERE organization_id = ? AND user_id = ? ORDER BY seq'),
+    oapByOrg: q('SELECT * FROM oauth_providers WHERE organization_id = ? ORDER BY seq'),
     oapByIdentity: q('SELECT * FROM oauth_providers WHERE organization_id = ? AND issuer = ? AND subject = ? AND audience = ?'),
     oapInsert: q('INSERT INTO oauth_providers (id, organization_id, user_id, name, issuer, audience, subject, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     oapDelete: q('DELETE FROM oauth_providers WHERE organization_id = ? AND id = ?'),
@@ -204,6 +211,8 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     tagUpdate: q('UPDATE tags SET name = ?, updated_ms = ? WHERE organization_id = ? AND id = ?'),
     tagDelete: q('DELETE FROM tags WHERE organization_id = ? AND id = ?'),
     tagsOf: q<{ tag_id: string }>('SELECT m.tag_id FROM tag_members m JOIN tags t ON t.id = m.tag_id WHERE m.member_id = ? ORDER BY t.created_ms, t.id'),
+    tagsOfType: q<{ tag_id: string }>('SELECT m.tag_id FROM tag_members m JOIN tags t ON t.id = m.tag_id WHERE m.member_id = ? AND t.type = ? ORDER BY t.created_ms, t.id'),
+    tagMemberships: q<{ tag_id: string; member_id: string }>('SELECT m.tag_id, m.member_id FROM tag_members m JOIN tags t ON t.id = m.tag_id WHERE t.organization_id = ? AND t.type = ? ORDER BY t.created_ms, t.id, m.member_id'),
     tagMembers: q<{ member_id: string }>('SELECT member_id FROM tag_members WHERE tag_id = ? ORDER BY member_id'),
     tagAttach: q('INSERT OR IGNORE INTO tag_members (tag_id, member_id) VALUES (?, ?)'),
     tagDetach: q('DELETE FROM tag_members WHERE tag_id = ? AND member_id = ?'),
@@ -285,66 +294,8 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
   const clearCaches = () => cache.clear();
   const keysByPublicKey = (pk: string): ApiKeyRow[] => cache.get(keyCache, pk, () => s.keyByPub.all(pk).map(keyFrom))!;
 
-  // One transaction function for every call (BEGIN IMMEDIATE … COMMIT, or a SAVEPOINT when
-  // nested): db.transaction(fn) per call built four wrapper functions each time (~4% of a
-  // submit's CPU under load).
-  const runTx = db.transaction((fn: () => unknown) => fn());
-  let walSync: WalSync | undefined;
-  // The outermost transaction's COMMIT is what WalSync has to cover.
-  const runImmediate = <T>(fn: () => T): T => {
-    const outer = !db.inTransaction;
-    if (!outer) return runTx.immediate(fn) as T;
-    const start = performance.now();
-    const v = runTx.immediate(fn) as T;
-    dbCommitDuration.observe(secondsSince(start));
-    walSync?.committed();
-    return v;
-  };
-  const transaction = <T>(fn: () => T): T => {
-    if (db.inTransaction) return runImmediate(fn);
-    try {
-      return runImmediate(fn);
-    } finally {
-      cache.transactionEnded();
-    }
-  };
-  // PRAGMA busy_timeout acts when the statement is prepared, so these cannot be prepared once.
-  const noBusyWait = () => db.pragma('busy_timeout = 0');
-  const busyWait = () => db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-
   let closed = false;
-  // transactionNoWait: the optional group-commit capability (engine.ts NoWaitTransactions).
-  const store: Store & { transactionNoWait?<T>(fn: () => T): { busy: true } | { busy: false; value: T } } = {
-    transaction,
-    // The group commit's first try (engine.ts NoWaitTransactions): BEGIN IMMEDIATE with no busy
-    // wait, so a process of a pool does not sleep in SQLite's busy handler with its event loop
-    // stopped while another process commits; inside the transaction the usual timeout applies.
-    transactionNoWait: opts.multiProcess === false ? undefined : <T>(fn: () => T): { busy: true } | { busy: false; value: T } => {
-      if (db.inTransaction) return { busy: false, value: transaction(fn) };
-      let started = false;
-      noBusyWait();
-      try {
-        const value = transaction(() => { started = true; busyWait(); return fn(); });
-        return { busy: false, value };
-      } catch (e) {
-        if (!started && (e as { code?: string }).code === 'SQLITE_BUSY') return { busy: true };
-        throw e;
-      } finally {
-        if (!started) busyWait();
-      }
-    },
-    durable: () => walSync?.durable(),
-    deferSyncs: () => {
-      if (!offThread || walSync || closed) return;
-      db.pragma('synchronous = NORMAL');
-      walSync = new WalSync(`${file}-wal`);
-    },
-    isReady: () => {
-      if (closed || walSync?.failed) return false;
-      try { return s.ping.get() !== undefined; } catch { return false; }
-    },
-    close: () => { if (!closed) { closed = true; walSync?.close(); db.close(); } },
-
+  const repos: Sync<Repositories> = {
     organizations: {
       get: (id) => cache.get(orgCache, id, () => { const r = s.orgGet.get(id); return r ? orgFrom(r) : undefined; }),
       insert: (o) => { clearCaches(); s.orgInsert.run(o.id, o.name, o.parentId, o.rootQuorumThreshold, o.createdMs, o.updatedMs); },
@@ -393,6 +344,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       // stamp, and a write to a cached table would drop every cached row.
       byCredentialId: (cred) => s.authByCred.all(cred).map(authenticatorFrom),
       listByUser: (org, user) => s.authByUser.all(org, user).map(authenticatorFrom),
+      listByOrganization: (org) => s.authByOrg.all(org).map(authenticatorFrom),
       insert: (a) => {
         s.authInsert.run(a.id, a.organizationId, a.userId, a.name, a.credentialId, a.publicKey, a.rpId, a.aaguid, a.attestationType,
           JSON.stringify(a.transports), a.signCount, a.createdMs, a.updatedMs);
@@ -407,7 +359,8 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
       insert: (t) => { s.tagInsert.run(t.id, t.organizationId, t.name, t.type, t.createdMs, t.updatedMs); },
       update: (t) => { s.tagUpdate.run(t.name, t.updatedMs, t.organizationId, t.id); },
       delete: (org, id) => { s.tagDelete.run(org, id); },
-      tagsOf: (member) => s.tagsOf.all(member).map((r) => r.tag_id),
+      tagsOf: (member, type) => (type === undefined ? s.tagsOf.all(member) : s.tagsOfType.all(member, type)).map((r) => r.tag_id),
+      memberships: (org, type) => s.tagMemberships.all(org, type).map((r) => ({ tagId: r.tag_id, memberId: r.member_id })),
       members: (tag) => s.tagMembers.all(tag).map((r) => r.member_id),
       attach: (tag, member) => { s.tagAttach.run(tag, member); },
       detach: (tag, member) => { s.tagDetach.run(tag, member); },
@@ -492,6 +445,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     oauthProviders: {
       get: (org, id) => { const r = s.oapGet.get(org, id); return r ? oauthProviderFrom(r) : undefined; },
       listByUser: (org, user) => s.oapByUser.all(org, user).map(oauthProviderFrom),
+      listByOrganization: (org) => s.oapByOrg.all(org).map(oauthProviderFrom),
       byIdentity: (org, iss, aud, sub) => { const r = s.oapByIdentity.get(org, iss, sub, aud); return r ? oauthProviderFrom(r) : undefined; },
       insert: (p) => { s.oapInsert.run(p.id, p.organizationId, p.userId, p.name, p.issuer, p.audience, p.subject, p.createdMs, p.updatedMs); },
       delete: (org, id) => { s.oapDelete.run(org, id); },
@@ -633,7 +587,30 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): St
     return pageBySeq(db, 'activities', lq.organizationId, lq, where, args)?.map(activityFrom);
   }
 
-  return store;
+  const units = new SqliteUnits(db, repos, () => cache.transactionEnded(), { multiProcess: opts.multiProcess !== false, budgetMs: opts.groupBudgetMs });
+  const sqliteDb: Db = {
+    engine: 'sqlite',
+    read: (fn) => units.read(fn),
+    write: (fn) => units.write(fn),
+    durable: () => (closed ? Promise.resolve() : units.durable()),
+    deferSyncs: () => {
+      if (!offThread || units.walSync || closed) return;
+      db.pragma('synchronous = NORMAL');
+      units.walSync = new WalSync(`${file}-wal`);
+    },
+    isReady: async () => {
+      if (closed || units.walSync?.failed) return false;
+      try { return s.ping.get() !== undefined; } catch { return false; }
+    },
+    close: async () => {
+      if (closed) return;
+      await units.close();
+      closed = true;
+      units.walSync?.close();
+      db.close();
+    },
+  };
+  return sqliteDb;
 }
 
 function migrate(db: Database.Database): void {
@@ -650,102 +627,5 @@ function migrate(db: Database.Database): void {
       db.exec(m.sql);
       db.prepare('INSERT INTO schema_migrations (version, name, applied_ms) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
     }).immediate();
-  }
-}
-
-/**
- * Durability off the event loop. With PRAGMA synchronous=FULL, better-sqlite3's COMMIT fsyncs the
- * WAL on the calling thread, stopping every other request for the length of the fsync. Here SQLite
- * runs at synchronous=NORMAL (the WAL stays consistent: frames carry checksums, and SQLite itself
- * syncs the WAL before a checkpoint and the database after it), and this class fdatasyncs the WAL
- * on libuv's thread pool after commits. A commit is durable once a sync that started after it has
- * finished: the WAL is append-only between checkpoints and a sync covers every write made to the
- * file before it started. Up to MAX_SYNCS_IN_FLIGHT syncs overlap, so a commit made just after a
- * sync started need not wait for that sync to end (and for the event loop to notice) before its
- * own begins; commits made meanwhile share the next one.
- *
- * A failed fsync cannot be retried safely (the kernel may have dropped the dirty pages), so the
- * store stops: every later durable() rejects and isReady() is false.
- */
-interface Waiter { upTo: number; resolve: () => void; reject: (e: Error) => void }
-
-const MAX_SYNCS_IN_FLIGHT = 2;
-
-class WalSync {
-  #committed = 0;
-  #synced = 0;
-  /** the highest commit a sync under way will cover */
-  #started = 0;
-  #inFlight = 0;
-  #waiters: Waiter[] = [];
-  #fd: number | undefined;
-  #closing = false;
-  failed: Error | undefined;
-
-  constructor(private readonly walFile: string) {
-    // The WAL exists once the connection has read in WAL mode (the migrations did). Its directory
-    // entry is made durable once, here.
-    try {
-      this.#fd = fs.openSync(walFile, 'r+');
-      const dir = fs.openSync(path.dirname(walFile), 'r');
-      try { fs.fsyncSync(dir); } finally { fs.closeSync(dir); }
-    } catch {
-      if (this.#fd !== undefined) { fs.closeSync(this.#fd); this.#fd = undefined; }
-    }
-  }
-
-  committed(): void { this.#committed++; }
-
-  /** undefined when every commit so far is on disk; else a promise settled when it is. */
-  durable(): Promise<void> | undefined {
-    if (this.failed) return Promise.reject(this.failed);
-    if (this.#synced === this.#committed) return undefined;
-    return new Promise<void>((resolve, reject) => {
-      this.#waiters.push({ upTo: this.#committed, resolve, reject });
-      this.#kick();
-    });
-  }
-
-  /** Starts a sync when a waiter needs commits no sync under way covers, and one may start. */
-  #kick(): void {
-    if (this.#committed <= this.#started || this.#inFlight >= MAX_SYNCS_IN_FLIGHT || this.#closing) return;
-    if (this.#fd === undefined && this.#inFlight > 0) return; // the first sync is opening the file
-    this.#inFlight++;
-    const upTo = this.#committed;
-    this.#started = upTo;
-    const start = performance.now();
-    const done = (err: NodeJS.ErrnoException | null) => {
-      this.#inFlight--;
-      if (!err) dbSyncDuration.observe(secondsSince(start));
-      if (this.#closing) { if (this.#inFlight === 0) this.close(); if (err) return; }
-      if (this.failed) return;
-      if (err) {
-        this.failed = new Error(`fsync of the SQLite WAL failed (${err.code ?? err.message}); the store stops accepting writes`);
-        for (const w of this.#waiters.splice(0)) w.reject(this.failed);
-        return;
-      }
-      if (upTo > this.#synced) this.#synced = upTo;
-      const still: Waiter[] = [];
-      for (const w of this.#waiters) (w.upTo <= this.#synced ? w.resolve() : still.push(w));
-      this.#waiters = still;
-      if (still.length > 0) this.#kick();
-    };
-    if (this.#fd !== undefined) { fs.fdatasync(this.#fd, done); return; }
-    fs.open(this.walFile, 'r+', (err, fd) => {
-      if (err) { done(err); return; }
-      this.#fd = fd;
-      fs.open(path.dirname(this.walFile), 'r', (derr, dfd) => {
-        if (derr) { done(derr); return; }
-        fs.fsync(dfd, (serr) => { fs.close(dfd, () => {}); if (serr) done(serr); else fs.fdatasync(fd, done); });
-      });
-    });
-  }
-
-  /** Closes the WAL's descriptor now, or when the syncs under way end. */
-  close(): void {
-    this.#closing = true;
-    if (this.#inFlight > 0 || this.#fd === undefined) return;
-    fs.closeSync(this.#fd);
-    this.#fd = undefined;
   }
 }

@@ -1,6 +1,7 @@
 /**
- * Repository interfaces. Handlers and domain code see only these; the SQLite implementation
- * lives in sqlite.ts (a postgres one can follow). Times are milliseconds since the epoch.
+ * The storage seam: async repository interfaces reached through a unit of work (Db). Handlers and
+ * domain code see only these; nothing above src/storage/ knows which engine serves them. The
+ * SQLite adapter lives in sqlite.ts. Times are milliseconds since the epoch.
  */
 import type { KeyStore } from './keys.js';
 
@@ -308,41 +309,29 @@ export interface PolicyEvaluationRow {
   createdMs: number;
 }
 
-export interface Store {
-  /** Runs fn inside one write transaction (all or nothing). */
-  transaction<T>(fn: () => T): T;
-  /**
-   * When the store makes commits durable after they return (SQLite with syncOffThread): a promise
-   * settled once every transaction committed so far is on disk; undefined when it already is (or
-   * the store syncs at commit). Nothing may be acknowledged before it settles.
-   */
-  durable?(): Promise<void> | undefined;
-  /**
-   * From now on, make commits durable after they return (see durable()); before, each COMMIT is
-   * durable when it returns. The server calls it once start-up is done.
-   */
-  deferSyncs?(): void;
-  isReady(): boolean;
-  close(): void;
-
+/**
+ * The repositories: one per aggregate, every method async so that any engine can serve them.
+ * They are reached only through a unit of work (Db.write / Db.read below), as a Tx.
+ */
+export interface Repositories {
   organizations: {
-    get(id: string): OrganizationRow | undefined;
-    insert(row: OrganizationRow): void;
-    childrenOf(id: string): OrganizationRow[];
+    get(id: string): Promise<OrganizationRow | undefined>;
+    insert(row: OrganizationRow): Promise<void>;
+    childrenOf(id: string): Promise<OrganizationRow[]>;
     /** Organizations without a parent, oldest first. */
-    roots(): OrganizationRow[];
-    touch(id: string, ms: number): void;
-    setRootQuorumThreshold(id: string, threshold: number, ms: number): void;
-    rename(id: string, name: string, ms: number): void;
+    roots(): Promise<OrganizationRow[]>;
+    touch(id: string, ms: number): Promise<void>;
+    setRootQuorumThreshold(id: string, threshold: number, ms: number): Promise<void>;
+    rename(id: string, name: string, ms: number): Promise<void>;
     /** The login flows create_sub_organization switched off (disableEmailAuth, disableEmailRecovery, disableOtpEmailAuth, disableSmsAuth). */
-    disableFlows(id: string, flags: string[]): void;
-    disabledFlows(id: string): string[];
-    count(): number;
+    disableFlows(id: string, flags: string[]): Promise<void>;
+    disabledFlows(id: string): Promise<string[]>;
+    count(): Promise<number>;
     /**
      * Ids of the direct sub-organizations of `parentId` that match `filter`, newest first, a page
      * at a time (the cursors are sub-organization ids); undefined when a cursor names none of them.
      */
-    subOrgIds(parentId: string, filter: SubOrgFilter | undefined, page: { limit: number; beforeId?: string; afterId?: string }): string[] | undefined;
+    subOrgIds(parentId: string, filter: SubOrgFilter | undefined, page: { limit: number; beforeId?: string; afterId?: string }): Promise<string[] | undefined>;
     /**
      * Removes an organization and everything it holds (users, API keys, passkeys, tags, features,
      * wallets, accounts, private keys, import targets, webhook endpoints, OAuth providers, one-time
@@ -350,185 +339,240 @@ export interface Store {
      * the audit trail, and so do its pending webhook deliveries. The caller makes sure it has no
      * sub-organizations.
      */
-    delete(id: string): void;
+    delete(id: string): Promise<void>;
   };
   users: {
-    get(organizationId: string, id: string): UserRow | undefined;
-    list(organizationId: string): UserRow[];
-    insert(row: UserRow): void;
-    update(row: UserRow): void;
-    delete(organizationId: string, id: string): void;
-    rootUserIds(organizationId: string): string[];
+    get(organizationId: string, id: string): Promise<UserRow | undefined>;
+    list(organizationId: string): Promise<UserRow[]>;
+    insert(row: UserRow): Promise<void>;
+    update(row: UserRow): Promise<void>;
+    delete(organizationId: string, id: string): Promise<void>;
+    rootUserIds(organizationId: string): Promise<string[]>;
   };
   apiKeys: {
-    get(organizationId: string, id: string): ApiKeyRow | undefined;
+    get(organizationId: string, id: string): Promise<ApiKeyRow | undefined>;
     /** Every key with this public key, in any organization. */
-    byPublicKey(publicKey: string): ApiKeyRow[];
-    listByUser(organizationId: string, userId: string): ApiKeyRow[];
-    listByOrganization(organizationId: string): ApiKeyRow[];
-    insert(row: ApiKeyRow): void;
-    delete(organizationId: string, id: string): void;
+    byPublicKey(publicKey: string): Promise<ApiKeyRow[]>;
+    listByUser(organizationId: string, userId: string): Promise<ApiKeyRow[]>;
+    listByOrganization(organizationId: string): Promise<ApiKeyRow[]>;
+    insert(row: ApiKeyRow): Promise<void>;
+    delete(organizationId: string, id: string): Promise<void>;
   };
   authenticators: {
-    get(organizationId: string, id: string): AuthenticatorRow | undefined;
+    get(organizationId: string, id: string): Promise<AuthenticatorRow | undefined>;
     /** Every registration of a credential id. */
-    byCredentialId(credentialId: string): AuthenticatorRow[];
-    listByUser(organizationId: string, userId: string): AuthenticatorRow[];
-    insert(row: AuthenticatorRow): void;
-    delete(organizationId: string, id: string): void;
-    setSignCount(id: string, signCount: number): void;
+    byCredentialId(credentialId: string): Promise<AuthenticatorRow[]>;
+    listByUser(organizationId: string, userId: string): Promise<AuthenticatorRow[]>;
+    /** Every passkey of the organization, oldest first. */
+    listByOrganization(organizationId: string): Promise<AuthenticatorRow[]>;
+    insert(row: AuthenticatorRow): Promise<void>;
+    delete(organizationId: string, id: string): Promise<void>;
+    setSignCount(id: string, signCount: number): Promise<void>;
   };
   tags: {
-    get(organizationId: string, id: string): TagRow | undefined;
-    byName(organizationId: string, type: TagType, name: string): TagRow | undefined;
-    list(organizationId: string, type: TagType): TagRow[];
-    insert(row: TagRow): void;
-    update(row: TagRow): void;
-    delete(organizationId: string, id: string): void;
-    /** Tag ids attached to a member (user id or private key id). */
-    tagsOf(memberId: string): string[];
-    members(tagId: string): string[];
-    attach(tagId: string, memberId: string): void;
-    detach(tagId: string, memberId: string): void;
+    get(organizationId: string, id: string): Promise<TagRow | undefined>;
+    byName(organizationId: string, type: TagType, name: string): Promise<TagRow | undefined>;
+    list(organizationId: string, type: TagType): Promise<TagRow[]>;
+    insert(row: TagRow): Promise<void>;
+    update(row: TagRow): Promise<void>;
+    delete(organizationId: string, id: string): Promise<void>;
+    /** Ids of the tags attached to a member (user id or private key id), of one type when given, oldest tag first. */
+    tagsOf(memberId: string, type?: TagType): Promise<string[]>;
+    members(tagId: string): Promise<string[]>;
+    /** Every (tag, member) pair of the organization's tags of one type, oldest tag first. */
+    memberships(organizationId: string, type: TagType): Promise<{ tagId: string; memberId: string }[]>;
+    attach(tagId: string, memberId: string): Promise<void>;
+    detach(tagId: string, memberId: string): Promise<void>;
     /** Removes a member from every tag. */
-    detachAll(memberId: string): void;
+    detachAll(memberId: string): Promise<void>;
   };
   privateKeys: {
     /** Whether a private key with this id exists in the organization (keys arrive in a later issue). */
-    exists(organizationId: string, id: string): boolean;
+    exists(organizationId: string, id: string): Promise<boolean>;
   };
   /** Private keys, wallets, wallet accounts, import targets (src/storage/keys.ts; sealed secrets only). */
   keys: KeyStore;
   features: {
     /** The value of one feature (cached: every submit asks for FEATURE_NAME_WEBHOOK). */
-    get(organizationId: string, name: string): string | undefined;
-    list(organizationId: string): FeatureRow[];
-    set(organizationId: string, name: string, value: string): void;
-    remove(organizationId: string, name: string): boolean;
+    get(organizationId: string, name: string): Promise<string | undefined>;
+    list(organizationId: string): Promise<FeatureRow[]>;
+    set(organizationId: string, name: string, value: string): Promise<void>;
+    remove(organizationId: string, name: string): Promise<boolean>;
   };
   sendTransactions: {
-    get(organizationId: string, id: string): SendTransactionRow | undefined;
-    insert(row: SendTransactionRow): void;
+    get(organizationId: string, id: string): Promise<SendTransactionRow | undefined>;
+    insert(row: SendTransactionRow): Promise<void>;
     /** Rows to look at by nowMs (INITIALIZED or BROADCASTING), earliest first. */
-    due(nowMs: number, limit: number): SendTransactionRow[];
+    due(nowMs: number, limit: number): Promise<SendTransactionRow[]>;
     /** Takes a due row for this process (as webhooks.claim): its next check moves from dueMs to untilMs. */
-    claim(id: string, dueMs: number, untilMs: number): boolean;
+    claim(id: string, dueMs: number, untilMs: number): Promise<boolean>;
     /** A new state: status, error, block number, attempts, next check. */
-    update(row: Pick<SendTransactionRow, 'id' | 'status' | 'error' | 'blockNumber' | 'attempts' | 'nextCheckMs' | 'updatedMs'>): void;
+    update(row: Pick<SendTransactionRow, 'id' | 'status' | 'error' | 'blockNumber' | 'attempts' | 'nextCheckMs' | 'updatedMs'>): Promise<void>;
     /** When the earliest row is due (undefined: none waits). */
-    nextDueMs(): number | undefined;
+    nextDueMs(): Promise<number | undefined>;
     /** Rows still being followed (INITIALIZED or BROADCASTING) and the creation time of the oldest (metrics). */
-    pending(): { count: number; oldestMs: number | undefined };
+    pending(): Promise<{ count: number; oldestMs: number | undefined }>;
     /** The highest nonce of the sender's transactions on a network that are signed and not yet settled. */
-    highestPendingNonce(caip2: string, fromAddress: string): number | undefined;
+    highestPendingNonce(caip2: string, fromAddress: string): Promise<number | undefined>;
   };
   invitations: {
-    get(organizationId: string, id: string): InvitationRow | undefined;
+    get(organizationId: string, id: string): Promise<InvitationRow | undefined>;
     /** Oldest first. */
-    list(organizationId: string): InvitationRow[];
-    insert(row: InvitationRow): void;
-    delete(organizationId: string, id: string): boolean;
+    list(organizationId: string): Promise<InvitationRow[]>;
+    insert(row: InvitationRow): Promise<void>;
+    delete(organizationId: string, id: string): Promise<boolean>;
   };
   orgSecrets: {
-    get(organizationId: string, id: string): SecretRow | undefined;
-    byName(organizationId: string, name: string): SecretRow | undefined;
+    get(organizationId: string, id: string): Promise<SecretRow | undefined>;
+    byName(organizationId: string, name: string): Promise<SecretRow | undefined>;
     /** Newest first; undefined when a cursor names no secret of the organization. */
-    list(organizationId: string, page: { limit: number; beforeId?: string; afterId?: string }): SecretRow[] | undefined;
-    insert(row: SecretRow): void;
+    list(organizationId: string, page: { limit: number; beforeId?: string; afterId?: string }): Promise<SecretRow[] | undefined>;
+    insert(row: SecretRow): Promise<void>;
   };
   contractInterfaces: {
-    get(organizationId: string, id: string): ContractInterfaceRow | undefined;
+    get(organizationId: string, id: string): Promise<ContractInterfaceRow | undefined>;
     /** Newest first. */
-    list(organizationId: string): ContractInterfaceRow[];
-    byAddress(organizationId: string, type: ContractInterfaceRow['type'], addressKey: string): ContractInterfaceRow | undefined;
-    insert(row: ContractInterfaceRow): void;
-    delete(organizationId: string, id: string): boolean;
+    list(organizationId: string): Promise<ContractInterfaceRow[]>;
+    byAddress(organizationId: string, type: ContractInterfaceRow['type'], addressKey: string): Promise<ContractInterfaceRow | undefined>;
+    insert(row: ContractInterfaceRow): Promise<void>;
+    delete(organizationId: string, id: string): Promise<boolean>;
   };
   ipAllowlists: {
     /** The organization's list (publicKey '') or an API key's (cached: every request asks). */
-    get(organizationId: string, publicKey: string): IpAllowlistRow | undefined;
+    get(organizationId: string, publicKey: string): Promise<IpAllowlistRow | undefined>;
     /** Creates or replaces. */
-    set(row: IpAllowlistRow): void;
-    remove(organizationId: string, publicKey: string): boolean;
+    set(row: IpAllowlistRow): Promise<void>;
+    remove(organizationId: string, publicKey: string): Promise<boolean>;
   };
   webhooks: {
     /** The organization's endpoints, oldest first (cached: every submit asks). */
-    endpoints(organizationId: string): WebhookEndpointRow[];
-    insertEndpoint(row: WebhookEndpointRow): void;
-    updateEndpoint(row: WebhookEndpointRow): void;
-    deleteEndpoint(organizationId: string, id: string): boolean;
-    enqueue(row: WebhookDeliveryRow): void;
+    endpoints(organizationId: string): Promise<WebhookEndpointRow[]>;
+    insertEndpoint(row: WebhookEndpointRow): Promise<void>;
+    updateEndpoint(row: WebhookEndpointRow): Promise<void>;
+    deleteEndpoint(organizationId: string, id: string): Promise<boolean>;
+    enqueue(row: WebhookDeliveryRow): Promise<void>;
     /** Deliveries due at nowMs, oldest first. */
-    due(nowMs: number, limit: number): WebhookDeliveryRow[];
+    due(nowMs: number, limit: number): Promise<WebhookDeliveryRow[]>;
     /**
      * Takes a due delivery for this process: moves its next attempt to untilMs unless another
      * process (or an earlier call) already moved it. true when taken.
      */
-    claim(id: string, dueMs: number, untilMs: number): boolean;
+    claim(id: string, dueMs: number, untilMs: number): Promise<boolean>;
     /** Delivered or given up: the row goes. */
-    remove(id: string): void;
-    retryAt(id: string, attempts: number, nextAttemptMs: number): void;
+    remove(id: string): Promise<void>;
+    retryAt(id: string, attempts: number, nextAttemptMs: number): Promise<void>;
     /** When the earliest delivery is due (undefined: none waits). */
-    nextDueMs(): number | undefined;
+    nextDueMs(): Promise<number | undefined>;
     /** Deliveries not yet done and the creation time of the oldest, by kind (metrics). */
-    pending(): { kind: 'webhook' | 'email'; count: number; oldestMs: number | undefined }[];
+    pending(): Promise<{ kind: 'webhook' | 'email'; count: number; oldestMs: number | undefined }[]>;
   };
   oauthProviders: {
-    get(organizationId: string, id: string): OauthProviderRow | undefined;
-    listByUser(organizationId: string, userId: string): OauthProviderRow[];
+    get(organizationId: string, id: string): Promise<OauthProviderRow | undefined>;
+    listByUser(organizationId: string, userId: string): Promise<OauthProviderRow[]>;
+    /** Every linked identity of the organization, oldest first. */
+    listByOrganization(organizationId: string): Promise<OauthProviderRow[]>;
     /** The provider of an identity in an organization (one user per identity). */
-    byIdentity(organizationId: string, issuer: string, audience: string, subject: string): OauthProviderRow | undefined;
-    insert(row: OauthProviderRow): void;
-    delete(organizationId: string, id: string): void;
+    byIdentity(organizationId: string, issuer: string, audience: string, subject: string): Promise<OauthProviderRow | undefined>;
+    insert(row: OauthProviderRow): Promise<void>;
+    delete(organizationId: string, id: string): Promise<void>;
   };
   otps: {
-    get(organizationId: string, id: string): OtpRow | undefined;
-    insert(row: OtpRow): void;
-    setAttempts(id: string, attempts: number): void;
-    delete(id: string): void;
+    get(organizationId: string, id: string): Promise<OtpRow | undefined>;
+    insert(row: OtpRow): Promise<void>;
+    setAttempts(id: string, attempts: number): Promise<void>;
+    delete(id: string): Promise<void>;
     /** Removes the codes of a user (deleted user) or those expired before nowMs. */
-    deleteByUser(organizationId: string, userId: string): void;
-    deleteExpired(nowMs: number): void;
+    deleteByUser(organizationId: string, userId: string): Promise<void>;
+    deleteExpired(nowMs: number): Promise<void>;
   };
   /** Contacts a user proved to own (a one-time code), while they are still the user's. */
   verifiedContacts: {
-    mark(organizationId: string, userId: string, type: 'EMAIL' | 'PHONE_NUMBER', contact: string, nowMs: number): void;
-    deleteByUser(organizationId: string, userId: string): void;
+    mark(organizationId: string, userId: string, type: 'EMAIL' | 'PHONE_NUMBER', contact: string, nowMs: number): Promise<void>;
+    deleteByUser(organizationId: string, userId: string): Promise<void>;
   };
   /** Ids of issued verification tokens (verify_otp), each usable once. */
   verificationTokens: {
-    insert(id: string, organizationId: string, expiresMs: number): void;
+    insert(id: string, organizationId: string, expiresMs: number): Promise<void>;
     /** Marks the token used; false when unknown, already used or expired. */
-    use(id: string, nowMs: number): boolean;
+    use(id: string, nowMs: number): Promise<boolean>;
   };
   policies: {
-    get(organizationId: string, id: string): PolicyRow | undefined;
-    list(organizationId: string): PolicyRow[];
-    insert(row: PolicyRow): void;
-    update(row: PolicyRow): void;
-    delete(organizationId: string, id: string): boolean;
+    get(organizationId: string, id: string): Promise<PolicyRow | undefined>;
+    list(organizationId: string): Promise<PolicyRow[]>;
+    insert(row: PolicyRow): Promise<void>;
+    update(row: PolicyRow): Promise<void>;
+    delete(organizationId: string, id: string): Promise<boolean>;
   };
   pending: {
-    byFingerprint(organizationId: string, fingerprint: string): PendingActivityRow | undefined;
-    insert(row: PendingActivityRow): void;
-    delete(activityId: string): void;
+    byFingerprint(organizationId: string, fingerprint: string): Promise<PendingActivityRow | undefined>;
+    insert(row: PendingActivityRow): Promise<void>;
+    delete(activityId: string): Promise<void>;
   };
   votes: {
-    list(activityId: string): VoteRow[];
-    insert(row: VoteRow): void;
+    list(activityId: string): Promise<VoteRow[]>;
+    insert(row: VoteRow): Promise<void>;
   };
   policyEvaluations: {
-    list(activityId: string): PolicyEvaluationRow[];
-    insert(row: PolicyEvaluationRow): void;
+    list(activityId: string): Promise<PolicyEvaluationRow[]>;
+    insert(row: PolicyEvaluationRow): Promise<void>;
   };
   activities: {
-    get(organizationId: string, id: string): ActivityRow | undefined;
+    get(organizationId: string, id: string): Promise<ActivityRow | undefined>;
     /** The activity a request body created: its fingerprint and its timestampMs. */
-    byFingerprint(fingerprint: string, requestMs: number): ActivityRow | undefined;
-    insert(row: ActivityRow): void;
+    byFingerprint(fingerprint: string, requestMs: number): Promise<ActivityRow | undefined>;
+    insert(row: ActivityRow): Promise<void>;
     /** Replaces status, updatedMs and record (an activity leaving CONSENSUS_NEEDED, or voted on). */
-    update(row: ActivityRow): void;
-    list(q: ActivityListQuery): ActivityRow[] | undefined;
-    count(organizationId: string): number;
+    update(row: ActivityRow): Promise<void>;
+    list(q: ActivityListQuery): Promise<ActivityRow[] | undefined>;
+    count(organizationId: string): Promise<number>;
   };
+}
+
+/**
+ * Locks a write names where two writers must not interleave. SQLite's write transaction is
+ * exclusive, so there they cost nothing; an engine with concurrent writers (PostgreSQL) takes each
+ * as a transaction-scoped lock on (name, key), held until commit or rollback.
+ */
+export type LockName =
+  /** an organization's activities: the idempotency check by fingerprint, then the insert */
+  | 'activity-log'
+  /** one activity awaiting consensus (keyed by its fingerprint): votes are counted one at a time */
+  | 'approval'
+  /** one sender's nonces on one network (eth_send_transaction) */
+  | 'sender-nonce'
+  /** start-up: creating the root organization and the server's keys */
+  | 'bootstrap';
+
+/** One transaction: the repositories, plus what a unit of work adds. */
+export interface Tx extends Repositories {
+  /** Takes the named lock until this transaction ends (see LockName). */
+  lock(name: LockName, key: string): Promise<void>;
+  /** Runs fn in a savepoint: if it throws, its changes are undone and the error passes on. */
+  savepoint<T>(fn: () => Promise<T>): Promise<T>;
+  /** Runs fn once this transaction has committed and is durable (never when it rolls back). */
+  afterCommit(fn: () => void): void;
+}
+
+/**
+ * The unit of work. write: one transaction, all or nothing; its promise settles only once the
+ * commit is durable (nothing may be acknowledged earlier). read: one consistent snapshot; the
+ * callback must not write. A read may see commits not yet durable (an engine that syncs after
+ * commit): what is shown to a client waits for durable() first. Callbacks do no slow work of
+ * their own (key derivation, network): that runs before, so no lock is held while it does.
+ */
+export interface Db {
+  /** The engine, for logs and metrics only: nothing may behave differently by it. */
+  readonly engine: 'sqlite' | 'postgres';
+  write<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  read<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /** Whether the database answers now (GET /readyz). */
+  isReady(): Promise<boolean>;
+  /**
+   * Start-up is done: from now on the engine may make commits durable after they return (SQLite
+   * syncs its WAL off the event loop); write() still settles only once durable.
+   */
+  deferSyncs?(): void;
+  /** Settles once every commit made so far is durable (before showing what a read saw; at shutdown). */
+  durable(): Promise<void>;
+  close(): Promise<void>;
 }

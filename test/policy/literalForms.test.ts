@@ -73,9 +73,9 @@ describe('policy literals that letter case makes impossible', () => {
     expect(problems(src)).toEqual([]);
   });
 
-  it('what it accepts matches the bound transaction, and what it refuses would never have matched', () => {
+  it('what it accepts matches the bound transaction, and what it refuses would never have matched', async () => {
     const tx = serializeTransaction({ type: 'eip1559', chainId: 1, nonce: 0, to: CHECKSUMMED, value: 1n, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n, gas: 21000n, data: '0xA9059CBB' });
-    const scope = conditionScope({ contractInterfaces: { byAddress: () => undefined } } as never, 'org', 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2', { ethereumTransaction: tx.slice(2) });
+    const scope = await conditionScope({ contractInterfaces: { byAddress: () => undefined } } as never, 'org', 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2', { ethereumTransaction: tx.slice(2) });
     for (const lit of [LOWER, CHECKSUMMED, UPPER]) {
       const src = `eth.tx.to == '${lit}'`;
       expect(evaluateBool(parse(src), scope)).toBe(problems(src).length === 0);

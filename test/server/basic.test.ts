@@ -157,7 +157,7 @@ describe('activity server basics', () => {
 
 describe('sub-organization credentials (rows written through the storage layer)', () => {
   it('whoami names the sub-organization when the body names its parent; the parent may read, not write', async () => {
-    const { openSqliteStore } = await import('../../src/storage/sqlite.js');
+    const { openSqliteDb } = await import('../../src/storage/sqlite.js');
     const dir = mkdtempSync(join(tmpdir(), 'kmas-sub-'));
     try {
       let srv = await startServer({ dataDir: dir, port: 0, logLevel: 'silent' });
@@ -166,14 +166,14 @@ describe('sub-organization credentials (rows written through the storage layer)'
       await srv.stop();
       const subKey = newKey();
       const sub = { org: 'sub-org-1', user: 'sub-user-1', key: 'sub-key-1' };
-      const store = openSqliteStore(join(dir, 'kmas.sqlite'));
+      const db = openSqliteDb(join(dir, 'kmas.sqlite'));
       const now = Date.now();
-      store.transaction(() => {
-        store.organizations.insert({ id: sub.org, name: 'child', parentId: parent, rootQuorumThreshold: 1, createdMs: now, updatedMs: now });
-        store.users.insert({ id: sub.user, organizationId: sub.org, name: 'child root', email: null, phoneNumber: null, isRoot: true, createdMs: now, updatedMs: now });
-        store.apiKeys.insert({ id: sub.key, organizationId: sub.org, userId: sub.user, name: 'k', publicKey: subKey.publicKey, curve: 'API_KEY_CURVE_P256', credentialType: 'CREDENTIAL_TYPE_API_KEY_P256', expirationSeconds: null, expiresAtMs: null, createdMs: now, updatedMs: now });
+      await db.write(async (store) => {
+        await store.organizations.insert({ id: sub.org, name: 'child', parentId: parent, rootQuorumThreshold: 1, createdMs: now, updatedMs: now });
+        await store.users.insert({ id: sub.user, organizationId: sub.org, name: 'child root', email: null, phoneNumber: null, isRoot: true, createdMs: now, updatedMs: now });
+        await store.apiKeys.insert({ id: sub.key, organizationId: sub.org, userId: sub.user, name: 'k', publicKey: subKey.publicKey, curve: 'API_KEY_CURVE_P256', credentialType: 'CREDENTIAL_TYPE_API_KEY_P256', expirationSeconds: null, expiresAtMs: null, createdMs: now, updatedMs: now });
       });
-      store.close();
+      await db.close();
       srv = await startServer({ dataDir: dir, port: 0, logLevel: 'silent' });
       try {
         const who = await httpFor(srv.url, subKey).getWhoami({ organizationId: parent });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { rmSync } from 'node:fs';
 import { startTestServer, freshDataDir } from './harness.js';
 import { ensureBuilt, spawnServe } from './build.js';
-import { openSqliteStore } from '../../src/storage/sqlite.js';
+import { openSqliteDb } from '../../src/storage/sqlite.js';
 
 describe('stored policies that can never match', () => {
   it('are named in the start-up log (organization, policy, why), live ones are not', async (ctx) => {
@@ -18,10 +18,10 @@ describe('stored policies that can never match', () => {
       const live: any = await ts.sdk.createPolicy({ policyName: 'live', effect: 'EFFECT_DENY', condition: "eth.tx.to == '0x6f72edb2429820c2a0606a9fc3ca364f5e9b2375'", consensus: '', notes: '' });
       await ts.stop(true);
       // what an older kmas stored without complaint
-      const store = openSqliteStore(join(dataDir, 'kmas.sqlite'));
-      store.policies.insert({ id: '11111111-1111-4111-8111-111111111111', organizationId: ts.orgId, name: 'dead deny', effect: 'EFFECT_DENY',
-        condition: "eth.tx.to == '0x6F72eDB2429820c2A0606a9FC3cA364f5E9b2375'", consensus: '', time: '', notes: '', createdMs: Date.now(), updatedMs: Date.now() });
-      store.close();
+      const db = openSqliteDb(join(dataDir, 'kmas.sqlite'));
+      await db.write((tx) => tx.policies.insert({ id: '11111111-1111-4111-8111-111111111111', organizationId: ts.orgId, name: 'dead deny', effect: 'EFFECT_DENY',
+        condition: "eth.tx.to == '0x6F72eDB2429820c2A0606a9FC3cA364f5E9b2375'", consensus: '', time: '', notes: '', createdMs: Date.now(), updatedMs: Date.now() }));
+      await db.close();
       const serve = await spawnServe(dataDir);
       await serve.stop();
       const warnings = serve.output().split('\n').filter((l) => l.includes('can never match')).map((l) => JSON.parse(l));

@@ -1,36 +1,35 @@
-// Group commit (src/activities/engine.ts CommitQueue): submits queued in the same turn of the
-// event loop share one transaction; each runs in its own savepoint; replies settle only after
-// the COMMIT; a failing submit rolls back only its own changes.
+// Group commit (src/storage/sqliteUnit.ts): writes queued in the same turn of the event loop share
+// one transaction; each runs in its own savepoint; they settle only after the COMMIT; a failing
+// write rolls back only its own changes. And the row cache behind the SQLite repositories.
 import { describe, it, expect, afterEach } from 'vitest';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { openSqliteStore } from '../../src/storage/sqlite.js';
-import type { Store } from '../../src/storage/types.js';
-import { CommitQueue } from '../../src/activities/engine.js';
+import { openSqliteDb } from '../../src/storage/sqlite.js';
+import type { Db, Tx } from '../../src/storage/types.js';
 import { ApiError, Grpc } from '../../src/errors.js';
 
 const dirs: string[] = [];
-const stores: Store[] = [];
-afterEach(() => {
-  for (const s of stores.splice(0)) s.close();
+const dbs: Db[] = [];
+afterEach(async () => {
+  for (const s of dbs.splice(0)) await s.close();
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 
-function fresh(): { store: Store; file: string; org: string } {
+async function fresh(opts: { groupBudgetMs?: number; multiProcess?: boolean } = {}): Promise<{ db: Db; file: string; org: string }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kmas-gc-'));
   dirs.push(dir);
   const file = path.join(dir, 'kmas.sqlite');
-  const store = openSqliteStore(file, { synchronous: 'FULL' });
-  stores.push(store);
+  const db = openSqliteDb(file, { synchronous: 'FULL', ...opts });
+  dbs.push(db);
   const org = 'org-1';
-  store.transaction(() => store.organizations.insert({ id: org, name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
-  return { store, file, org };
+  await db.write((tx) => tx.organizations.insert({ id: org, name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
+  return { db, file, org };
 }
 
-const tag = (store: Store, org: string, id: string) =>
-  store.tags.insert({ id, organizationId: org, name: id, type: 'TAG_TYPE_USER', createdMs: 1, updatedMs: 1 });
+const tag = (tx: Tx, org: string, id: string) =>
+  tx.tags.insert({ id, organizationId: org, name: id, type: 'TAG_TYPE_USER', createdMs: 1, updatedMs: 1 });
 
 /** What another connection (another process) sees: only committed data. */
 function committedTags(file: string): string[] {
@@ -39,14 +38,13 @@ function committedTags(file: string): string[] {
 }
 
 describe('group commit', () => {
-  it('runs the submits of one turn in one transaction and settles them after its commit', async () => {
-    const { store, file, org } = fresh();
+  it('runs the writes of one turn in one transaction and settles them after its commit', async () => {
     // a budget no loaded machine exhausts: this test is about grouping, not about the budget's split
-    const q = new CommitQueue(store, 60_000);
+    const { db, file, org } = await fresh({ groupBudgetMs: 60_000 });
     const events: string[] = [];
     const seenByOthers: string[][] = [];
-    const job = (id: string, fail?: 'api') => q.run(() => {
-      tag(store, org, id);
+    const job = (id: string, fail?: 'api') => db.write(async (tx) => {
+      await tag(tx, org, id);
       events.push(`work ${id}`);
       // inside the group nothing is visible to other connections yet
       seenByOthers.push(committedTags(file));
@@ -67,13 +65,12 @@ describe('group commit', () => {
     expect(seenByOthers.slice(3)).toEqual([['a', 'c'], ['a', 'c']]);
   });
 
-  it('a submit that fails with a non-API error does not take the others of its group with it', async () => {
-    const { store, file, org } = fresh();
-    const q = new CommitQueue(store);
+  it('a write that fails with a non-API error does not take the others of its group with it', async () => {
+    const { db, file, org } = await fresh();
     const results = await Promise.allSettled([
-      q.run(() => tag(store, org, 'x')),
-      q.run(() => { tag(store, org, 'y'); tag(store, org, 'y'); }), // UNIQUE violation: a SqliteError
-      q.run(() => tag(store, org, 'z')),
+      db.write((tx) => tag(tx, org, 'x')),
+      db.write(async (tx) => { await tag(tx, org, 'y'); await tag(tx, org, 'y'); }), // UNIQUE violation: a SqliteError
+      db.write((tx) => tag(tx, org, 'z')),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect((results[1] as PromiseRejectedResult).reason).not.toBeInstanceOf(ApiError);
@@ -81,14 +78,13 @@ describe('group commit', () => {
   });
 
   it('while another connection (another pool process) holds the write lock, waits without stopping the event loop', async () => {
-    const { store, file, org } = fresh();
-    const q = new CommitQueue(store);
+    const { db, file, org } = await fresh({ multiProcess: true });
     const other = new Database(file);
     other.pragma('busy_timeout = 5000');
     other.prepare('BEGIN IMMEDIATE').run();
     other.prepare("INSERT INTO tags (id, organization_id, name, type, created_ms, updated_ms) VALUES ('held', ?, 'held', 'TAG_TYPE_USER', 1, 1)").run(org);
     let done = false;
-    const p = q.run(() => { tag(store, org, 'queued'); return 'ok'; }).then((v) => { done = true; return v; });
+    const p = db.write(async (tx) => { await tag(tx, org, 'queued'); return 'ok'; }).then((v) => { done = true; return v; });
     const t0 = Date.now();
     await new Promise((r) => setTimeout(r, 30)); // timers still fire: the queue is not blocked in SQLite
     expect(Date.now() - t0).toBeLessThan(1000);
@@ -100,24 +96,22 @@ describe('group commit', () => {
     expect(committedTags(file)).toEqual(['held', 'queued']);
   });
 
-  it('a group stops taking submits after its time budget; the rest commit in the next group, in order', async () => {
-    const { store, file, org } = fresh();
-    const q = new CommitQueue(store);
+  it('a group stops taking writes after its time budget; the rest commit in the next group, in order', async () => {
+    const { db, file, org } = await fresh();
     const events: string[] = [];
-    const busy = (ms: number) => { const t = performance.now(); while (performance.now() - t < ms) { /* a heavy submit */ } };
-    const job = (id: string, ms: number) => q.run(() => { tag(store, org, id); busy(ms); events.push(`work ${id}`); })
+    const busy = (ms: number) => { const t = performance.now(); while (performance.now() - t < ms) { /* a heavy write */ } };
+    const job = (id: string, ms: number) => db.write(async (tx) => { await tag(tx, org, id); busy(ms); events.push(`work ${id}`); })
       .then(() => { events.push(`reply ${id}: ${committedTags(file).join(',')}`); });
     await Promise.all([job('h1', 30), job('l1', 0), job('l2', 0)]);
     // h1 alone exceeded the budget: committed and answered before l1 and l2 ran
     expect(events).toEqual(['work h1', 'reply h1: h1', 'work l1', 'work l2', 'reply l1: h1,l1,l2', 'reply l2: h1,l1,l2']);
   });
 
-  it('a submit queued after a flush goes into the next group', async () => {
-    const { store, file, org } = fresh();
-    const q = new CommitQueue(store);
-    await q.run(() => tag(store, org, 'first'));
+  it('a write queued after a flush goes into the next group', async () => {
+    const { db, file, org } = await fresh();
+    await db.write((tx) => tag(tx, org, 'first'));
     expect(committedTags(file)).toEqual(['first']);
-    await q.run(() => tag(store, org, 'second'));
+    await db.write((tx) => tag(tx, org, 'second'));
     expect(committedTags(file)).toEqual(['first', 'second']);
   });
 });
@@ -127,71 +121,72 @@ describe('API key lookup cache (src/storage/sqlite.ts)', () => {
     id, organizationId: org, userId: user, name: id, publicKey, curve: 'API_KEY_CURVE_P256' as const,
     credentialType: 'CREDENTIAL_TYPE_API_KEY_P256', expirationSeconds: null, expiresAtMs: null, createdMs: 1, updatedMs: 1,
   });
-  const user = (store: Store, org: string, id: string) => store.users.insert({ id, organizationId: org, name: id, email: null, phoneNumber: null, isRoot: true, createdMs: 1, updatedMs: 1 });
+  const user = (tx: Tx, org: string, id: string) => tx.users.insert({ id, organizationId: org, name: id, email: null, phoneNumber: null, isRoot: true, createdMs: 1, updatedMs: 1 });
+  const byPk = (db: Db, pk: string) => db.read((tx) => tx.apiKeys.byPublicKey(pk));
 
-  it('sees inserts and deletes of this connection, and never rows of a rolled-back transaction', () => {
-    const { store, org } = fresh();
-    store.transaction(() => user(store, org, 'u1'));
-    expect(store.apiKeys.byPublicKey('02aa')).toEqual([]);
-    store.transaction(() => store.apiKeys.insert(key('k1', org, 'u1', '02aa')));
-    expect(store.apiKeys.byPublicKey('02aa').map((k) => k.id)).toEqual(['k1']);
-    expect(() => store.transaction(() => {
-      store.apiKeys.insert(key('k2', org, 'u1', '02bb'));
-      expect(store.apiKeys.byPublicKey('02bb').map((k) => k.id)).toEqual(['k2']); // own uncommitted row
+  it('sees inserts and deletes of this connection, and never rows of a rolled-back transaction', async () => {
+    const { db, org } = await fresh();
+    await db.write((tx) => user(tx, org, 'u1'));
+    expect(await byPk(db, '02aa')).toEqual([]);
+    await db.write((tx) => tx.apiKeys.insert(key('k1', org, 'u1', '02aa')));
+    expect((await byPk(db, '02aa')).map((k) => k.id)).toEqual(['k1']);
+    await expect(db.write(async (tx) => {
+      await tx.apiKeys.insert(key('k2', org, 'u1', '02bb'));
+      expect((await tx.apiKeys.byPublicKey('02bb')).map((k) => k.id)).toEqual(['k2']); // own uncommitted row
       throw new Error('roll back');
-    })).toThrow('roll back');
-    expect(store.apiKeys.byPublicKey('02bb')).toEqual([]);
-    store.transaction(() => store.apiKeys.delete(org, 'k1'));
-    expect(store.apiKeys.byPublicKey('02aa')).toEqual([]);
+    })).rejects.toThrow('roll back');
+    expect(await byPk(db, '02bb')).toEqual([]);
+    await db.write((tx) => tx.apiKeys.delete(org, 'k1'));
+    expect(await byPk(db, '02aa')).toEqual([]);
   });
 
   const nextTurn = () => new Promise((r) => setImmediate(r));
 
-  it('drops what it holds when another connection (another pool process) commits: at once inside a write transaction, from the next turn outside', async () => {
-    const { store, file, org } = fresh();
-    store.transaction(() => { user(store, org, 'u1'); store.apiKeys.insert(key('k1', org, 'u1', '02aa')); });
-    expect(store.apiKeys.byPublicKey('02aa').map((k) => k.id)).toEqual(['k1']);
-    const other = openSqliteStore(file, { synchronous: 'FULL' });
-    stores.push(other);
-    other.transaction(() => other.apiKeys.delete(org, 'k1'));
+  it('drops what it holds when another connection (another pool process) commits', async () => {
+    const { db, file, org } = await fresh();
+    await db.write(async (tx) => { await user(tx, org, 'u1'); await tx.apiKeys.insert(key('k1', org, 'u1', '02aa')); });
+    expect((await byPk(db, '02aa')).map((k) => k.id)).toEqual(['k1']);
+    const other = openSqliteDb(file, { synchronous: 'FULL' });
+    dbs.push(other);
+    await other.write((tx) => tx.apiKeys.delete(org, 'k1'));
     // A write transaction starts from the latest commit and never acts on older cached rows.
-    expect(store.transaction(() => store.apiKeys.byPublicKey('02aa'))).toEqual([]);
-    other.transaction(() => other.apiKeys.insert(key('k3', org, 'u1', '02aa')));
+    expect(await db.write((tx) => tx.apiKeys.byPublicKey('02aa'))).toEqual([]);
+    await other.write((tx) => tx.apiKeys.insert(key('k3', org, 'u1', '02aa')));
     await nextTurn();
-    expect(store.apiKeys.byPublicKey('02aa').map((k) => k.id)).toEqual(['k3']);
-    other.transaction(() => other.apiKeys.delete(org, 'k3'));
+    expect((await byPk(db, '02aa')).map((k) => k.id)).toEqual(['k3']);
+    await other.write((tx) => tx.apiKeys.delete(org, 'k3'));
     await nextTurn();
-    expect(store.apiKeys.byPublicKey('02aa')).toEqual([]);
+    expect(await byPk(db, '02aa')).toEqual([]);
   });
 
   it('caches organizations, users and signing keys by the same rules', async () => {
     const ETH = '0x' + 'aB'.repeat(20);
-    const { store, file, org } = fresh();
-    store.transaction(() => user(store, org, 'u1'));
-    expect(store.users.get(org, 'u1')?.name).toBe('u1');
-    const got = store.organizations.get(org)!;
+    const { db, file, org } = await fresh();
+    await db.write((tx) => user(tx, org, 'u1'));
+    expect((await db.read((tx) => tx.users.get(org, 'u1')))?.name).toBe('u1');
+    const got = (await db.read((tx) => tx.organizations.get(org)))!;
     got.name = 'changed by the caller';
-    expect(store.organizations.get(org)!.name).toBe('o'); // callers get copies
-    const other = openSqliteStore(file, { synchronous: 'FULL' });
-    stores.push(other);
-    other.transaction(() => other.users.delete(org, 'u1'));
-    expect(store.transaction(() => store.users.get(org, 'u1'))).toBeUndefined();
-    store.transaction(() => user(store, org, 'u2'));
-    expect(store.transaction(() => {
-      store.users.delete(org, 'u2');
-      return store.users.get(org, 'u2'); // own uncommitted delete
+    expect((await db.read((tx) => tx.organizations.get(org)))!.name).toBe('o'); // callers get copies
+    const other = openSqliteDb(file, { synchronous: 'FULL' });
+    dbs.push(other);
+    await other.write((tx) => tx.users.delete(org, 'u1'));
+    expect(await db.write((tx) => tx.users.get(org, 'u1'))).toBeUndefined();
+    await db.write((tx) => user(tx, org, 'u2'));
+    expect(await db.write(async (tx) => {
+      await tx.users.delete(org, 'u2');
+      return tx.users.get(org, 'u2'); // own uncommitted delete
     })).toBeUndefined();
 
     const pk = { id: 'pk1', organizationId: org, name: 'k', curve: 'CURVE_SECP256K1', publicKey: '02bb', addresses: [{ format: 'ADDRESS_FORMAT_ETHEREUM', address: ETH }],
       sealed: new Uint8Array([1, 2, 3]), imported: false, exported: false, createdMs: 1, updatedMs: 1 };
-    store.transaction(() => store.keys.privateKeys.insert(pk));
-    const a = store.keys.privateKeys.byAddress(org, ETH.toLowerCase())!;
+    await db.write((tx) => tx.keys.privateKeys.insert(pk));
+    const a = (await db.read((tx) => tx.keys.privateKeys.byAddress(org, ETH.toLowerCase())))!;
     a.sealed.fill(0); // a caller wiping its copy does not reach the cache
-    expect([...store.keys.privateKeys.get(org, 'pk1')!.sealed]).toEqual([1, 2, 3]);
-    expect([...store.keys.privateKeys.byAddress(org, ETH.toUpperCase().replace('0X', '0x'))!.sealed]).toEqual([1, 2, 3]);
-    other.transaction(() => other.keys.privateKeys.delete(org, 'pk1'));
-    expect(store.transaction(() => store.keys.privateKeys.byAddress(org, ETH.toLowerCase()))).toBeUndefined();
+    expect([...(await db.read((tx) => tx.keys.privateKeys.get(org, 'pk1')))!.sealed]).toEqual([1, 2, 3]);
+    expect([...(await db.read((tx) => tx.keys.privateKeys.byAddress(org, ETH.toUpperCase().replace('0X', '0x'))))!.sealed]).toEqual([1, 2, 3]);
+    await other.write((tx) => tx.keys.privateKeys.delete(org, 'pk1'));
+    expect(await db.write((tx) => tx.keys.privateKeys.byAddress(org, ETH.toLowerCase()))).toBeUndefined();
     await nextTurn();
-    expect(store.keys.privateKeys.get(org, 'pk1')).toBeUndefined();
+    expect(await db.read((tx) => tx.keys.privateKeys.get(org, 'pk1'))).toBeUndefined();
   });
 });

@@ -5,7 +5,7 @@
 import { describe, it, expect } from 'vitest';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { openSqliteStore } from '../../src/storage/sqlite.js';
+import { openSqliteDb } from '../../src/storage/sqlite.js';
 import { Outbox } from '../../src/outbox.js';
 import { createLogger } from '../../src/log.js';
 import type { WebhookDeliveryRow } from '../../src/storage/types.js';
@@ -14,36 +14,36 @@ import { freshDataDir } from './harness.js';
 describe('Outbox.close', () => {
   it('releases the rows whose work outlives the grace; takes no new rows once closed', async () => {
     const dir = freshDataDir();
-    const store = openSqliteStore(join(dir, 'outbox.sqlite'), { synchronous: 'NORMAL' });
+    const db = openSqliteDb(join(dir, 'outbox.sqlite'), { synchronous: 'NORMAL' });
     try {
       const now = Date.now();
       const row = (id: string): WebhookDeliveryRow => ({ id, organizationId: 'o', activityId: 'a', eventType: 'ACTIVITY_UPDATES', url: 'https://example.invalid/h', body: '{}', attempts: 0, nextAttemptMs: now - 1, createdMs: now });
-      store.transaction(() => { store.webhooks.enqueue(row('slow')); });
+      await db.write((tx) => tx.webhooks.enqueue(row('slow')));
       const started: string[] = [];
       let finishSlow: (() => void) | undefined;
-      const outbox = new Outbox<WebhookDeliveryRow>(store, {
-        due: (t, limit) => store.webhooks.due(t, limit),
-        claim: (r, until) => store.transaction(() => store.webhooks.claim(r.id, r.nextAttemptMs, until)),
-        nextDueMs: () => store.webhooks.nextDueMs(),
-        release: (r, until) => { store.transaction(() => store.webhooks.claim(r.id, until, Date.now())); },
+      const outbox = new Outbox<WebhookDeliveryRow>(db, {
+        due: (t, limit) => db.read((tx) => tx.webhooks.due(t, limit)),
+        claim: (r, until) => db.write((tx) => tx.webhooks.claim(r.id, r.nextAttemptMs, until)),
+        nextDueMs: () => db.read((tx) => tx.webhooks.nextDueMs()),
+        release: async (r, until) => { await db.write((tx) => tx.webhooks.claim(r.id, until, Date.now())); },
       }, (r) => { started.push(r.id); return new Promise<void>((res) => { finishSlow = res; }); }, createLogger('silent'), { what: 'test', maxInFlight: 4, leaseMs: 3_600_000 });
       outbox.kick();
       for (let i = 0; i < 200 && started.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
       expect(started).toEqual(['slow']);
       // claimed: not due for an hour
-      expect(store.webhooks.due(Date.now(), 10)).toEqual([]);
+      expect(await db.read((tx) => tx.webhooks.due(Date.now(), 10))).toEqual([]);
 
       await outbox.close(50);
       // released: due again now, for whoever takes it next
-      expect(store.webhooks.due(Date.now(), 10).map((r) => r.id)).toEqual(['slow']);
+      expect((await db.read((tx) => tx.webhooks.due(Date.now(), 10))).map((r) => r.id)).toEqual(['slow']);
       // closed: a new due row is not taken
-      store.transaction(() => { store.webhooks.enqueue(row('later')); });
+      await db.write((tx) => tx.webhooks.enqueue(row('later')));
       outbox.kick();
       await new Promise((r) => setTimeout(r, 50));
       expect(started).toEqual(['slow']);
       finishSlow?.();
     } finally {
-      store.close();
+      await db.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

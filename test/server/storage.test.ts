@@ -7,14 +7,14 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS } from '../../src/storage/migrations.js';
-import { openSqliteStore } from '../../src/storage/sqlite.js';
-import type { Store } from '../../src/storage/types.js';
+import { openSqliteDb } from '../../src/storage/sqlite.js';
+import type { Db } from '../../src/storage/types.js';
 import { uuidV7 } from '../../src/activities/engine.js';
 
 const dirs: string[] = [];
-const stores: Store[] = [];
-afterEach(() => {
-  for (const s of stores.splice(0)) s.close();
+const stores: Db[] = [];
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close();
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 function tmpFile(): string {
@@ -24,7 +24,7 @@ function tmpFile(): string {
 }
 
 describe('migration 11 (idempotency by request time and fingerprint)', () => {
-  it('moves every activity of a v10 database, keeps its seq order and finds it by (timestampMs, fingerprint)', () => {
+  it('moves every activity of a v10 database, keeps its seq order and finds it by (timestampMs, fingerprint)', async () => {
     const file = tmpFile();
     // A database as the previous release left it: migrations 1…10 and a few activities.
     const old = new Database(file);
@@ -43,19 +43,21 @@ describe('migration 11 (idempotency by request time and fingerprint)', () => {
     });
     old.close();
 
-    const store = openSqliteStore(file);
-    stores.push(store);
-    for (const r of rows) {
-      const got = store.activities.byFingerprint(r.fp, r.ts);
-      expect(got?.id).toBe(r.id);
-      expect(got?.requestMs).toBe(r.ts);
-      expect(store.activities.byFingerprint(r.fp, r.ts + 1)).toBeUndefined();
-    }
-    expect(store.activities.list({ organizationId: 'o', limit: 10 })!.map((a) => a.id)).toEqual(['a2', 'a1', 'a0']);
+    const db = openSqliteDb(file);
+    stores.push(db);
+    await db.read(async (store) => {
+      for (const r of rows) {
+        const got = await store.activities.byFingerprint(r.fp, r.ts);
+        expect(got?.id).toBe(r.id);
+        expect(got?.requestMs).toBe(r.ts);
+        expect(await store.activities.byFingerprint(r.fp, r.ts + 1)).toBeUndefined();
+      }
+      expect((await store.activities.list({ organizationId: 'o', limit: 10 }))!.map((a) => a.id)).toEqual(['a2', 'a1', 'a0']);
+    });
     // The same (timestampMs, fingerprint) cannot be stored twice.
-    expect(() => store.transaction(() => store.activities.insert({
+    await expect(db.write((store) => store.activities.insert({
       id: 'dup', organizationId: 'o', type: 'T', status: 'S', fingerprint: rows[0]!.fp, requestMs: rows[0]!.ts, createdMs: 1, updatedMs: 1, record: {},
-    }))).toThrow(/UNIQUE/);
+    }))).rejects.toThrow(/UNIQUE/);
   });
 });
 
@@ -71,18 +73,18 @@ describe('activity ids', () => {
 });
 
 describe('durability off the event loop (syncOffThread)', () => {
-  it('reports a commit durable only after an fsync of the WAL that started after it', async () => {
+  const org = (id: string) => ({ id, name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 });
+
+  it('settles a write only after an fsync of the WAL that started after its commit', async () => {
     const file = tmpFile();
-    const store = openSqliteStore(file, { synchronous: 'FULL', syncOffThread: true });
+    const store = openSqliteDb(file, { synchronous: 'FULL', syncOffThread: true });
     stores.push(store);
-    // Until deferSyncs() (start-up), SQLite syncs every COMMIT itself.
-    store.transaction(() => store.organizations.insert({ id: 'o0', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
-    expect(store.durable!()).toBeUndefined();
+    // Until deferSyncs() (start-up), SQLite syncs every COMMIT itself: nothing to wait for.
+    await store.write((tx) => tx.organizations.insert(org('o0')));
     store.deferSyncs!();
     const db = new Database(file, { readonly: true });
     try {
       // From now on SQLite runs at NORMAL: the store does the syncing.
-      expect(store.durable!()).toBeUndefined(); // nothing committed since
       const synced: number[] = [];
       const realFdatasync = fs.fdatasync;
       let started = 0;
@@ -91,21 +93,15 @@ describe('durability off the event loop (syncOffThread)', () => {
         realFdatasync(fd, (e) => { synced.push(n); cb(e); });
       }) as typeof fs.fdatasync;
       try {
-        store.transaction(() => store.organizations.insert({ id: 'o1', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
-        const first = store.durable!();
-        expect(first).toBeInstanceOf(Promise);
-        // a commit made while that sync runs waits for a second one
-        store.transaction(() => store.organizations.insert({ id: 'o2', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
-        const second = store.durable!();
-        // Syncs may finish in either order; each waiter needs one that started after its commit
-        // (sync 1 started after commit o1; sync 2, or a later one, after commit o2).
+        const first = store.write((tx) => tx.organizations.insert(org('o1')));
         await first;
-        expect(synced.length, 'first resolved only after a sync had finished').toBeGreaterThanOrEqual(1);
-        await second;
-        expect(started).toBeGreaterThanOrEqual(2);
-        expect(synced.some((n) => n >= 2), 'second resolved only after a sync started after its commit had finished').toBe(true);
-        expect(store.durable!()).toBeUndefined();
-        while (synced.length < started) await new Promise((r) => setTimeout(r, 5)); // let the other sync end
+        expect(synced.length, 'first settled only after a sync had finished').toBeGreaterThanOrEqual(1);
+        const syncsBefore = started;
+        // a later write waits for a sync that started after its own commit
+        await store.write((tx) => tx.organizations.insert(org('o2')));
+        expect(started).toBeGreaterThan(syncsBefore);
+        expect(synced.some((n) => n > syncsBefore), 'second settled only after a sync started after its commit had finished').toBe(true);
+        while (synced.length < started) await new Promise((r) => setTimeout(r, 5)); // let the other syncs end
         expect((db.prepare('SELECT COUNT(*) AS n FROM organizations').get() as { n: number }).n).toBe(3);
       } finally {
         (fs as { fdatasync: typeof fs.fdatasync }).fdatasync = realFdatasync;
@@ -115,13 +111,12 @@ describe('durability off the event loop (syncOffThread)', () => {
     }
   });
 
-  it('a failed fsync stops the store: later durable() calls reject and it is no longer ready', async () => {
+  it('a failed fsync stops the store: later writes reject and it is no longer ready', async () => {
     const file = tmpFile();
-    const store = openSqliteStore(file, { synchronous: 'FULL', syncOffThread: true });
+    const store = openSqliteDb(file, { synchronous: 'FULL', syncOffThread: true });
     stores.push(store);
     store.deferSyncs!();
-    store.transaction(() => store.organizations.insert({ id: 'o1', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
-    await store.durable!(); // opens the WAL's descriptor
+    await store.write((tx) => tx.organizations.insert(org('o1'))); // opens the WAL's descriptor
     const realFdatasync = fs.fdatasync;
     (fs as { fdatasync: typeof fs.fdatasync }).fdatasync = ((_fd: number, cb: (e: NodeJS.ErrnoException | null) => void) => {
       const e = new Error('EIO: i/o error') as NodeJS.ErrnoException;
@@ -129,10 +124,9 @@ describe('durability off the event loop (syncOffThread)', () => {
       setImmediate(() => cb(e));
     }) as typeof fs.fdatasync;
     try {
-      store.transaction(() => store.organizations.insert({ id: 'o2', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
-      await expect(store.durable!()).rejects.toThrow(/fsync of the SQLite WAL failed \(EIO\)/);
-      expect(store.isReady()).toBe(false);
-      await expect(store.durable!()).rejects.toThrow(/EIO/);
+      await expect(store.write((tx) => tx.organizations.insert(org('o2')))).rejects.toThrow(/fsync of the SQLite WAL failed \(EIO\)/);
+      expect(await store.isReady()).toBe(false);
+      await expect(store.write((tx) => tx.organizations.insert(org('o3')))).rejects.toThrow(/EIO/);
     } finally {
       (fs as { fdatasync: typeof fs.fdatasync }).fdatasync = realFdatasync;
     }

@@ -15,8 +15,8 @@ export const getActivity: QueryOperation<{ activityId: string }> = {
     v.done();
     return { activityId: activityId! };
   },
-  execute(ctx, q) {
-    const row = ctx.store.activities.get(ctx.organization.id, q.activityId);
+  async execute(ctx, q) {
+    const row = await ctx.tx.activities.get(ctx.organization.id, q.activityId);
     if (!row) throw notFound(`activity ${q.activityId} not found`, 'ACTIVITY_NOT_FOUND');
     return { activity: row.record };
   },
@@ -63,8 +63,8 @@ export const listActivities: QueryOperation<ListActivitiesQuery> = {
     v.done();
     return { statuses, types, page };
   },
-  execute(ctx, q) {
-    const rows = ctx.store.activities.list({
+  async execute(ctx, q) {
+    const rows = await ctx.tx.activities.list({
       organizationId: ctx.organization.id,
       statuses: q.statuses,
       types: q.types,

@@ -22,9 +22,9 @@ export const createApiKeys: SubmitOperation<{ apiKeys: ApiKeyParams[]; userId: s
     return { apiKeys, userId: userId! };
   },
   authorize(p, intent) { requireSelfOrRoot(p, intent.userId, 'create API keys'); },
-  execute(ctx, intent) {
-    requireUser(ctx.store, ctx.organization.id, intent.userId);
-    return { apiKeyIds: insertApiKeys(ctx.store, ctx.organization.id, intent.userId, intent.apiKeys, ctx.nowMs, ctx.newId) };
+  async execute(ctx, intent) {
+    await requireUser(ctx.tx, ctx.organization.id, intent.userId);
+    return { apiKeyIds: await insertApiKeys(ctx.tx, ctx.organization.id, intent.userId, intent.apiKeys, ctx.nowMs, ctx.newId) };
   },
 };
 
@@ -40,15 +40,15 @@ export const deleteApiKeys: SubmitOperation<{ userId: string; apiKeyIds: string[
     return { userId: userId!, apiKeyIds: apiKeyIds! };
   },
   authorize(p, intent) { requireSelfOrRoot(p, intent.userId, 'delete API keys'); },
-  execute(ctx, intent) {
-    const { store, organization } = ctx;
-    requireUser(store, organization.id, intent.userId);
+  async execute(ctx, intent) {
+    const { tx, organization } = ctx;
+    await requireUser(tx, organization.id, intent.userId);
     for (const id of intent.apiKeyIds) {
-      const k = store.apiKeys.get(organization.id, id);
+      const k = await tx.apiKeys.get(organization.id, id);
       if (!k || k.userId !== intent.userId) throw notFound(`API key ${id} not found for user ${intent.userId}`, 'API_KEY_NOT_FOUND');
     }
-    for (const id of intent.apiKeyIds) store.apiKeys.delete(organization.id, id);
-    assertRootStillReachable(store, organization.id);
+    for (const id of intent.apiKeyIds) await tx.apiKeys.delete(organization.id, id);
+    await assertRootStillReachable(tx, organization.id);
     return { apiKeyIds: intent.apiKeyIds };
   },
 };
@@ -64,8 +64,8 @@ export const getApiKey: QueryOperation<{ apiKeyId: string }> = {
     v.done();
     return { apiKeyId: apiKeyId! };
   },
-  execute(ctx, q) {
-    const k = ctx.store.apiKeys.get(ctx.organization.id, q.apiKeyId);
+  async execute(ctx, q) {
+    const k = await ctx.tx.apiKeys.get(ctx.organization.id, q.apiKeyId);
     if (!k) throw notFound(`API key ${q.apiKeyId} not found`, 'API_KEY_NOT_FOUND');
     return { apiKey: apiKeyRecord(k) };
   },
@@ -82,12 +82,12 @@ export const getApiKeys: QueryOperation<{ userId?: string }> = {
     v.done();
     return userId !== undefined ? { userId } : {};
   },
-  execute(ctx, q) {
-    const { store, organization } = ctx;
+  async execute(ctx, q) {
+    const { tx, organization } = ctx;
     if (q.userId !== undefined) {
-      if (!store.users.get(organization.id, q.userId)) throw notFound(`user ${q.userId} not found`, 'USER_NOT_FOUND');
-      return { apiKeys: store.apiKeys.listByUser(organization.id, q.userId).map(apiKeyRecord) };
+      if (!await tx.users.get(organization.id, q.userId)) throw notFound(`user ${q.userId} not found`, 'USER_NOT_FOUND');
+      return { apiKeys: (await tx.apiKeys.listByUser(organization.id, q.userId)).map(apiKeyRecord) };
     }
-    return { apiKeys: store.apiKeys.listByOrganization(organization.id).map(apiKeyRecord) };
+    return { apiKeys: (await tx.apiKeys.listByOrganization(organization.id)).map(apiKeyRecord) };
   },
 };

@@ -21,9 +21,9 @@ export const createAuthenticators: SubmitOperation<{ userId: string; authenticat
     return { userId: userId!, authenticators };
   },
   authorize(p, intent) { requireSelfOrRoot(p, intent.userId, 'register passkeys'); },
-  execute(ctx, intent) {
-    requireUser(ctx.store, ctx.organization.id, intent.userId);
-    return { authenticatorIds: registerAuthenticators(ctx.store, ctx.organization.id, intent.userId, intent.authenticators, 'authenticators', ctx.nowMs, ctx.newId) };
+  async execute(ctx, intent) {
+    await requireUser(ctx.tx, ctx.organization.id, intent.userId);
+    return { authenticatorIds: await registerAuthenticators(ctx.tx, ctx.organization.id, intent.userId, intent.authenticators, 'authenticators', ctx.nowMs, ctx.newId) };
   },
 };
 
@@ -39,15 +39,15 @@ export const deleteAuthenticators: SubmitOperation<{ userId: string; authenticat
     return { userId: userId!, authenticatorIds: authenticatorIds! };
   },
   authorize(p, intent) { requireSelfOrRoot(p, intent.userId, 'delete passkeys'); },
-  execute(ctx, intent) {
-    const { store, organization } = ctx;
-    requireUser(store, organization.id, intent.userId);
+  async execute(ctx, intent) {
+    const { tx, organization } = ctx;
+    await requireUser(tx, organization.id, intent.userId);
     for (const id of intent.authenticatorIds) {
-      const a = store.authenticators.get(organization.id, id);
+      const a = await tx.authenticators.get(organization.id, id);
       if (!a || a.userId !== intent.userId) throw notFound(`authenticator ${id} not found for user ${intent.userId}`, 'AUTHENTICATOR_NOT_FOUND');
     }
-    for (const id of intent.authenticatorIds) store.authenticators.delete(organization.id, id);
-    assertRootStillReachable(store, organization.id);
+    for (const id of intent.authenticatorIds) await tx.authenticators.delete(organization.id, id);
+    await assertRootStillReachable(tx, organization.id);
     return { authenticatorIds: intent.authenticatorIds };
   },
 };
@@ -63,8 +63,8 @@ export const getAuthenticator: QueryOperation<{ authenticatorId: string }> = {
     v.done();
     return { authenticatorId: authenticatorId! };
   },
-  execute(ctx, q) {
-    const a = ctx.store.authenticators.get(ctx.organization.id, q.authenticatorId);
+  async execute(ctx, q) {
+    const a = await ctx.tx.authenticators.get(ctx.organization.id, q.authenticatorId);
     if (!a) throw notFound(`authenticator ${q.authenticatorId} not found`, 'AUTHENTICATOR_NOT_FOUND');
     return { authenticator: authenticatorRecord(a) };
   },
@@ -81,8 +81,8 @@ export const getAuthenticators: QueryOperation<{ userId: string }> = {
     v.done();
     return { userId: userId! };
   },
-  execute(ctx, q) {
-    requireUser(ctx.store, ctx.organization.id, q.userId);
-    return { authenticators: ctx.store.authenticators.listByUser(ctx.organization.id, q.userId).map(authenticatorRecord) };
+  async execute(ctx, q) {
+    await requireUser(ctx.tx, ctx.organization.id, q.userId);
+    return { authenticators: (await ctx.tx.authenticators.listByUser(ctx.organization.id, q.userId)).map(authenticatorRecord) };
   },
 };

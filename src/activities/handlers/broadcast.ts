@@ -20,10 +20,9 @@
  */
 import { formatUnits, getAddress, isAddress, keccak256, parseTransaction, serializeTransaction, type Hex, type TransactionSerializableEIP1559 } from 'viem';
 import { Grpc, invalidArgument, notFound } from '../../errors.js';
-import { chainsOf, evmChainId, rpcError } from '../../chains/networks.js';
-import { cryptoCall, resolveSigningKey, vaultOf, type SigningKey } from '../../domain/keys.js';
-import { kickBroadcaster } from '../../broadcaster.js';
-import type { SendTransactionRow, Store } from '../../storage/types.js';
+import { evmChainId, rpcError } from '../../chains/networks.js';
+import { cryptoCall, resolveSigningKey, type SigningKey } from '../../domain/keys.js';
+import type { SendTransactionRow, Tx } from '../../storage/types.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { Validator, type Obj } from '../../domain/validate.js';
 import { requireKeyAdmin } from './keyParams.js';
@@ -92,12 +91,12 @@ const SIGNER = Symbol('signer');
 type WithSigner<T> = T & { [SIGNER]?: SigningKey };
 
 /** The secp256k1 key of the organization whose Ethereum address is `from` (400 / 404 naming `from`). */
-function signerOf(store: Store, organizationId: string, intent: WithSigner<EthSendTransaction>): SigningKey {
-  return intent[SIGNER] ?? resolveSigner(store, organizationId, intent);
+async function signerOf(tx: Tx, organizationId: string, intent: WithSigner<EthSendTransaction>): Promise<SigningKey> {
+  return intent[SIGNER] ?? await resolveSigner(tx, organizationId, intent);
 }
 
-function resolveSigner(store: Store, organizationId: string, intent: EthSendTransaction): SigningKey {
-  const key = resolveSigningKey(store, organizationId, getAddress(intent.from), 'from');
+async function resolveSigner(tx: Tx, organizationId: string, intent: EthSendTransaction): Promise<SigningKey> {
+  const key = await resolveSigningKey(tx, organizationId, getAddress(intent.from), 'from');
   if (key.curve !== 'secp256k1') {
     throw invalidArgument(`from: ${intent.from} is not the address of a CURVE_SECP256K1 key`, [{ field: 'from', description: 'must be the Ethereum address of a secp256k1 private key or wallet account' }]);
   }
@@ -166,26 +165,26 @@ export const ethSendTransaction: SubmitOperation<WithSigner<EthSendTransaction>,
     if (maxPriorityFeePerGas !== undefined) intent.maxPriorityFeePerGas = maxPriorityFeePerGas;
     return intent;
   },
-  authorize(p, intent, store) {
-    chainsOf(store).evm(intent.caip2);
+  async authorize(p, intent, store, services) {
+    services.chains.evm(intent.caip2);
     // resolved anew every time (in the transaction too): the key may have gone since
-    const key = resolveSigner(store, p.organization.id, intent);
+    const key = await resolveSigner(store, p.organization.id, intent);
     Object.defineProperty(intent, SIGNER, { value: key, enumerable: false, configurable: true });
     requireKeyAdmin(p, 'send transactions with keys of the organization');
   },
-  policyTargets(intent, store, organizationId): PolicyTargets {
-    const key = signerOf(store, organizationId, intent);
+  async policyTargets(intent, store, organizationId): Promise<PolicyTargets> {
+    const key = await signerOf(store, organizationId, intent);
     // eth.tx as far as the request says it: what the node fills in later reads as 0.
     const unsigned = serializeTransaction(transactionOf(intent, {
       nonce: intent.nonce ?? '0', gasLimit: intent.gasLimit ?? '0', maxFeePerGas: intent.maxFeePerGas ?? '0', maxPriorityFeePerGas: intent.maxPriorityFeePerGas ?? '0',
     }));
     return { ...(key.kind === 'private_key' ? { privateKeyId: key.id } : { walletAccountAddress: getAddress(intent.from) }), ethereumTransaction: unsigned };
   },
-  async external(intent, store): Promise<Filled> {
+  async external(intent, services): Promise<Filled> {
     const account = getAddress(intent.from);
     const call = intent.calls[0]!;
     try {
-      const client = await chainsOf(store).evmChecked(intent.caip2);
+      const client = await services.chains.evmChecked(intent.caip2);
       const [nonce, fees] = await Promise.all([
         intent.nonce ?? client.getTransactionCount({ address: account, blockTag: 'pending' }).then(String),
         intent.maxFeePerGas !== undefined && intent.maxPriorityFeePerGas !== undefined ? undefined : client.estimateFeesPerGas({ type: 'eip1559', chain: null }),
@@ -215,26 +214,27 @@ export const ethSendTransaction: SubmitOperation<WithSigner<EthSendTransaction>,
       throw rpcError(e, 'caip2');
     }
   },
-  execute(ctx, intent) {
-    const key = signerOf(ctx.store, ctx.organization.id, intent);
+  async execute(ctx, intent) {
+    const key = await signerOf(ctx.tx, ctx.organization.id, intent);
     const fromAddress = getAddress(intent.from);
     const filled = { ...(ctx.external as Filled) };
     if (intent.nonce === undefined) {
       // The node's pending nonce does not count what kmas has signed and not sent yet: sends from
-      // one address that overlap get consecutive nonces (this runs in the serialized transaction).
-      const ours = ctx.store.sendTransactions.highestPendingNonce(intent.caip2, fromAddress);
+      // one address that overlap get consecutive nonces (the sender's lock orders them).
+      await ctx.tx.lock('sender-nonce', `${intent.caip2}/${fromAddress.toLowerCase()}`);
+      const ours = await ctx.tx.sendTransactions.highestPendingNonce(intent.caip2, fromAddress);
       if (ours !== undefined && ours + 1 > Number(filled.nonce)) filled.nonce = String(ours + 1);
     }
     const unsigned = serializeTransaction(transactionOf(intent, filled));
-    const signed = cryptoCall(() => vaultOf(ctx.store).sign(key.sealed, key.ctx, { op: 'transaction', curve: key.curve, unsignedTransaction: unsigned.slice(2) }) as string);
+    const signed = cryptoCall(() => ctx.services.vault.sign(key.sealed, key.ctx, { op: 'transaction', curve: key.curve, unsignedTransaction: unsigned.slice(2) }) as string);
     const hex = signed.replace(/^0x/, '');
     const row: SendTransactionRow = {
       id: ctx.newId(), organizationId: ctx.organization.id, activityId: ctx.activityId ?? '', caip2: intent.caip2,
       fromAddress, txHash: keccak256(`0x${hex}`), nonce: Number(filled.nonce), signedTransaction: hex,
       status: 'INITIALIZED', error: null, blockNumber: null, attempts: 0, nextCheckMs: ctx.nowMs, createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
     };
-    ctx.store.sendTransactions.insert(row);
-    kickBroadcaster(ctx.store);
+    await ctx.tx.sendTransactions.insert(row);
+    ctx.tx.afterCommit(ctx.services.kick.broadcasts);
     return { sendTransactionStatusId: row.id };
   },
 };
@@ -267,12 +267,12 @@ export const ethSendRawTransaction: SubmitOperation<EthSendRawTransaction, { tra
     v.done();
     return { signedTransaction: given!, caip2: caip2! };
   },
-  authorize(p, intent, store) {
-    chainsOf(store).evm(intent.caip2);
+  authorize(p, intent, store, services) {
+    services.chains.evm(intent.caip2);
     requireKeyAdmin(p, 'broadcast transactions for the organization');
   },
-  async external(intent, store): Promise<string> {
-    const client = chainsOf(store).evm(intent.caip2);
+  async external(intent, services): Promise<string> {
+    const client = services.chains.evm(intent.caip2);
     try {
       return await client.sendRawTransaction({ serializedTransaction: prefixed(intent.signedTransaction) });
     } catch (e) {
@@ -297,16 +297,18 @@ const ZERO_BLOCKHASH = new Uint8Array(32);
 const zeroBlockhash = (tx: SolanaTransaction) => equalBytes(tx.recentBlockhash, ZERO_BLOCKHASH);
 
 /** Each signWiths entry as an Ed25519 key of the organization that is a required signer of the transaction. */
-function solanaSigners(store: Store, organizationId: string, intent: SolSendTransaction, tx: SolanaTransaction): SigningKey[] {
-  return intent.signWiths.map((signWith, i) => {
+async function solanaSigners(tx: Tx, organizationId: string, intent: SolSendTransaction, solTx: SolanaTransaction): Promise<SigningKey[]> {
+  const keys: SigningKey[] = [];
+  for (const [i, signWith] of intent.signWiths.entries()) {
     const field = `signWiths[${i}]`;
-    const key = resolveSigningKey(store, organizationId, signWith, field);
+    const key = await resolveSigningKey(tx, organizationId, signWith, field);
     if (key.curve !== 'ed25519') throw invalidArgument(`${field}: ${signWith} is not a CURVE_ED25519 key`, [{ field, description: 'must name an Ed25519 (Solana) key or wallet account' }]);
-    if (solanaSignerSlot(tx, hexToBytes(key.publicKey)) < 0) {
-      throw invalidArgument(`${field}: ${signWith} is not one of the transaction's ${tx.requiredSignatures} required signers`, [{ field, description: 'must be a required signer of the transaction' }]);
+    if (solanaSignerSlot(solTx, hexToBytes(key.publicKey)) < 0) {
+      throw invalidArgument(`${field}: ${signWith} is not one of the transaction's ${solTx.requiredSignatures} required signers`, [{ field, description: 'must be a required signer of the transaction' }]);
     }
-    return key;
-  });
+    keys.push(key);
+  }
+  return keys;
 }
 
 /** Whether kmas must put in a blockhash (the caller's, or a fresh one for an all-zero blockhash). */
@@ -345,32 +347,32 @@ export const solSendTransaction: SubmitOperation<WithSigners<SolSendTransaction>
     }
     return intent;
   },
-  authorize(p, intent, store) {
-    chainsOf(store).solana(intent.caip2);
-    const keys = solanaSigners(store, p.organization.id, intent, parseSolanaTransaction(intent.unsignedTransaction));
+  async authorize(p, intent, store, services) {
+    services.chains.solana(intent.caip2);
+    const keys = await solanaSigners(store, p.organization.id, intent, parseSolanaTransaction(intent.unsignedTransaction));
     Object.defineProperty(intent, SOLANA_SIGNERS, { value: keys, enumerable: false, configurable: true });
     requireKeyAdmin(p, 'send transactions with keys of the organization');
   },
-  policyTargets(intent, store, organizationId): PolicyTargets {
-    const [first] = intent[SOLANA_SIGNERS] ?? solanaSigners(store, organizationId, intent, parseSolanaTransaction(intent.unsignedTransaction));
+  async policyTargets(intent, store, organizationId): Promise<PolicyTargets> {
+    const [first] = intent[SOLANA_SIGNERS] ?? await solanaSigners(store, organizationId, intent, parseSolanaTransaction(intent.unsignedTransaction));
     return { ...(first!.kind === 'private_key' ? { privateKeyId: first!.id } : { walletAccountAddress: intent.signWiths[0]! }), solanaTransaction: intent.unsignedTransaction };
   },
-  async external(intent, store): Promise<{ blockhash?: string }> {
+  async external(intent, services): Promise<{ blockhash?: string }> {
     const tx = parseSolanaTransaction(intent.unsignedTransaction);
     if (intent.recentBlockhash !== undefined || !zeroBlockhash(tx)) return {};
     try {
-      return { blockhash: await chainsOf(store).solana(intent.caip2).latestBlockhash() };
+      return { blockhash: await services.chains.solana(intent.caip2).latestBlockhash() };
     } catch (e) {
       throw rpcError(e, 'caip2');
     }
   },
-  execute(ctx, intent) {
-    const keys = solanaSigners(ctx.store, ctx.organization.id, intent, parseSolanaTransaction(intent.unsignedTransaction));
+  async execute(ctx, intent) {
+    const keys = await solanaSigners(ctx.tx, ctx.organization.id, intent, parseSolanaTransaction(intent.unsignedTransaction));
     const blockhash = intent.recentBlockhash ?? (ctx.external as { blockhash?: string }).blockhash;
     let hex = blockhash === undefined ? intent.unsignedTransaction.toLowerCase().replace(/^0x/, '')
       : withRecentBlockhash(parseSolanaTransaction(intent.unsignedTransaction), base58.decode(blockhash));
     for (const [i, key] of keys.entries()) {
-      hex = cryptoCall(() => vaultOf(ctx.store).sign(key.sealed, key.ctx, { op: 'solana', curve: key.curve, unsignedTransaction: hex, field: `signWiths[${i}]` }) as string);
+      hex = cryptoCall(() => ctx.services.vault.sign(key.sealed, key.ctx, { op: 'solana', curve: key.curve, unsignedTransaction: hex, field: `signWiths[${i}]` }) as string);
     }
     const tx = parseSolanaTransaction(hex);
     const signatures = Array.from({ length: tx.requiredSignatures }, (_, i) => tx.bytes.subarray(tx.signaturesAt + 64 * i, tx.signaturesAt + 64 * (i + 1)));
@@ -384,8 +386,8 @@ export const solSendTransaction: SubmitOperation<WithSigners<SolSendTransaction>
       fromAddress: base58.encode(tx.staticKeys[0]!), txHash: base58.encode(signatures[0]!), nonce: null, signedTransaction: hex,
       status: 'INITIALIZED', error: null, blockNumber: null, attempts: 0, nextCheckMs: ctx.nowMs, createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
     };
-    ctx.store.sendTransactions.insert(row);
-    kickBroadcaster(ctx.store);
+    await ctx.tx.sendTransactions.insert(row);
+    ctx.tx.afterCommit(ctx.services.kick.broadcasts);
     return { sendTransactionStatusId: row.id };
   },
 };
@@ -403,8 +405,8 @@ export const getSendTransactionStatus: QueryOperation<{ sendTransactionStatusId:
     v.done();
     return { sendTransactionStatusId: id! };
   },
-  execute(ctx, q) {
-    const row = ctx.store.sendTransactions.get(ctx.organization.id, q.sendTransactionStatusId);
+  async execute(ctx, q) {
+    const row = await ctx.tx.sendTransactions.get(ctx.organization.id, q.sendTransactionStatusId);
     if (!row) throw notFound(`no sent transaction ${q.sendTransactionStatusId.slice(0, 128)} in this organization`, 'SEND_TRANSACTION_NOT_FOUND');
     return {
       txStatus: row.status,
@@ -428,16 +430,16 @@ export const getNonces: QueryOperation<{ address: string; caip2: string; nonce: 
     v.done();
     return { address: address!, caip2: caip2!, nonce: nonce === true };
   },
-  async external(q, store) {
+  async external(q, services) {
     if (!q.nonce) return undefined;
     try {
-      return String(await chainsOf(store).evm(q.caip2).getTransactionCount({ address: getAddress(q.address), blockTag: 'pending' }));
+      return String(await services.chains.evm(q.caip2).getTransactionCount({ address: getAddress(q.address), blockTag: 'pending' }));
     } catch (e) {
       throw rpcError(e, 'caip2');
     }
   },
   execute(ctx, q) {
-    if (!q.nonce) chainsOf(ctx.store).evm(q.caip2);
+    if (!q.nonce) ctx.services.chains.evm(q.caip2);
     return ctx.external === undefined ? {} : { nonce: ctx.external as string };
   },
 };
@@ -471,7 +473,7 @@ export const listSupportedAssets: QueryOperation<{ caip2: string }> = {
     return { caip2: caip2! };
   },
   execute(ctx, q) {
-    chainsOf(ctx.store).require(q.caip2);
+    ctx.services.chains.require(q.caip2);
     return { assets: [{ ...nativeAsset(q.caip2), stable: false }] };
   },
 };
@@ -490,15 +492,15 @@ export const getWalletAddressBalances: QueryOperation<{ address: string; caip2: 
     v.done();
     return { address: address!, caip2: caip2! };
   },
-  async external(q, store, organizationId) {
+  async external(q, services, organizationId, read) {
     const solana = isSolana(q.caip2);
-    chainsOf(store).require(q.caip2);
-    if (!store.keys.accounts.byAddress(organizationId, solana ? q.address : getAddress(q.address))) {
+    services.chains.require(q.caip2);
+    if (!await read((tx) => tx.keys.accounts.byAddress(organizationId, solana ? q.address : getAddress(q.address)))) {
       throw notFound(`address: no wallet account of this organization has the address ${q.address} (private key addresses are not supported)`, 'WALLET_ACCOUNT_NOT_FOUND');
     }
     try {
-      return String(solana ? await chainsOf(store).solana(q.caip2).balance(q.address)
-        : await chainsOf(store).evm(q.caip2).getBalance({ address: getAddress(q.address), blockTag: 'latest' }));
+      return String(solana ? await services.chains.solana(q.caip2).balance(q.address)
+        : await services.chains.evm(q.caip2).getBalance({ address: getAddress(q.address), blockTag: 'latest' }));
     } catch (e) {
       throw rpcError(e, 'caip2');
     }

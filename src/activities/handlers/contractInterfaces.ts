@@ -9,7 +9,7 @@ import { alreadyExists, notFound } from '../../errors.js';
 import { requireRoot } from '../../domain/principal.js';
 import { timestamp } from '../../domain/records.js';
 import { abiProblem, idlProblem } from '../../policy/contracts.js';
-import type { ContractInterfaceRow, Store } from '../../storage/types.js';
+import type { ContractInterfaceRow, Tx } from '../../storage/types.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 
@@ -35,8 +35,8 @@ function record(r: ContractInterfaceRow): Record<string, unknown> {
   };
 }
 
-function requireInterface(store: Store, organizationId: string, id: string): ContractInterfaceRow {
-  const r = store.contractInterfaces.get(organizationId, id);
+async function requireInterface(tx: Tx, organizationId: string, id: string): Promise<ContractInterfaceRow> {
+  const r = await tx.contractInterfaces.get(organizationId, id);
   if (!r) throw notFound(`smart contract interface ${id} not found`, 'SMART_CONTRACT_INTERFACE_NOT_FOUND');
   return r;
 }
@@ -68,20 +68,20 @@ export const createSmartContractInterface: SubmitOperation<CreateIntent, { smart
     v.done();
     return { smartContractAddress: address!, smartContractInterface: text!, type: type!, label: label!, notes };
   },
-  authorize(p, i, store) {
+  async authorize(p, i, store) {
     requireRoot(p, 'manage smart contract interfaces');
-    const existing = store.contractInterfaces.byAddress(p.organization.id, i.type, contractAddressKey(i.type, i.smartContractAddress)!);
+    const existing = await store.contractInterfaces.byAddress(p.organization.id, i.type, contractAddressKey(i.type, i.smartContractAddress)!);
     if (existing) {
       throw alreadyExists(`smartContractAddress: ${i.smartContractAddress} already has an interface (${existing.id}); delete it first`);
     }
   },
-  execute(ctx, i) {
+  async execute(ctx, i) {
     const row: ContractInterfaceRow = {
       id: ctx.newId(), organizationId: ctx.organization.id, type: i.type, address: i.smartContractAddress,
       addressKey: contractAddressKey(i.type, i.smartContractAddress)!, interface: i.smartContractInterface,
       label: i.label, notes: i.notes, createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
     };
-    ctx.store.contractInterfaces.insert(row);
+    await ctx.tx.contractInterfaces.insert(row);
     return { smartContractInterfaceId: row.id };
   },
 };
@@ -96,12 +96,12 @@ export const deleteSmartContractInterface: SubmitOperation<{ smartContractInterf
     v.done();
     return { smartContractInterfaceId: id! };
   },
-  authorize(p, i, store) {
+  async authorize(p, i, store) {
     requireRoot(p, 'manage smart contract interfaces');
-    requireInterface(store, p.organization.id, i.smartContractInterfaceId);
+    await requireInterface(store, p.organization.id, i.smartContractInterfaceId);
   },
-  execute(ctx, i) {
-    ctx.store.contractInterfaces.delete(ctx.organization.id, i.smartContractInterfaceId);
+  async execute(ctx, i) {
+    await ctx.tx.contractInterfaces.delete(ctx.organization.id, i.smartContractInterfaceId);
     return { smartContractInterfaceId: i.smartContractInterfaceId };
   },
 };
@@ -117,7 +117,7 @@ export const getSmartContractInterface: QueryOperation<{ smartContractInterfaceI
     v.done();
     return { smartContractInterfaceId: id! };
   },
-  execute: (ctx, q) => ({ smartContractInterface: record(requireInterface(ctx.store, ctx.organization.id, q.smartContractInterfaceId)) }),
+  execute: async (ctx, q) => ({ smartContractInterface: record(await requireInterface(ctx.tx, ctx.organization.id, q.smartContractInterfaceId)) }),
 };
 
 export const listSmartContractInterfaces: QueryOperation<object> = {
@@ -126,5 +126,5 @@ export const listSmartContractInterfaces: QueryOperation<object> = {
   parentMayRead: true,
   specWrapper: 'wrap',
   validate: () => ({}),
-  execute: (ctx) => ({ smartContractInterfaces: ctx.store.contractInterfaces.list(ctx.organization.id).map(record) }),
+  execute: async (ctx) => ({ smartContractInterfaces: (await ctx.tx.contractInterfaces.list(ctx.organization.id)).map(record) }),
 };

@@ -17,13 +17,12 @@ import { failedPrecondition, notFound, permissionDenied } from '../../errors.js'
 import { isRoot, type Principal } from '../../domain/principal.js';
 import { requireUser } from '../../domain/apiKeys.js';
 import { readAuthenticatorParams, registerAuthenticators, type AuthenticatorParams } from '../../domain/authenticators.js';
-import { vaultOf } from '../../domain/keys.js';
 import { utf8, wipe } from '../../crypto/bytes.js';
 import { CREDENTIAL, MAX_ISSUED_KEY_SECONDS, issueBundledKey, requireMail } from '../../auth/services.js';
 import { composeMail, enqueueMail } from '../../mail.js';
 import type { AtRestContext } from '../../crypto/atrest.js';
-import type { OtpRow, Store, UserRow } from '../../storage/types.js';
-import { keysFor, type ExecContext, type SubmitOperation } from '../types.js';
+import type { OtpRow, Tx, UserRow } from '../../storage/types.js';
+import { keysFor, type ExecContext, type Services, type SubmitOperation } from '../types.js';
 import { EMAIL, MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { readTargetPublicKey } from './keyParams.js';
 import { readLoginCommon, requireAuthFlowCaller, type LoginCommon } from './oauth.js';
@@ -65,31 +64,31 @@ function readEmail(v: Validator, params: Obj, key = 'email'): string | undefined
 }
 
 /** Refuses a flow the sub-organization was created without (create_sub_organization's disable* flags). */
-export function requireFlowEnabled(ctx: ExecContext, flag: 'disableEmailAuth' | 'disableEmailRecovery' | 'disableOtpEmailAuth', what: string): void {
-  if (ctx.store.organizations.disabledFlows(ctx.organization.id).includes(flag)) {
+export async function requireFlowEnabled(ctx: ExecContext, flag: 'disableEmailAuth' | 'disableEmailRecovery' | 'disableOtpEmailAuth', what: string): Promise<void> {
+  if ((await ctx.tx.organizations.disabledFlows(ctx.organization.id)).includes(flag)) {
     throw failedPrecondition(`${what} is switched off for this organization (${flag} at its creation)`);
   }
 }
 
 /** The organization's user with this e-mail address (FAILED activity when none). */
-export function userByEmail(ctx: ExecContext, email: string): UserRow {
-  const u = findUserByEmail(ctx.store, ctx.organization.id, email);
+export async function userByEmail(ctx: ExecContext, email: string): Promise<UserRow> {
+  const u = await findUserByEmail(ctx.tx, ctx.organization.id, email);
   if (!u) throw notFound('no user of this organization has this e-mail address', 'USER_NOT_FOUND');
   return u;
 }
 
 /** The organization's user with this e-mail address (compared without regard to case), if any. */
-export function findUserByEmail(store: Store, organizationId: string, email: string): UserRow | undefined {
+export async function findUserByEmail(tx: Tx, organizationId: string, email: string): Promise<UserRow | undefined> {
   const want = email.toLowerCase();
-  return store.users.list(organizationId).find((x) => x.email !== null && x.email.toLowerCase() === want);
+  return (await tx.users.list(organizationId)).find((x) => x.email !== null && x.email.toLowerCase() === want);
 }
 
 /**
  * Queues a mail of the flows: the paragraphs, then when what it carries expires; the sender's
  * display name and Reply-To and the logo as the request asked.
  */
-function mailTo(ctx: ExecContext, to: string, subject: string, paragraphs: string[], seconds: string, c: Customization, s: Sender, link?: string): void {
-  enqueueMail(ctx.store, ctx.organization.id, composeMail({
+async function mailTo(ctx: ExecContext, to: string, subject: string, paragraphs: string[], seconds: string, c: Customization, s: Sender, link?: string): Promise<void> {
+  await enqueueMail(ctx, ctx.organization.id, composeMail({
     to, subject,
     paragraphs: [...paragraphs, `It expires in ${Math.round(Number(seconds) / 60)} minutes. If you did not ask for it, ignore this e-mail.`],
     ...(link ? { link } : {}),
@@ -99,10 +98,10 @@ function mailTo(ctx: ExecContext, to: string, subject: string, paragraphs: strin
   }), ctx.nowMs);
 }
 
-function sendBundle(ctx: ExecContext, to: string, bundle: string, c: Customization, s: Sender, purpose: 'log in' | 'recover your account', seconds: string): void {
+async function sendBundle(ctx: ExecContext, to: string, bundle: string, c: Customization, s: Sender, purpose: 'log in' | 'recover your account', seconds: string): Promise<void> {
   const app = c.appName ?? ctx.organization.name;
   const link = c.magicLinkTemplate?.replace('%s', bundle);
-  mailTo(ctx, to, purpose === 'log in' ? `Log in to ${app}` : `Recover your ${app} account`, [
+  await mailTo(ctx, to, purpose === 'log in' ? `Log in to ${app}` : `Recover your ${app} account`, [
     link ? `Open the link below to ${purpose} to ${app}.` : `Use this code to ${purpose} to ${app}:`,
     ...(link ? [] : [bundle]),
   ], seconds, c, s, link);
@@ -134,15 +133,15 @@ export const emailAuth: SubmitOperation<EmailAuth, { userId: string; apiKeyId: s
     v.done();
     return { email: email!, targetPublicKey: targetPublicKey!, emailCustomization, sender, ...common };
   },
-  authorize(p, _intent, store) { requireAuthFlowCaller(p, 'send e-mail authentication'); requireMail(store); },
-  execute(ctx, intent) {
-    requireFlowEnabled(ctx, 'disableEmailAuth', 'e-mail authentication');
-    const user = userByEmail(ctx, intent.email);
-    const { key, credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
+  authorize(p, _intent, _tx, services) { requireAuthFlowCaller(p, 'send e-mail authentication'); requireMail(services.auth); },
+  async execute(ctx, intent) {
+    await requireFlowEnabled(ctx, 'disableEmailAuth', 'e-mail authentication');
+    const user = await userByEmail(ctx, intent.email);
+    const { key, credentialBundle } = await issueBundledKey(ctx, user, intent.targetPublicKey, {
       credentialType: CREDENTIAL.emailAuth, name: intent.apiKeyName ?? `Email Auth - ${ctx.nowMs}`,
       expirationSeconds: intent.expirationSeconds, invalidateExisting: intent.invalidateExisting === true,
     });
-    sendBundle(ctx, user.email!, credentialBundle, intent.emailCustomization, intent.sender, 'log in', key.expirationSeconds!);
+    await sendBundle(ctx, user.email!, credentialBundle, intent.emailCustomization, intent.sender, 'log in', key.expirationSeconds!);
     return { userId: user.id, apiKeyId: key.id };
   },
 };
@@ -187,29 +186,29 @@ export function readInitOtp(params: Obj, opts: { v3: boolean; v1: boolean }): In
 }
 
 /** Who may send codes, and only by e-mail. */
-export function authorizeInitOtp(p: Principal, intent: InitOtp, store: Store): void {
+export function authorizeInitOtp(p: Principal, intent: InitOtp, _tx: Tx, services: Services): void {
   requireAuthFlowCaller(p, 'send one-time codes');
   if (intent.otpType === 'OTP_TYPE_SMS') throw failedPrecondition('this server sends no text messages: use OTP_TYPE_EMAIL');
-  requireMail(store);
+  requireMail(services.auth);
 }
 
 /**
  * Makes, stores (sealed) and e-mails a code to `to`; `userId`: the user it is for (init_otp_auth),
  * or null (init_otp); `sealedTarget`: init_otp's encryption target. Returns the code's id.
  */
-export function sendOtp(ctx: ExecContext, intent: InitOtp, to: string, userId: string | null, sealTarget?: (id: string) => Uint8Array): string {
-  const { store, organization, nowMs } = ctx;
-  requireFlowEnabled(ctx, 'disableOtpEmailAuth', 'one-time codes by e-mail');
-  store.otps.deleteExpired(nowMs);
+export async function sendOtp(ctx: ExecContext, intent: InitOtp, to: string, userId: string | null, sealTarget?: (id: string) => Uint8Array): Promise<string> {
+  const { tx, organization, nowMs } = ctx;
+  await requireFlowEnabled(ctx, 'disableOtpEmailAuth', 'one-time codes by e-mail');
+  await tx.otps.deleteExpired(nowMs);
   const id = ctx.newId();
   const code = newCode(intent.otpLength, intent.alphanumeric);
-  store.otps.insert({
+  await tx.otps.insert({
     id, organizationId: organization.id, userId, otpType: intent.otpType, contact: to,
-    sealedCode: vaultOf(store).seal(utf8(code), otpContext(organization.id, id)), sealedTarget: sealTarget ? sealTarget(id) : null,
+    sealedCode: ctx.services.vault.seal(utf8(code), otpContext(organization.id, id)), sealedTarget: sealTarget ? sealTarget(id) : null,
     attempts: 0, expiresMs: nowMs + Number(intent.expirationSeconds) * 1000, createdMs: nowMs,
   });
   const app = intent.appName ?? intent.emailCustomization.appName ?? organization.name;
-  mailTo(ctx, to, `Your ${app} code`, [`Your ${app} code is ${code}`], intent.expirationSeconds, intent.emailCustomization, intent.sender);
+  await mailTo(ctx, to, `Your ${app} code`, [`Your ${app} code is ${code}`], intent.expirationSeconds, intent.emailCustomization, intent.sender);
   return id;
 }
 
@@ -218,31 +217,31 @@ export function sendOtp(ctx: ExecContext, intent: InitOtp, to: string, userId: s
  * init_otp_auth). A right code is used up and its row returned; a wrong one is counted (kept
  * although the activity fails) and the third uses the code up.
  */
-export function checkOtp(ctx: ExecContext, otpId: string, code: string, withTarget: boolean): OtpRow {
-  const { store, organization, nowMs } = ctx;
-  const row = store.otps.get(organization.id, otpId);
+export async function checkOtp(ctx: ExecContext, otpId: string, code: string, withTarget: boolean): Promise<OtpRow> {
+  const { tx, organization, nowMs } = ctx;
+  const row = await tx.otps.get(organization.id, otpId);
   if (!row || (row.sealedTarget !== null) !== withTarget) throw notFound('no such one-time code (used, expired or never sent)', 'OTP_NOT_FOUND');
   if (row.expiresMs <= nowMs) {
-    ctx.keepOnFailure?.(() => store.otps.delete(row.id));
+    ctx.keepOnFailure?.(() => tx.otps.delete(row.id));
     throw failedPrecondition('the one-time code has expired; request a new one');
   }
-  const want = utf8(vaultOf(store).openText(row.sealedCode, otpContext(organization.id, row.id)).toUpperCase());
+  const want = utf8(ctx.services.vault.openText(row.sealedCode, otpContext(organization.id, row.id)).toUpperCase());
   const got = utf8(code.trim().toUpperCase());
   const match = want.length === got.length && timingSafeEqual(want, got);
   wipe(want, got);
   if (!match) {
     const attempts = row.attempts + 1;
-    ctx.keepOnFailure?.(() => { if (attempts >= MAX_OTP_ATTEMPTS) store.otps.delete(row.id); else store.otps.setAttempts(row.id, attempts); });
+    ctx.keepOnFailure?.(async () => { if (attempts >= MAX_OTP_ATTEMPTS) await tx.otps.delete(row.id); else await tx.otps.setAttempts(row.id, attempts); });
     throw permissionDenied(attempts >= MAX_OTP_ATTEMPTS ? 'wrong one-time code; it is used up, request a new one' : 'wrong one-time code', 'OTP_INVALID');
   }
-  store.otps.delete(row.id);
+  await tx.otps.delete(row.id);
   return row;
 }
 
 /** A user proved to own `email` (a code reached it): list_verified_suborgs finds its organization. */
-export function markEmailVerified(ctx: ExecContext, user: UserRow, email: string): void {
+export async function markEmailVerified(ctx: ExecContext, user: UserRow, email: string): Promise<void> {
   if (user.email !== null && user.email.toLowerCase() === email.toLowerCase()) {
-    ctx.store.verifiedContacts.mark(user.organizationId, user.id, 'EMAIL', user.email, ctx.nowMs);
+    await ctx.tx.verifiedContacts.mark(user.organizationId, user.id, 'EMAIL', user.email, ctx.nowMs);
   }
 }
 
@@ -259,9 +258,9 @@ export const initOtpAuth: SubmitOperation<InitOtp, { otpId: string }> = {
     return readInitOtp(params, { v3: type === 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3', v1: type === 'ACTIVITY_TYPE_INIT_OTP_AUTH' });
   },
   authorize: authorizeInitOtp,
-  execute(ctx, intent) {
-    const user = userByEmail(ctx, intent.contact);
-    return { otpId: sendOtp(ctx, intent, user.email!, user.id) };
+  async execute(ctx, intent) {
+    const user = await userByEmail(ctx, intent.contact);
+    return { otpId: await sendOtp(ctx, intent, user.email!, user.id) };
   },
 };
 
@@ -282,11 +281,11 @@ export const otpAuth: SubmitOperation<OtpAuth, { userId: string; apiKeyId: strin
     return { otpId: otpId!, otpCode: otpCode!, targetPublicKey: targetPublicKey!, ...common };
   },
   authorize(p) { requireAuthFlowCaller(p, 'check one-time codes'); },
-  execute(ctx, intent) {
-    const row = checkOtp(ctx, intent.otpId, intent.otpCode, false);
-    const user = requireUser(ctx.store, ctx.organization.id, row.userId!);
-    markEmailVerified(ctx, user, row.contact);
-    const { key, credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
+  async execute(ctx, intent) {
+    const row = await checkOtp(ctx, intent.otpId, intent.otpCode, false);
+    const user = await requireUser(ctx.tx, ctx.organization.id, row.userId!);
+    await markEmailVerified(ctx, user, row.contact);
+    const { key, credentialBundle } = await issueBundledKey(ctx, user, intent.targetPublicKey, {
       credentialType: CREDENTIAL.otpAuth, name: intent.apiKeyName ?? `OTP Auth - ${ctx.nowMs}`,
       expirationSeconds: intent.expirationSeconds, invalidateExisting: intent.invalidateExisting === true,
     });
@@ -316,14 +315,14 @@ export const initUserEmailRecovery: SubmitOperation<InitRecovery, { userId: stri
     v.done();
     return { email: email!, targetPublicKey: targetPublicKey!, emailCustomization, sender, ...(expirationSeconds !== undefined ? { expirationSeconds } : {}) };
   },
-  authorize(p, _intent, store) { requireAuthFlowCaller(p, 'start e-mail recovery'); requireMail(store); },
-  execute(ctx, intent) {
-    requireFlowEnabled(ctx, 'disableEmailRecovery', 'e-mail recovery');
-    const user = userByEmail(ctx, intent.email);
-    const { key, credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
+  authorize(p, _intent, _tx, services) { requireAuthFlowCaller(p, 'start e-mail recovery'); requireMail(services.auth); },
+  async execute(ctx, intent) {
+    await requireFlowEnabled(ctx, 'disableEmailRecovery', 'e-mail recovery');
+    const user = await userByEmail(ctx, intent.email);
+    const { key, credentialBundle } = await issueBundledKey(ctx, user, intent.targetPublicKey, {
       credentialType: CREDENTIAL.recoverUser, name: `Recovery - ${ctx.nowMs}`, expirationSeconds: intent.expirationSeconds, invalidateExisting: true,
     });
-    sendBundle(ctx, user.email!, credentialBundle, intent.emailCustomization, intent.sender, 'recover your account', key.expirationSeconds!);
+    await sendBundle(ctx, user.email!, credentialBundle, intent.emailCustomization, intent.sender, 'recover your account', key.expirationSeconds!);
     return { userId: user.id };
   },
 };
@@ -347,13 +346,13 @@ export const recoverUser: SubmitOperation<RecoverUser, { authenticatorId: string
     const recovering = 'credentialType' in p.credential && p.credential.credentialType === CREDENTIAL.recoverUser && p.user.id === intent.userId;
     if (!recovering && !isRoot(p)) throw permissionDenied('recover_user must be stamped with the recovery key e-mailed to that user');
   },
-  execute(ctx, intent) {
-    const { store, organization, nowMs, principal } = ctx;
-    requireUser(store, organization.id, intent.userId);
-    const ids = registerAuthenticators(store, organization.id, intent.userId, [intent.authenticator], 'authenticator', nowMs, ctx.newId);
+  async execute(ctx, intent) {
+    const { tx, organization, nowMs, principal } = ctx;
+    await requireUser(tx, organization.id, intent.userId);
+    const ids = await registerAuthenticators(tx, organization.id, intent.userId, [intent.authenticator], 'authenticator', nowMs, ctx.newId);
     // The recovery key has served its purpose.
     if ('credentialType' in principal.credential && principal.credential.credentialType === CREDENTIAL.recoverUser) {
-      store.apiKeys.delete(organization.id, principal.credential.id);
+      await tx.apiKeys.delete(organization.id, principal.credential.id);
     }
     return { authenticatorId: ids };
   },

@@ -31,10 +31,10 @@ export const setOrganizationFeature: SubmitOperation<{ name: FeatureName; value:
     return { name: name!, value: value! };
   },
   authorize(p) { requireRoot(p, 'change organization features'); },
-  execute(ctx, i) {
-    ctx.store.features.set(ctx.organization.id, i.name, i.value);
-    ctx.store.organizations.touch(ctx.organization.id, ctx.nowMs);
-    return { features: featuresRecord(ctx.store, ctx.organization.id) };
+  async execute(ctx, i) {
+    await ctx.tx.features.set(ctx.organization.id, i.name, i.value);
+    await ctx.tx.organizations.touch(ctx.organization.id, ctx.nowMs);
+    return { features: await featuresRecord(ctx.tx, ctx.organization.id) };
   },
 };
 
@@ -49,9 +49,9 @@ export const removeOrganizationFeature: SubmitOperation<{ name: FeatureName }, {
     return { name: name! };
   },
   authorize(p) { requireRoot(p, 'change organization features'); },
-  execute(ctx, i) {
-    if (!ctx.store.features.remove(ctx.organization.id, i.name)) throw notFound(`feature ${i.name} is not set`, 'FEATURE_NOT_FOUND');
-    ctx.store.organizations.touch(ctx.organization.id, ctx.nowMs);
-    return { features: featuresRecord(ctx.store, ctx.organization.id) };
+  async execute(ctx, i) {
+    if (!await ctx.tx.features.remove(ctx.organization.id, i.name)) throw notFound(`feature ${i.name} is not set`, 'FEATURE_NOT_FOUND');
+    await ctx.tx.organizations.touch(ctx.organization.id, ctx.nowMs);
+    return { features: await featuresRecord(ctx.tx, ctx.organization.id) };
   },
 };

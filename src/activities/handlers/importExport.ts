@@ -7,10 +7,10 @@ import { ApiError, Grpc, invalidArgument, notFound } from '../../errors.js';
 import { CryptoError, privateKeyAddresses } from '../../crypto/index.js';
 import {
   API_CURVES, IMPORT_TARGET_TTL_MS, cryptoCall, ctxAccount, ctxImportTarget, ctxPrivateKey, ctxWallet, curveId,
-  requirePrivateKey, requireWallet, toApiError, vaultOf,
+  requirePrivateKey, requireWallet, toApiError,
 } from '../../domain/keys.js';
 import { requireUser } from '../../domain/apiKeys.js';
-import type { Store } from '../../storage/types.js';
+import type { Tx } from '../../storage/types.js';
 import type { ImportTargetRow, WalletRow } from '../../storage/keys.js';
 import { keysFor, type ExecContext, type SubmitOperation } from '../types.js';
 import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
@@ -30,17 +30,17 @@ function initImport(kind: ImportTargetRow['kind'], type: string, path: string): 
       v.done();
       return { userId: userId! };
     },
-    authorize(p, intent, store) {
+    async authorize(p, intent, store) {
       requireKeyAdmin(p, `start a ${kind === 'wallet' ? 'wallet' : 'private key'} import`);
-      requireUser(store, p.organization.id, intent.userId);
+      await requireUser(store, p.organization.id, intent.userId);
     },
-    execute(ctx, intent) {
-      const { store, organization, nowMs } = ctx;
-      requireUser(store, organization.id, intent.userId);
-      store.keys.importTargets.purgeExpired(nowMs);
+    async execute(ctx, intent) {
+      const { tx, organization, nowMs } = ctx;
+      await requireUser(tx, organization.id, intent.userId);
+      await tx.keys.importTargets.purgeExpired(nowMs);
       const id = ctx.newId();
-      const t = cryptoCall(() => vaultOf(store).initImport(ctxImportTarget(organization.id, id), organization.id, intent.userId));
-      store.keys.importTargets.insert({
+      const t = cryptoCall(() => ctx.services.vault.initImport(ctxImportTarget(organization.id, id), organization.id, intent.userId));
+      await tx.keys.importTargets.insert({
         id, organizationId: organization.id, userId: intent.userId, kind, sealed: t.sealed, createdMs: nowMs, expiresMs: nowMs + IMPORT_TARGET_TTL_MS,
       });
       return { importBundle: t.importBundle };
@@ -55,9 +55,9 @@ export const initImportPrivateKey = initImport('private_key', 'ACTIVITY_TYPE_INI
  * Finds the pending target (of this user and kind, newest first) that opens the bundle and runs
  * `use` with it. The bundle not opening under any target is the caller's error (400).
  */
-function withImportTarget<T>(store: Store, organizationId: string, userId: string, kind: ImportTargetRow['kind'], nowMs: number,
-  use: (t: ImportTargetRow) => T): { target: ImportTargetRow; value: T } {
-  const targets = store.keys.importTargets.listValid(organizationId, userId, kind, nowMs);
+async function withImportTarget<T>(tx: Tx, organizationId: string, userId: string, kind: ImportTargetRow['kind'], nowMs: number,
+  use: (t: ImportTargetRow) => T): Promise<{ target: ImportTargetRow; value: T }> {
+  const targets = await tx.keys.importTargets.listValid(organizationId, userId, kind, nowMs);
   const initOp = kind === 'wallet' ? 'init_import_wallet' : 'init_import_private_key';
   if (targets.length === 0) {
     throw new ApiError(Grpc.FAILED_PRECONDITION, `no pending import for user ${userId}: call ${initOp} first (import bundles expire after ${IMPORT_TARGET_TTL_MS / 60000} minutes and are used once)`,
@@ -65,7 +65,7 @@ function withImportTarget<T>(store: Store, organizationId: string, userId: strin
   }
   for (const t of targets) {
     try {
-      return { target: t, value: use(t) };
+      return { target: t, value: await use(t) };
     } catch (e) {
       // Wrong target (AEAD failure under this key): try the next pending one.
       if (e instanceof CryptoError && e.code === 'DECRYPTION_FAILED' && e.field === 'encryptedBundle') continue;
@@ -93,29 +93,29 @@ export const importWallet: SubmitOperation<ImportWallet, { walletId: string; add
     v.done();
     return { userId: userId!, walletName: walletName!, encryptedBundle: encryptedBundle!, accounts };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store, services) {
     requireKeyAdmin(p, 'import wallets');
     const org = p.organization.id;
-    requireUser(store, org, intent.userId);
-    const vault = vaultOf(store);
+    await requireUser(store, org, intent.userId);
+    const vault = services.vault;
     // Dry run: the bundle must open under a pending target and hold a valid mnemonic.
-    withImportTarget(store, org, intent.userId, 'wallet', Date.now(), (t) =>
+    await withImportTarget(store, org, intent.userId, 'wallet', Date.now(), (t) =>
       vault.importWallet(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, ctxWallet(org, 'dry-run')));
   },
-  execute(ctx, intent) {
-    const { store, organization, nowMs } = ctx;
+  async execute(ctx, intent) {
+    const { tx, organization, nowMs } = ctx;
     const org = organization.id;
-    const vault = vaultOf(store);
+    const vault = ctx.services.vault;
     const id = ctx.newId();
-    const { target, value } = withImportTarget(store, org, intent.userId, 'wallet', nowMs, (t) =>
+    const { target, value } = await withImportTarget(tx, org, intent.userId, 'wallet', nowMs, (t) =>
       vault.importWallet(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, ctxWallet(org, id)));
-    store.keys.importTargets.delete(target.id);
+    await tx.keys.importTargets.delete(target.id);
     const wallet: WalletRow = {
       id, organizationId: org, name: intent.walletName, sealedMnemonic: value.sealedMnemonic, imported: true, exported: false,
       createdMs: nowMs, updatedMs: nowMs,
     };
-    store.keys.wallets.insert(wallet);
-    return { walletId: id, addresses: addAccounts(ctx, wallet, intent.accounts) };
+    await tx.keys.wallets.insert(wallet);
+    return { walletId: id, addresses: await addAccounts(ctx, wallet, intent.accounts) };
   },
 };
 
@@ -137,25 +137,25 @@ export const importPrivateKey: SubmitOperation<ImportPrivateKey, { privateKeyId:
     v.done();
     return { userId: userId!, privateKeyName: privateKeyName!, encryptedBundle: encryptedBundle!, curve: curve!, addressFormats };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store, services) {
     requireKeyAdmin(p, 'import private keys');
     const org = p.organization.id;
-    requireUser(store, org, intent.userId);
-    const vault = vaultOf(store);
-    withImportTarget(store, org, intent.userId, 'private_key', Date.now(), (t) =>
+    await requireUser(store, org, intent.userId);
+    const vault = services.vault;
+    await withImportTarget(store, org, intent.userId, 'private_key', Date.now(), (t) =>
       vault.importPrivateKey(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, curveId(intent.curve), ctxPrivateKey(org, 'dry-run')));
   },
-  execute(ctx: ExecContext, intent) {
-    const { store, organization, nowMs } = ctx;
+  async execute(ctx: ExecContext, intent) {
+    const { tx, organization, nowMs } = ctx;
     const org = organization.id;
-    const vault = vaultOf(store);
+    const vault = ctx.services.vault;
     const id = ctx.newId();
     const curve = curveId(intent.curve);
-    const { target, value } = withImportTarget(store, org, intent.userId, 'private_key', nowMs, (t) =>
+    const { target, value } = await withImportTarget(tx, org, intent.userId, 'private_key', nowMs, (t) =>
       vault.importPrivateKey(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, curve, ctxPrivateKey(org, id)));
-    store.keys.importTargets.delete(target.id);
+    await tx.keys.importTargets.delete(target.id);
     const addresses = cryptoCall(() => privateKeyAddresses(curve, value.publicKey, intent.addressFormats));
-    store.keys.privateKeys.insert({
+    await tx.keys.privateKeys.insert({
       id, organizationId: org, name: intent.privateKeyName, curve: intent.curve, publicKey: Buffer.from(value.publicKey).toString('hex'),
       addresses, sealed: value.sealed, imported: true, exported: false, createdMs: nowMs, updatedMs: nowMs,
     });
@@ -179,16 +179,16 @@ export const exportWallet: SubmitOperation<{ walletId: string; targetPublicKey: 
     v.done();
     return { walletId: walletId!, targetPublicKey: targetPublicKey!, ...(language ? { language } : {}) };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store) {
     requireKeyAdmin(p, 'export wallets');
-    requireWallet(store, p.organization.id, intent.walletId);
+    await requireWallet(store, p.organization.id, intent.walletId);
   },
   policyTargets: (intent) => ({ walletId: intent.walletId }),
-  execute(ctx, intent) {
-    const { store, organization, nowMs } = ctx;
-    const w = requireWallet(store, organization.id, intent.walletId);
-    const exportBundle = cryptoCall(() => vaultOf(store).exportWallet(w.sealedMnemonic, ctxWallet(organization.id, w.id), intent.targetPublicKey, organization.id));
-    store.keys.wallets.markExported(organization.id, w.id, nowMs);
+  async execute(ctx, intent) {
+    const { tx, organization, nowMs } = ctx;
+    const w = await requireWallet(tx, organization.id, intent.walletId);
+    const exportBundle = cryptoCall(() => ctx.services.vault.exportWallet(w.sealedMnemonic, ctxWallet(organization.id, w.id), intent.targetPublicKey, organization.id));
+    await tx.keys.wallets.markExported(organization.id, w.id, nowMs);
     return { walletId: w.id, exportBundle };
   },
 };
@@ -204,16 +204,16 @@ export const exportPrivateKey: SubmitOperation<{ privateKeyId: string; targetPub
     v.done();
     return { privateKeyId: privateKeyId!, targetPublicKey: targetPublicKey! };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store) {
     requireKeyAdmin(p, 'export private keys');
-    requirePrivateKey(store, p.organization.id, intent.privateKeyId);
+    await requirePrivateKey(store, p.organization.id, intent.privateKeyId);
   },
   policyTargets: (intent) => ({ privateKeyId: intent.privateKeyId }),
-  execute(ctx, intent) {
-    const { store, organization, nowMs } = ctx;
-    const k = requirePrivateKey(store, organization.id, intent.privateKeyId);
-    const exportBundle = cryptoCall(() => vaultOf(store).exportKey(k.sealed, ctxPrivateKey(organization.id, k.id), intent.targetPublicKey, organization.id));
-    store.keys.privateKeys.markExported(organization.id, k.id, nowMs);
+  async execute(ctx, intent) {
+    const { tx, organization, nowMs } = ctx;
+    const k = await requirePrivateKey(tx, organization.id, intent.privateKeyId);
+    const exportBundle = cryptoCall(() => ctx.services.vault.exportKey(k.sealed, ctxPrivateKey(organization.id, k.id), intent.targetPublicKey, organization.id));
+    await tx.keys.privateKeys.markExported(organization.id, k.id, nowMs);
     return { privateKeyId: k.id, exportBundle };
   },
 };
@@ -229,17 +229,17 @@ export const exportWalletAccount: SubmitOperation<{ address: string; targetPubli
     v.done();
     return { address: address!, targetPublicKey: targetPublicKey! };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store) {
     requireKeyAdmin(p, 'export wallet accounts');
-    if (!store.keys.accounts.byAddress(p.organization.id, intent.address)) throw accountNotFound(intent.address);
+    if (!await store.keys.accounts.byAddress(p.organization.id, intent.address)) throw accountNotFound(intent.address);
   },
   policyTargets: (intent) => ({ walletAccountAddress: intent.address }),
-  execute(ctx, intent) {
-    const { store, organization } = ctx;
-    const a = store.keys.accounts.byAddress(organization.id, intent.address);
+  async execute(ctx, intent) {
+    const { tx, organization } = ctx;
+    const a = await tx.keys.accounts.byAddress(organization.id, intent.address);
     if (!a) throw accountNotFound(intent.address);
-    const exportBundle = cryptoCall(() => vaultOf(store).exportKey(a.sealed, ctxAccount(organization.id, a.id), intent.targetPublicKey, organization.id));
-    store.keys.accounts.markExported(organization.id, a.id, ctx.nowMs);
+    const exportBundle = cryptoCall(() => ctx.services.vault.exportKey(a.sealed, ctxAccount(organization.id, a.id), intent.targetPublicKey, organization.id));
+    await tx.keys.accounts.markExported(organization.id, a.id, ctx.nowMs);
     return { address: a.address, exportBundle };
   },
 };

@@ -45,25 +45,25 @@ export const createInvitations: SubmitOperation<{ invitations: NewInvitation[] }
     v.done();
     return { invitations };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store) {
     requireRoot(p, 'invite users');
     for (const inv of intent.invitations) {
-      if (!store.users.get(p.organization.id, inv.senderUserId)) throw notFound(`senderUserId: user ${inv.senderUserId.slice(0, 100)} not found in this organization`, 'USER_NOT_FOUND');
-      requireTags(store, p.organization.id, inv.receiverUserTags, 'TAG_TYPE_USER');
+      if (!await store.users.get(p.organization.id, inv.senderUserId)) throw notFound(`senderUserId: user ${inv.senderUserId.slice(0, 100)} not found in this organization`, 'USER_NOT_FOUND');
+      await requireTags(store, p.organization.id, inv.receiverUserTags, 'TAG_TYPE_USER');
     }
   },
-  execute(ctx, intent) {
-    return {
-      invitationIds: intent.invitations.map((inv) => {
-        const id = ctx.newId();
-        ctx.store.invitations.insert({
-          id, organizationId: ctx.organization.id, receiverUserName: inv.receiverUserName, receiverEmail: inv.receiverUserEmail,
-          receiverUserTags: inv.receiverUserTags, accessType: inv.accessType, status: 'INVITATION_STATUS_CREATED', senderUserId: inv.senderUserId,
-          createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
-        });
-        return id;
-      }),
-    };
+  async execute(ctx, intent) {
+    const invitationIds: string[] = [];
+    for (const inv of intent.invitations) {
+      const id = ctx.newId();
+      await ctx.tx.invitations.insert({
+        id, organizationId: ctx.organization.id, receiverUserName: inv.receiverUserName, receiverEmail: inv.receiverUserEmail,
+        receiverUserTags: inv.receiverUserTags, accessType: inv.accessType, status: 'INVITATION_STATUS_CREATED', senderUserId: inv.senderUserId,
+        createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
+      });
+      invitationIds.push(id);
+    }
+    return { invitationIds };
   },
 };
 
@@ -77,12 +77,12 @@ export const deleteInvitation: SubmitOperation<{ invitationId: string }, { invit
     v.done();
     return { invitationId: invitationId! };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store) {
     requireRoot(p, 'delete invitations');
-    if (!store.invitations.get(p.organization.id, intent.invitationId)) throw notFound(`invitation ${intent.invitationId.slice(0, 100)} not found`, 'INVITATION_NOT_FOUND');
+    if (!await store.invitations.get(p.organization.id, intent.invitationId)) throw notFound(`invitation ${intent.invitationId.slice(0, 100)} not found`, 'INVITATION_NOT_FOUND');
   },
-  execute(ctx, intent) {
-    ctx.store.invitations.delete(ctx.organization.id, intent.invitationId);
+  async execute(ctx, intent) {
+    await ctx.tx.invitations.delete(ctx.organization.id, intent.invitationId);
     return { invitationId: intent.invitationId };
   },
 };

@@ -6,7 +6,7 @@
 import { invalidArgument, notFound } from '../../errors.js';
 import { requireRoot } from '../../domain/principal.js';
 import { admits, governingAllowlist, parseCidr } from '../../domain/ipAllowlist.js';
-import type { IpAllowlistRow, IpAllowlistRule, Store } from '../../storage/types.js';
+import type { IpAllowlistRow, IpAllowlistRule, Tx } from '../../storage/types.js';
 import type { Principal } from '../../domain/principal.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { Validator, type Obj } from '../../domain/validate.js';
@@ -15,9 +15,9 @@ export const MAX_RULES = 500;
 const ON_ERROR = ['ALLOW', 'DENY'] as const;
 
 /** The public key of an API key of the organization (lowercase), 404 when there is none. */
-function apiKeyPublicKey(store: Store, organizationId: string, publicKey: string): string {
+async function apiKeyPublicKey(tx: Tx, organizationId: string, publicKey: string): Promise<string> {
   const pk = publicKey.toLowerCase();
-  if (!store.apiKeys.byPublicKey(pk).some((k) => k.organizationId === organizationId)) {
+  if (!(await tx.apiKeys.byPublicKey(pk)).some((k) => k.organizationId === organizationId)) {
     throw notFound(`publicKey: no API key of this organization has the public key ${publicKey.slice(0, 140)}`, 'API_KEY_NOT_FOUND');
   }
   return pk;
@@ -46,9 +46,9 @@ export function allowlistRecord(row: IpAllowlistRow): Record<string, unknown> {
 }
 
 /** The list set_ip_allowlist makes of the stored one (if any) and the request. */
-function nextList(store: Store, organizationId: string, i: SetIntent, nowMs: number): IpAllowlistRow {
-  const publicKey = i.publicKey === undefined ? '' : apiKeyPublicKey(store, organizationId, i.publicKey);
-  const old = store.ipAllowlists.get(organizationId, publicKey);
+async function nextList(tx: Tx, organizationId: string, i: SetIntent, nowMs: number): Promise<IpAllowlistRow> {
+  const publicKey = i.publicKey === undefined ? '' : await apiKeyPublicKey(tx, organizationId, i.publicKey);
+  const old = await tx.ipAllowlists.get(organizationId, publicKey);
   const since = new Map(old?.rules.map((r) => [r.cidr, r.createdMs]));
   const rules: IpAllowlistRule[] = i.rules
     ? i.rules.map((r) => ({ cidr: r.cidr, label: r.label, createdMs: since.get(r.cidr) ?? nowMs }))
@@ -63,9 +63,9 @@ function nextList(store: Store, organizationId: string, i: SetIntent, nowMs: num
 }
 
 /** Whether the requester would still be let in, from where it is now, once `next` is in place. */
-function requesterStillAdmitted(store: Store, p: Principal, next: IpAllowlistRow): boolean {
+async function requesterStillAdmitted(tx: Tx, p: Principal, next: IpAllowlistRow): Promise<boolean> {
   if (p.clientAddress === undefined) return true;
-  const list = governingAllowlist(store, p.credential, next);
+  const list = await governingAllowlist(tx, p.credential, next);
   return !list || admits(list, p.clientAddress) !== false;
 }
 
@@ -96,16 +96,16 @@ export const setIpAllowlist: SubmitOperation<SetIntent, Record<string, never>> =
       ...(rules ? { rules } : {}), ...(onEvaluationError ? { onEvaluationError } : {}),
     };
   },
-  authorize(p, i, store) {
+  async authorize(p, i, store) {
     requireRoot(p, 'set IP allowlists');
-    const next = nextList(store, p.organization.id, i, Date.now());
-    if (!requesterStillAdmitted(store, p, next)) {
+    const next = await nextList(store, p.organization.id, i, Date.now());
+    if (!await requesterStillAdmitted(store, p, next)) {
       throw invalidArgument(`rules: this allowlist would refuse the request that sets it (from ${p.clientAddress}); add a rule that covers it`,
         [{ field: 'rules', description: `must admit the requester's own address ${p.clientAddress}` }]);
     }
   },
-  execute(ctx, i) {
-    ctx.store.ipAllowlists.set(nextList(ctx.store, ctx.organization.id, i, ctx.nowMs));
+  async execute(ctx, i) {
+    await ctx.tx.ipAllowlists.set(await nextList(ctx.tx, ctx.organization.id, i, ctx.nowMs));
     return {};
   },
 };
@@ -120,14 +120,14 @@ export const removeIpAllowlist: SubmitOperation<{ publicKey?: string }, Record<s
     v.done();
     return publicKey !== undefined ? { publicKey } : {};
   },
-  authorize(p, i, store) {
+  async authorize(p, i, store) {
     requireRoot(p, 'remove IP allowlists');
-    if (!store.ipAllowlists.get(p.organization.id, i.publicKey?.toLowerCase() ?? '')) {
+    if (!await store.ipAllowlists.get(p.organization.id, i.publicKey?.toLowerCase() ?? '')) {
       throw notFound(i.publicKey === undefined ? 'the organization has no IP allowlist' : 'that API key has no IP allowlist', 'IP_ALLOWLIST_NOT_FOUND');
     }
   },
-  execute(ctx, i) {
-    ctx.store.ipAllowlists.remove(ctx.organization.id, i.publicKey?.toLowerCase() ?? '');
+  async execute(ctx, i) {
+    await ctx.tx.ipAllowlists.remove(ctx.organization.id, i.publicKey?.toLowerCase() ?? '');
     return {};
   },
 };
@@ -143,11 +143,11 @@ export const getIpAllowlist: QueryOperation<{ publicKey?: string }> = {
     v.done();
     return publicKey !== undefined ? { publicKey } : {};
   },
-  execute(ctx, q) {
+  async execute(ctx, q) {
     const org = ctx.organization.id;
-    const pk = q.publicKey === undefined ? '' : apiKeyPublicKey(ctx.store, org, q.publicKey);
+    const pk = q.publicKey === undefined ? '' : await apiKeyPublicKey(ctx.tx, org, q.publicKey);
     // No list: an empty one (an organization's disabled), so clients need no special case.
-    const row = ctx.store.ipAllowlists.get(org, pk)
+    const row = await ctx.tx.ipAllowlists.get(org, pk)
       ?? { organizationId: org, publicKey: pk, enabled: false, onEvaluationError: 'DENY', rules: [], createdMs: 0, updatedMs: 0 };
     return { allowlist: allowlistRecord(row) };
   },

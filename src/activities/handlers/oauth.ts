@@ -15,10 +15,10 @@ import { alreadyExists, invalidArgument, notFound, permissionDenied } from '../.
 import { isRoot, requireSelfOrRoot, type Principal } from '../../domain/principal.js';
 import { normalizePublicKey, requireUser } from '../../domain/apiKeys.js';
 import { oauthProviderRecord } from '../../domain/records.js';
-import { CREDENTIAL, MAX_ISSUED_KEY_SECONDS, authServices, issueBundledKey, issueSession } from '../../auth/services.js';
+import { CREDENTIAL, MAX_ISSUED_KEY_SECONDS, issueBundledKey, issueSession } from '../../auth/services.js';
 import type { OidcIdentity } from '../../auth/oidc.js';
-import type { Store } from '../../storage/types.js';
-import { keysFor, type ExecContext, type QueryOperation, type SubmitOperation } from '../types.js';
+import type { Tx } from '../../storage/types.js';
+import { keysFor, type ExecContext, type Services, type QueryOperation, type SubmitOperation } from '../types.js';
 import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { readTargetPublicKey } from './keyParams.js';
 
@@ -58,27 +58,27 @@ export function readProviderParams(v: Validator, list: unknown[] | undefined, fi
 }
 
 /** Verifies the ID tokens of providers (signature, issuer, expiry; no nonce): token → identity. */
-export async function verifyProviderTokens(store: Store, providers: { p: ProviderParams; field: string }[]): Promise<Map<string, OidcIdentity>> {
+export async function verifyProviderTokens(services: Services, providers: { p: ProviderParams; field: string }[]): Promise<Map<string, OidcIdentity>> {
   const out = new Map<string, OidcIdentity>();
   for (const { p, field } of providers) {
     if (p.oidcToken !== undefined && !out.has(p.oidcToken)) {
-      out.set(p.oidcToken, await authServices(store).oidc.verify(p.oidcToken, `${field}.oidcToken`));
+      out.set(p.oidcToken, await services.auth.oidc.verify(p.oidcToken, `${field}.oidcToken`));
     }
   }
   return out;
 }
 
 /** Links providers to a user; an identity already linked in the organization is refused. */
-export function insertProviders(ctx: ExecContext, organizationId: string, userId: string, providers: ProviderParams[], verified: Map<string, OidcIdentity> | undefined): string[] {
+export async function insertProviders(ctx: ExecContext, organizationId: string, userId: string, providers: ProviderParams[], verified: Map<string, OidcIdentity> | undefined): Promise<string[]> {
   const ids: string[] = [];
   for (const p of providers) {
     const c = p.oidcClaims;
     const id = c ? { issuer: c.iss, audience: c.aud, subject: c.sub } : verified?.get(p.oidcToken!);
     if (!id) throw invalidArgument('an OAuth provider\'s token was not verified');
-    const taken = ctx.store.oauthProviders.byIdentity(organizationId, id.issuer, id.audience, id.subject);
+    const taken = await ctx.tx.oauthProviders.byIdentity(organizationId, id.issuer, id.audience, id.subject);
     if (taken) throw alreadyExists(`this OAuth identity is already linked to user ${taken.userId}`);
     const providerId = ctx.newId();
-    ctx.store.oauthProviders.insert({
+    await ctx.tx.oauthProviders.insert({
       id: providerId, organizationId, userId, name: p.providerName, issuer: id.issuer, audience: id.audience, subject: id.subject,
       createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
     });
@@ -94,10 +94,10 @@ export function requireAuthFlowCaller(p: Principal, what: string): void {
 }
 
 /** The user an identity is linked to in the organization (FAILED activity when none). */
-function userOfIdentity(ctx: ExecContext, id: OidcIdentity) {
-  const p = ctx.store.oauthProviders.byIdentity(ctx.organization.id, id.issuer, id.audience, id.subject);
+async function userOfIdentity(ctx: ExecContext, id: OidcIdentity) {
+  const p = await ctx.tx.oauthProviders.byIdentity(ctx.organization.id, id.issuer, id.audience, id.subject);
   if (!p) throw notFound('no user of this organization has this OAuth identity (create_oauth_providers links one)', 'OAUTH_PROVIDER_NOT_FOUND');
-  return requireUser(ctx.store, ctx.organization.id, p.userId);
+  return await requireUser(ctx.tx, ctx.organization.id, p.userId);
 }
 
 /** What every flow that issues a key reads: apiKeyName (when the type has it), expirationSeconds, invalidateExisting. */
@@ -142,12 +142,12 @@ export const createOauthProviders: SubmitOperation<CreateProviders, { providerId
   },
   // Not from the parent: linking an identity it controls would let it log in as the user.
   authorize(p, intent) { requireSelfOrRoot(p, intent.userId, 'link OAuth providers'); },
-  external(intent, store) {
-    return verifyProviderTokens(store, intent.oauthProviders.map((p, i) => ({ p, field: `oauthProviders[${i}]` })));
+  external(intent, services) {
+    return verifyProviderTokens(services, intent.oauthProviders.map((p, i) => ({ p, field: `oauthProviders[${i}]` })));
   },
-  execute(ctx, intent) {
-    requireUser(ctx.store, ctx.organization.id, intent.userId);
-    return { providerIds: insertProviders(ctx, ctx.organization.id, intent.userId, intent.oauthProviders, ctx.external as Map<string, OidcIdentity>) };
+  async execute(ctx, intent) {
+    await requireUser(ctx.tx, ctx.organization.id, intent.userId);
+    return { providerIds: await insertProviders(ctx, ctx.organization.id, intent.userId, intent.oauthProviders, ctx.external as Map<string, OidcIdentity>) };
   },
 };
 
@@ -165,12 +165,12 @@ export const deleteOauthProviders: SubmitOperation<DeleteProviders, { providerId
     return { userId: userId!, providerIds: [...new Set(providerIds)] };
   },
   authorize(p, intent) { requireSelfOrRoot(p, intent.userId, 'remove OAuth providers'); },
-  execute(ctx, intent) {
-    requireUser(ctx.store, ctx.organization.id, intent.userId);
+  async execute(ctx, intent) {
+    await requireUser(ctx.tx, ctx.organization.id, intent.userId);
     for (const id of intent.providerIds) {
-      const row = ctx.store.oauthProviders.get(ctx.organization.id, id);
+      const row = await ctx.tx.oauthProviders.get(ctx.organization.id, id);
       if (!row || row.userId !== intent.userId) throw notFound(`OAuth provider ${id} of user ${intent.userId} not found`);
-      ctx.store.oauthProviders.delete(ctx.organization.id, id);
+      await ctx.tx.oauthProviders.delete(ctx.organization.id, id);
     }
     return { providerIds: intent.providerIds };
   },
@@ -187,12 +187,12 @@ export const getOauthProviders: QueryOperation<{ userId?: string }> = {
     v.done();
     return userId !== undefined ? { userId } : {};
   },
-  execute(ctx, q) {
+  async execute(ctx, q) {
     // Without userId: the caller's own providers (a parent organization's caller has none here).
     const userId = q.userId ?? (ctx.principal.access === 'member' ? ctx.principal.user.id : undefined);
     if (userId === undefined) return { oauthProviders: [] };
-    requireUser(ctx.store, ctx.organization.id, userId);
-    return { oauthProviders: ctx.store.oauthProviders.listByUser(ctx.organization.id, userId).map(oauthProviderRecord) };
+    await requireUser(ctx.tx, ctx.organization.id, userId);
+    return { oauthProviders: (await ctx.tx.oauthProviders.listByUser(ctx.organization.id, userId)).map(oauthProviderRecord) };
   },
 };
 
@@ -214,10 +214,10 @@ export const oauth: SubmitOperation<OauthIntent, { userId: string; apiKeyId: str
     return { oidcToken: oidcToken!, targetPublicKey: targetPublicKey!, ...common };
   },
   authorize(p) { requireAuthFlowCaller(p, 'log a user in with OAuth'); },
-  external(intent, store) { return authServices(store).oidc.verify(intent.oidcToken, 'oidcToken', intent.targetPublicKey); },
-  execute(ctx, intent) {
-    const user = userOfIdentity(ctx, ctx.external as OidcIdentity);
-    const { key, credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
+  external(intent, services) { return services.auth.oidc.verify(intent.oidcToken, 'oidcToken', intent.targetPublicKey); },
+  async execute(ctx, intent) {
+    const user = await userOfIdentity(ctx, ctx.external as OidcIdentity);
+    const { key, credentialBundle } = await issueBundledKey(ctx, user, intent.targetPublicKey, {
       credentialType: CREDENTIAL.oauth,
       name: intent.apiKeyName ?? `OAuth - ${ctx.nowMs}`,
       expirationSeconds: intent.expirationSeconds,
@@ -244,10 +244,10 @@ export const oauthLogin: SubmitOperation<OauthLoginIntent, { session: string }> 
     return { oidcToken: oidcToken!, publicKey: sent!, ...common };
   },
   authorize(p) { requireAuthFlowCaller(p, 'log a user in with OAuth'); },
-  external(intent, store) { return authServices(store).oidc.verify(intent.oidcToken, 'oidcToken', intent.publicKey); },
-  execute(ctx, intent) {
-    const user = userOfIdentity(ctx, ctx.external as OidcIdentity);
-    return { session: issueSession(ctx, user, normalizePublicKey('API_KEY_CURVE_P256', intent.publicKey)!, loginOptions(ctx, intent)).session };
+  external(intent, services) { return services.auth.oidc.verify(intent.oidcToken, 'oidcToken', intent.publicKey); },
+  async execute(ctx, intent) {
+    const user = await userOfIdentity(ctx, ctx.external as OidcIdentity);
+    return { session: (await issueSession(ctx, user, normalizePublicKey('API_KEY_CURVE_P256', intent.publicKey)!, loginOptions(ctx, intent))).session };
   },
 };
 
@@ -276,8 +276,8 @@ export const stampLogin: SubmitOperation<StampLoginIntent, { session: string }> 
   },
   // The stamping user logs itself in (its passkey or key stands for it).
   authorize() { /* any member user, for itself */ },
-  execute(ctx, intent) {
-    const user = requireUser(ctx.store, ctx.organization.id, ctx.principal.user.id);
-    return { session: issueSession(ctx, user, normalizePublicKey('API_KEY_CURVE_P256', intent.publicKey)!, loginOptions(ctx, intent)).session };
+  async execute(ctx, intent) {
+    const user = await requireUser(ctx.tx, ctx.organization.id, ctx.principal.user.id);
+    return { session: (await issueSession(ctx, user, normalizePublicKey('API_KEY_CURVE_P256', intent.publicKey)!, loginOptions(ctx, intent))).session };
   },
 };

@@ -1,6 +1,6 @@
 /** whoami, get_organization, get_organization_configs; update_root_quorum, update_organization_name. */
-import { featuresRecord, quorumRecord, tagRecord, userRecord } from '../../domain/records.js';
-import { privateKeyRecord, walletRecord } from '../../domain/keys.js';
+import { featuresRecord, quorumRecord, tagRecord, userRecords } from '../../domain/records.js';
+import { privateKeyRecords, walletRecord } from '../../domain/keys.js';
 import { requireRoot } from '../../domain/principal.js';
 import { assertRootStillReachable, requireUser } from '../../domain/apiKeys.js';
 import { sha256 } from '@noble/hashes/sha2.js';
@@ -36,22 +36,22 @@ export const getOrganization: QueryOperation<object> = {
   parentMayRead: true,
   specWrapper: 'wrap',
   validate: noQuery,
-  execute(ctx) {
-    const { store, organization: org } = ctx;
+  async execute(ctx) {
+    const { tx, organization: org } = ctx;
     return {
       organizationData: {
         organizationId: org.id,
         name: org.name,
-        users: store.users.list(org.id).map((u) => userRecord(store, u)),
-        policies: store.policies.list(org.id).map(policyRecord),
-        privateKeys: store.keys.privateKeys.list(org.id).map((k) => privateKeyRecord(store, k)),
-        invitations: store.invitations.list(org.id).map(invitationRecord),
-        tags: [...store.tags.list(org.id, 'TAG_TYPE_USER'), ...store.tags.list(org.id, 'TAG_TYPE_PRIVATE_KEY')].map(tagRecord),
-        rootQuorum: quorumRecord(store, org),
-        features: featuresRecord(store, org.id),
-        wallets: store.keys.wallets.list(org.id).map(walletRecord),
+        users: await userRecords(tx, await tx.users.list(org.id)),
+        policies: (await tx.policies.list(org.id)).map(policyRecord),
+        privateKeys: await privateKeyRecords(tx, org.id, await tx.keys.privateKeys.list(org.id)),
+        invitations: (await tx.invitations.list(org.id)).map(invitationRecord),
+        tags: [...await tx.tags.list(org.id, 'TAG_TYPE_USER'), ...await tx.tags.list(org.id, 'TAG_TYPE_PRIVATE_KEY')].map(tagRecord),
+        rootQuorum: await quorumRecord(tx, org),
+        features: await featuresRecord(tx, org.id),
+        wallets: (await tx.keys.wallets.list(org.id)).map(walletRecord),
         // the digest: SHA-256 of the ABI / IDL text as stored [UNCONFIRMED: Turnkey does not say of what]
-        smartContractInterfaceReferences: store.contractInterfaces.list(org.id).map((r) => ({
+        smartContractInterfaceReferences: (await tx.contractInterfaces.list(org.id)).map((r) => ({
           smartContractInterfaceId: r.id, smartContractAddress: r.address, digest: bytesToHex(sha256(utf8(r.interface))),
         })),
       },
@@ -65,8 +65,8 @@ export const getOrganizationConfigs: QueryOperation<object> = {
   parentMayRead: true,
   specWrapper: 'wrap',
   validate: noQuery,
-  execute(ctx) {
-    return { configs: { features: featuresRecord(ctx.store, ctx.organization.id), quorum: quorumRecord(ctx.store, ctx.organization) } };
+  async execute(ctx) {
+    return { configs: { features: await featuresRecord(ctx.tx, ctx.organization.id), quorum: await quorumRecord(ctx.tx, ctx.organization) } };
   },
 };
 
@@ -88,15 +88,15 @@ export const updateRootQuorum: SubmitOperation<{ threshold: number; userIds: str
     return { threshold: threshold!, userIds };
   },
   authorize(p) { requireRoot(p, 'change the root quorum'); },
-  execute(ctx, intent) {
-    const { store, organization, nowMs } = ctx;
-    for (const id of intent.userIds) requireUser(store, organization.id, id);
+  async execute(ctx, intent) {
+    const { tx, organization, nowMs } = ctx;
+    for (const id of intent.userIds) await requireUser(tx, organization.id, id);
     const members = new Set(intent.userIds);
-    for (const u of store.users.list(organization.id)) {
-      if (u.isRoot !== members.has(u.id)) store.users.update({ ...u, isRoot: members.has(u.id), updatedMs: nowMs });
+    for (const u of await tx.users.list(organization.id)) {
+      if (u.isRoot !== members.has(u.id)) await tx.users.update({ ...u, isRoot: members.has(u.id), updatedMs: nowMs });
     }
-    store.organizations.setRootQuorumThreshold(organization.id, intent.threshold, nowMs);
-    assertRootStillReachable(store, organization.id);
+    await tx.organizations.setRootQuorumThreshold(organization.id, intent.threshold, nowMs);
+    await assertRootStillReachable(tx, organization.id);
     return {};
   },
 };
@@ -112,8 +112,8 @@ export const updateOrganizationName: SubmitOperation<{ organizationName: string 
     return { organizationName: organizationName! };
   },
   authorize(p) { requireRoot(p, 'rename the organization'); },
-  execute(ctx, intent) {
-    ctx.store.organizations.rename(ctx.organization.id, intent.organizationName, ctx.nowMs);
+  async execute(ctx, intent) {
+    await ctx.tx.organizations.rename(ctx.organization.id, intent.organizationName, ctx.nowMs);
     return { organizationId: ctx.organization.id, organizationName: intent.organizationName };
   },
 };

@@ -13,11 +13,12 @@
  */
 import { invalidArgument } from '../../errors.js';
 import { normalizePublicKey } from '../../domain/apiKeys.js';
-import { cryptoCall, vaultOf } from '../../domain/keys.js';
+import { cryptoCall } from '../../domain/keys.js';
 import type { AtRestContext } from '../../crypto/atrest.js';
 import { issueSession } from '../../auth/services.js';
 import { checkClientSignature, issueVerificationToken, readVerificationToken, spendVerificationToken, type ClientSignature, type VerificationClaims } from '../../auth/tokens.js';
-import type { OrganizationRow, Store } from '../../storage/types.js';
+import type { OrganizationRow, Tx } from '../../storage/types.js';
+import type { Vault } from '../../crypto/index.js';
 import { keysFor, type SubmitOperation } from '../types.js';
 import { Validator, type Obj } from '../../domain/validate.js';
 import { authorizeInitOtp, checkOtp, findUserByEmail, markEmailVerified, readInitOtp, sendOtp, userByEmail, type InitOtp } from './emailAuth.js';
@@ -54,12 +55,12 @@ export const initOtp: SubmitOperation<InitOtp, { otpId: string; otpEncryptionTar
     return readInitOtp(params, { v3: type !== 'ACTIVITY_TYPE_INIT_OTP', v1: type === 'ACTIVITY_TYPE_INIT_OTP' });
   },
   authorize: authorizeInitOtp,
-  execute(ctx, intent) {
-    const { store, organization } = ctx;
-    const user = findUserByEmail(store, organization.id, intent.contact);
+  async execute(ctx, intent) {
+    const { tx, organization } = ctx;
+    const user = await findUserByEmail(tx, organization.id, intent.contact);
     let bundle = '';
-    const otpId = sendOtp(ctx, intent, intent.contact, user?.id ?? null, (id) => {
-      const t = cryptoCall(() => vaultOf(store).initImport(otpTargetContext(organization.id, id), organization.id));
+    const otpId = await sendOtp(ctx, intent, intent.contact, user?.id ?? null, (id) => {
+      const t = cryptoCall(() => ctx.services.vault.initImport(otpTargetContext(organization.id, id), organization.id));
       bundle = t.importBundle;
       return t.sealed;
     });
@@ -96,13 +97,13 @@ export const verifyOtp: SubmitOperation<VerifyOtp, { verificationToken: string }
     };
   },
   authorize(p) { requireAuthFlowCaller(p, 'check one-time codes'); },
-  execute(ctx, intent) {
-    const { store, organization, nowMs } = ctx;
+  async execute(ctx, intent) {
+    const { tx, organization, nowMs } = ctx;
     let code = intent.otpCode ?? '';
     let publicKey = intent.publicKey ?? '';
-    const pending = store.otps.get(organization.id, intent.otpId);
+    const pending = await tx.otps.get(organization.id, intent.otpId);
     if (intent.encryptedOtpBundle !== undefined && pending?.sealedTarget) {
-      const text = cryptoCall(() => vaultOf(store).openOtpBundle(pending.sealedTarget!, otpTargetContext(organization.id, pending.id), intent.encryptedOtpBundle!), 'encryptedOtpBundle');
+      const text = cryptoCall(() => ctx.services.vault.openOtpBundle(pending.sealedTarget!, otpTargetContext(organization.id, pending.id), intent.encryptedOtpBundle!), 'encryptedOtpBundle');
       let inner: { otp_code?: unknown; public_key?: unknown };
       try { inner = JSON.parse(text) as typeof inner; } catch { inner = {}; }
       if (typeof inner.otp_code !== 'string' || typeof inner.public_key !== 'string' || !normalizePublicKey('API_KEY_CURVE_P256', inner.public_key)) {
@@ -111,11 +112,11 @@ export const verifyOtp: SubmitOperation<VerifyOtp, { verificationToken: string }
       code = inner.otp_code;
       publicKey = inner.public_key;
     }
-    const row = checkOtp(ctx, intent.otpId, code, true);
-    const user = findUserByEmail(store, organization.id, row.contact);
-    if (user) markEmailVerified(ctx, user, row.contact);
+    const row = await checkOtp(ctx, intent.otpId, code, true);
+    const user = await findUserByEmail(tx, organization.id, row.contact);
+    if (user) await markEmailVerified(ctx, user, row.contact);
     const expiresMs = nowMs + Number(intent.expirationSeconds ?? DEFAULT_TOKEN_SECONDS) * 1000;
-    const verificationToken = issueVerificationToken(store, {
+    const verificationToken = await issueVerificationToken(tx, ctx.services.vault, {
       id: ctx.newId(), verification_type: row.otpType, contact: row.contact, organization_id: organization.id,
       public_key: publicKey, exp: String(expiresMs),
     }, expiresMs);
@@ -127,8 +128,8 @@ export const verifyOtp: SubmitOperation<VerifyOtp, { verificationToken: string }
  * The token's claims once it and the client signature check out; with `organization` (the one
  * addressed), also that the token was issued there or in its parent.
  */
-function loginClaims(store: Store, organization: OrganizationRow | undefined, intent: OtpLogin, nowMs: number): VerificationClaims {
-  const claims = readVerificationToken(store, intent.verificationToken, nowMs);
+function loginClaims(vault: Vault, organization: OrganizationRow | undefined, intent: OtpLogin, nowMs: number): VerificationClaims {
+  const claims = readVerificationToken(vault, intent.verificationToken, nowMs);
   if (organization && claims.organization_id !== organization.id && claims.organization_id !== organization.parentId) {
     throw invalidArgument('the verification token was issued for another organization', [{ field: 'verificationToken', description: 'issued for another organization' }]);
   }
@@ -160,17 +161,17 @@ export const otpLogin: SubmitOperation<OtpLogin, { session: string }> = {
     return { verificationToken: verificationToken!, publicKey: publicKey!, ...(clientSignature ? { clientSignature } : {}), ...common };
   },
   // A token or client signature that does not check out stores nothing.
-  authorize(p, intent, store) {
+  authorize(p, intent, _tx, services) {
     requireAuthFlowCaller(p, 'log users in with a verification token');
-    loginClaims(store, undefined, intent, Date.now());
+    loginClaims(services.vault, undefined, intent, Date.now());
   },
-  execute(ctx, intent) {
-    const { store, organization, nowMs } = ctx;
-    const claims = loginClaims(store, organization, intent, nowMs);
-    const user = userByEmail(ctx, claims.contact);
-    spendVerificationToken(store, claims, nowMs);
-    markEmailVerified(ctx, user, claims.contact);
+  async execute(ctx, intent) {
+    const { tx, organization, nowMs } = ctx;
+    const claims = loginClaims(ctx.services.vault, organization, intent, nowMs);
+    const user = await userByEmail(ctx, claims.contact);
+    await spendVerificationToken(tx, claims, nowMs);
+    await markEmailVerified(ctx, user, claims.contact);
     const publicKey = normalizePublicKey('API_KEY_CURVE_P256', intent.publicKey)!;
-    return { session: issueSession(ctx, user, publicKey, loginOptions(ctx, intent)).session };
+    return { session: (await issueSession(ctx, user, publicKey, loginOptions(ctx, intent))).session };
   },
 };

@@ -12,7 +12,7 @@
 import { failedPrecondition, invalidArgument, notFound } from '../../errors.js';
 import { requireRoot } from '../../domain/principal.js';
 import { timestamp } from '../../domain/records.js';
-import type { PolicyRow, Store } from '../../storage/types.js';
+import type { PolicyRow, Tx } from '../../storage/types.js';
 import { freeNames, literalProblems, parse, SyntaxError as PolicySyntaxError, MAX_SOURCE } from '../../policy/language.js';
 import { literalFormProblems } from '../../policy/literalForms.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
@@ -77,14 +77,14 @@ export function policyRecord(p: PolicyRow): Record<string, unknown> {
   };
 }
 
-function requirePolicy(store: Store, organizationId: string, id: string, field = 'policyId'): PolicyRow {
-  const p = store.policies.get(organizationId, id);
+async function requirePolicy(tx: Tx, organizationId: string, id: string, field = 'policyId'): Promise<PolicyRow> {
+  const p = await tx.policies.get(organizationId, id);
   if (!p) throw notFound(`${field}: policy ${id.slice(0, 100)} not found in this organization`, 'POLICY_NOT_FOUND');
   return p;
 }
 
-function insertPolicies(store: Store, organizationId: string, list: PolicyParams[], newId: () => string, nowMs: number): string[] {
-  const existing = store.policies.list(organizationId);
+async function insertPolicies(tx: Tx, organizationId: string, list: PolicyParams[], newId: () => string, nowMs: number): Promise<string[]> {
+  const existing = await tx.policies.list(organizationId);
   if (existing.length + list.length > MAX_POLICIES) {
     throw failedPrecondition(`an organization holds at most ${MAX_POLICIES} policies`);
   }
@@ -93,11 +93,13 @@ function insertPolicies(store: Store, organizationId: string, list: PolicyParams
     requireFreeName(names, p.policyName, list.length > 1 ? `policies[${i}].policyName` : 'policyName');
     names.add(p.policyName);
   });
-  return list.map((p) => {
+  const ids: string[] = [];
+  for (const p of list) {
     const id = newId();
-    store.policies.insert({ id, organizationId, name: p.policyName, effect: p.effect, condition: p.condition, consensus: p.consensus, time: p.time ?? '', notes: p.notes, createdMs: nowMs, updatedMs: nowMs });
-    return id;
-  });
+    await tx.policies.insert({ id, organizationId, name: p.policyName, effect: p.effect, condition: p.condition, consensus: p.consensus, time: p.time ?? '', notes: p.notes, createdMs: nowMs, updatedMs: nowMs });
+    ids.push(id);
+  }
+  return ids;
 }
 
 const rootRule = (what: string) => (p: Parameters<typeof requireRoot>[0]) => requireRoot(p, what);
@@ -113,8 +115,8 @@ export const createPolicy: SubmitOperation<PolicyParams, { policyId: string }> =
     return p;
   },
   authorize: rootRule('create policies'),
-  execute(ctx, intent) {
-    return { policyId: insertPolicies(ctx.store, ctx.organization.id, [intent], ctx.newId, ctx.nowMs)[0]! };
+  async execute(ctx, intent) {
+    return { policyId: (await insertPolicies(ctx.tx, ctx.organization.id, [intent], ctx.newId, ctx.nowMs))[0]! };
   },
 };
 
@@ -134,8 +136,8 @@ export const createPolicies: SubmitOperation<{ policies: PolicyParams[] }, { pol
     return { policies };
   },
   authorize: rootRule('create policies'),
-  execute(ctx, intent) {
-    return { policyIds: insertPolicies(ctx.store, ctx.organization.id, intent.policies, ctx.newId, ctx.nowMs) };
+  async execute(ctx, intent) {
+    return { policyIds: await insertPolicies(ctx.tx, ctx.organization.id, intent.policies, ctx.newId, ctx.nowMs) };
   },
 };
 
@@ -171,12 +173,12 @@ export const updatePolicy: SubmitOperation<UpdatePolicy, { policyId: string }> =
     return out;
   },
   authorize: rootRule('update policies'),
-  execute(ctx, intent) {
-    const p = requirePolicy(ctx.store, ctx.organization.id, intent.policyId);
+  async execute(ctx, intent) {
+    const p = await requirePolicy(ctx.tx, ctx.organization.id, intent.policyId);
     if (intent.policyName !== undefined && intent.policyName !== p.name) {
-      requireFreeName(new Set(ctx.store.policies.list(ctx.organization.id).map((x) => x.name)), intent.policyName, 'policyName');
+      requireFreeName(new Set((await ctx.tx.policies.list(ctx.organization.id)).map((x) => x.name)), intent.policyName, 'policyName');
     }
-    ctx.store.policies.update({
+    await ctx.tx.policies.update({
       ...p,
       name: intent.policyName ?? p.name,
       effect: intent.policyEffect ?? p.effect,
@@ -201,9 +203,9 @@ export const deletePolicy: SubmitOperation<{ policyId: string }, { policyId: str
     return { policyId: policyId! };
   },
   authorize: rootRule('delete policies'),
-  execute(ctx, intent) {
-    requirePolicy(ctx.store, ctx.organization.id, intent.policyId);
-    ctx.store.policies.delete(ctx.organization.id, intent.policyId);
+  async execute(ctx, intent) {
+    await requirePolicy(ctx.tx, ctx.organization.id, intent.policyId);
+    await ctx.tx.policies.delete(ctx.organization.id, intent.policyId);
     return { policyId: intent.policyId };
   },
 };
@@ -220,9 +222,9 @@ export const deletePolicies: SubmitOperation<{ policyIds: string[] }, { policyId
     return { policyIds };
   },
   authorize: rootRule('delete policies'),
-  execute(ctx, intent) {
-    intent.policyIds.forEach((id, i) => requirePolicy(ctx.store, ctx.organization.id, id, `policyIds[${i}]`));
-    for (const id of intent.policyIds) ctx.store.policies.delete(ctx.organization.id, id);
+  async execute(ctx, intent) {
+    for (const [i, id] of intent.policyIds.entries()) await requirePolicy(ctx.tx, ctx.organization.id, id, `policyIds[${i}]`);
+    for (const id of intent.policyIds) await ctx.tx.policies.delete(ctx.organization.id, id);
     return { policyIds: intent.policyIds };
   },
 };
@@ -238,8 +240,8 @@ export const getPolicy: QueryOperation<{ policyId: string }> = {
     v.done();
     return { policyId: policyId! };
   },
-  execute(ctx, q) {
-    return { policy: policyRecord(requirePolicy(ctx.store, ctx.organization.id, q.policyId)) };
+  async execute(ctx, q) {
+    return { policy: policyRecord(await requirePolicy(ctx.tx, ctx.organization.id, q.policyId)) };
   },
 };
 
@@ -249,8 +251,8 @@ export const listPolicies: QueryOperation<object> = {
   parentMayRead: true,
   specWrapper: 'wrap',
   validate: () => ({}),
-  execute(ctx) {
-    return { policies: ctx.store.policies.list(ctx.organization.id).map(policyRecord) };
+  async execute(ctx) {
+    return { policies: (await ctx.tx.policies.list(ctx.organization.id)).map(policyRecord) };
   },
 };
 
@@ -266,10 +268,10 @@ export const getPolicyEvaluations: QueryOperation<{ activityId: string }> = {
     v.done();
     return { activityId: activityId! };
   },
-  execute(ctx, q) {
-    if (!ctx.store.activities.get(ctx.organization.id, q.activityId)) throw notFound(`activity ${q.activityId.slice(0, 100)} not found`, 'ACTIVITY_NOT_FOUND');
+  async execute(ctx, q) {
+    if (!await ctx.tx.activities.get(ctx.organization.id, q.activityId)) throw notFound(`activity ${q.activityId.slice(0, 100)} not found`, 'ACTIVITY_NOT_FOUND');
     return {
-      policyEvaluations: ctx.store.policyEvaluations.list(q.activityId).map((e) => ({
+      policyEvaluations: (await ctx.tx.policyEvaluations.list(q.activityId)).map((e) => ({
         id: e.id, activityId: e.activityId, organizationId: e.organizationId, voteId: e.voteId,
         policyEvaluations: e.evaluations, createdAt: timestamp(e.createdMs),
       })),

@@ -1,8 +1,10 @@
 /** create_private_keys, delete_private_keys, get_private_key, list_private_keys. */
+import { randomUUID } from 'node:crypto';
 import { failedPrecondition } from '../../errors.js';
-import { privateKeyAddresses } from '../../crypto/index.js';
+import { privateKeyAddresses, type SealedKey, type Vault } from '../../crypto/index.js';
+import type { AddressEntry } from '../../storage/keys.js';
 import {
-  API_CURVES, cryptoCall, ctxPrivateKey, curveId, privateKeyRecord, requirePrivateKey, vaultOf,
+  API_CURVES, cryptoCall, ctxPrivateKey, curveId, privateKeyRecord, privateKeyRecords, requirePrivateKey,
 } from '../../domain/keys.js';
 import { requireTags } from './users.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
@@ -34,30 +36,42 @@ export const createPrivateKeys: SubmitOperation<{ privateKeys: NewPrivateKey[] }
     v.done();
     return { privateKeys: out };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store) {
     requireKeyAdmin(p, 'create private keys');
-    for (const k of intent.privateKeys) requireTags(store, p.organization.id, k.privateKeyTags, 'TAG_TYPE_PRIVATE_KEY');
+    for (const k of intent.privateKeys) await requireTags(store, p.organization.id, k.privateKeyTags, 'TAG_TYPE_PRIVATE_KEY');
   },
-  execute(ctx, intent) {
-    const { store, organization, nowMs } = ctx;
-    const vault = vaultOf(store);
+  // The keys are made before the transaction (no lock is held while they are).
+  derive: (ctx, intent): KeysPlan => ({ organizationId: ctx.organization.id, keys: makeKeys(ctx.services.vault, ctx.organization.id, intent.privateKeys) }),
+  async execute(ctx, intent) {
+    const { tx, organization, nowMs } = ctx;
+    const plan = ctx.derived as KeysPlan | undefined;
+    const keys = plan?.organizationId === organization.id ? plan.keys : makeKeys(ctx.services.vault, organization.id, intent.privateKeys);
     const privateKeys: CreatePrivateKeysResult['privateKeys'] = [];
-    for (const k of intent.privateKeys) {
-      const id = ctx.newId();
-      const curve = curveId(k.curve);
-      const made = cryptoCall(() => vault.newPrivateKey(curve, ctxPrivateKey(organization.id, id)));
-      const addresses = cryptoCall(() => privateKeyAddresses(curve, made.publicKey, k.addressFormats));
-      store.keys.privateKeys.insert({
+    for (const [i, k] of intent.privateKeys.entries()) {
+      const { id, made, addresses } = keys[i]!;
+      await tx.keys.privateKeys.insert({
         id, organizationId: organization.id, name: k.privateKeyName, curve: k.curve, publicKey: Buffer.from(made.publicKey).toString('hex'),
         addresses, sealed: made.sealed, imported: false, exported: false, createdMs: nowMs, updatedMs: nowMs,
       });
-      requireTags(store, organization.id, k.privateKeyTags, 'TAG_TYPE_PRIVATE_KEY');
-      for (const t of k.privateKeyTags) store.tags.attach(t, id);
+      await requireTags(tx, organization.id, k.privateKeyTags, 'TAG_TYPE_PRIVATE_KEY');
+      for (const t of k.privateKeyTags) await tx.tags.attach(t, id);
       privateKeys.push({ privateKeyId: id, addresses });
     }
     return { privateKeys };
   },
 };
+
+/** New private keys made before the transaction (derive), in request order. */
+interface KeysPlan { organizationId: string; keys: { id: string; made: SealedKey; addresses: AddressEntry[] }[] }
+
+function makeKeys(vault: Vault, organizationId: string, list: { curve: string; addressFormats: string[] }[]): KeysPlan['keys'] {
+  return list.map((k) => {
+    const id = randomUUID();
+    const curve = curveId(k.curve);
+    const made = cryptoCall(() => vault.newPrivateKey(curve, ctxPrivateKey(organizationId, id)));
+    return { id, made, addresses: cryptoCall(() => privateKeyAddresses(curve, made.publicKey, k.addressFormats)) };
+  });
+}
 
 export const deletePrivateKeys: SubmitOperation<{ privateKeyIds: string[]; deleteWithoutExport?: boolean }, { privateKeyIds: string[] }> = {
   kind: 'submit',
@@ -70,21 +84,21 @@ export const deletePrivateKeys: SubmitOperation<{ privateKeyIds: string[]; delet
     v.done();
     return { privateKeyIds: privateKeyIds!, ...(deleteWithoutExport !== undefined ? { deleteWithoutExport } : {}) };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store) {
     requireKeyAdmin(p, 'delete private keys');
-    intent.privateKeyIds.forEach((id, i) => {
-      const k = requirePrivateKey(store, p.organization.id, id, `privateKeyIds[${i}]`);
+    for (const [i, id] of intent.privateKeyIds.entries()) {
+      const k = await requirePrivateKey(store, p.organization.id, id, `privateKeyIds[${i}]`);
       if (!k.exported && intent.deleteWithoutExport !== true) {
         throw failedPrecondition(`private key ${id} has never been exported; export it first or set deleteWithoutExport to true`);
       }
-    });
+    }
   },
-  execute(ctx, intent) {
-    const { store, organization } = ctx;
-    intent.privateKeyIds.forEach((id, i) => requirePrivateKey(store, organization.id, id, `privateKeyIds[${i}]`));
+  async execute(ctx, intent) {
+    const { tx, organization } = ctx;
+    for (const [i, id] of intent.privateKeyIds.entries()) await requirePrivateKey(tx, organization.id, id, `privateKeyIds[${i}]`);
     for (const id of intent.privateKeyIds) {
-      store.tags.detachAll(id);
-      store.keys.privateKeys.delete(organization.id, id);
+      await tx.tags.detachAll(id);
+      await tx.keys.privateKeys.delete(organization.id, id);
     }
     return { privateKeyIds: intent.privateKeyIds };
   },
@@ -101,9 +115,9 @@ export const getPrivateKey: QueryOperation<{ privateKeyId: string }> = {
     v.done();
     return { privateKeyId: privateKeyId! };
   },
-  execute(ctx, q) {
-    const k = requirePrivateKey(ctx.store, ctx.organization.id, q.privateKeyId);
-    return { privateKey: privateKeyRecord(ctx.store, k) };
+  async execute(ctx, q) {
+    const k = await requirePrivateKey(ctx.tx, ctx.organization.id, q.privateKeyId);
+    return { privateKey: await privateKeyRecord(ctx.tx, k) };
   },
 };
 
@@ -113,7 +127,7 @@ export const listPrivateKeys: QueryOperation<Record<string, never>> = {
   parentMayRead: true,
   specWrapper: 'wrap',
   validate() { return {}; },
-  execute(ctx) {
-    return { privateKeys: ctx.store.keys.privateKeys.list(ctx.organization.id).map((k) => privateKeyRecord(ctx.store, k)) };
+  async execute(ctx) {
+    return { privateKeys: await privateKeyRecords(ctx.tx, ctx.organization.id, await ctx.tx.keys.privateKeys.list(ctx.organization.id)) };
   },
 };

@@ -13,8 +13,9 @@
  */
 import { ApiError, Grpc, invalidArgument, notFound } from '../../errors.js';
 import { bytesToHex, parseTargetPublicKey } from '../../crypto/index.js';
-import { IMPORT_TARGET_TTL_MS, cryptoCall, ctxImportTarget, ctxSecret, toApiError, vaultOf } from '../../domain/keys.js';
-import type { SecretRow, Store } from '../../storage/types.js';
+import { IMPORT_TARGET_TTL_MS, cryptoCall, ctxImportTarget, ctxSecret, toApiError } from '../../domain/keys.js';
+import type { Vault } from '../../crypto/index.js';
+import type { SecretRow, Tx } from '../../storage/types.js';
 import type { ImportTargetRow } from '../../storage/keys.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
@@ -43,14 +44,14 @@ export const initImportSecrets: SubmitOperation<{ encryptionSuite: string; numSe
     return { encryptionSuite: encryptionSuite!, numSecrets: numSecrets! };
   },
   authorize(p) { requireKeyAdmin(p, 'import secrets'); },
-  execute(ctx, intent) {
-    const { store, organization, nowMs } = ctx;
-    store.keys.importTargets.purgeExpired(nowMs);
+  async execute(ctx, intent) {
+    const { tx, organization, nowMs } = ctx;
+    await tx.keys.importTargets.purgeExpired(nowMs);
     const messages: string[] = [];
     for (let i = 0; i < intent.numSecrets; i++) {
       const id = ctx.newId();
-      const t = cryptoCall(() => vaultOf(store).initImport(ctxImportTarget(organization.id, id), organization.id));
-      store.keys.importTargets.insert({
+      const t = cryptoCall(() => ctx.services.vault.initImport(ctxImportTarget(organization.id, id), organization.id));
+      await tx.keys.importTargets.insert({
         id, organizationId: organization.id, userId: ANY_USER, kind: 'secret', sealed: t.sealed, createdMs: nowMs, expiresMs: nowMs + IMPORT_TARGET_TTL_MS,
       });
       messages.push(t.importBundle);
@@ -83,9 +84,8 @@ function readProperties(v: Validator, o: Obj, field: string): { key: string; val
  * once; the secret of payload i is sealed for idOf(i). The pending targets are listed once per
  * request, and a target's public key is computed once, when first compared.
  */
-function openAll(store: Store, organizationId: string, secrets: ImportSecret[], nowMs: number, idOf: (i: number) => string): { target: ImportTargetRow; sealed: Uint8Array }[] {
-  const vault = vaultOf(store);
-  const pending = store.keys.importTargets.listValid(organizationId, ANY_USER, 'secret', nowMs)
+async function openAll(tx: Tx, vault: Vault, organizationId: string, secrets: ImportSecret[], nowMs: number, idOf: (i: number) => string): Promise<{ target: ImportTargetRow; sealed: Uint8Array }[]> {
+  const pending = (await tx.keys.importTargets.listValid(organizationId, ANY_USER, 'secret', nowMs))
     .map((t) => ({ t, ctx: ctxImportTarget(organizationId, t.id), publicKey: undefined as string | undefined }));
   const taken = new Set<string>();
   return secrets.map((s, i) => {
@@ -130,24 +130,24 @@ export const importSecrets: SubmitOperation<{ secrets: ImportSecret[] }, { secre
     v.done();
     return { secrets };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store, services) {
     requireKeyAdmin(p, 'import secrets');
-    intent.secrets.forEach((s, i) => {
-      if (s.name !== undefined && store.orgSecrets.byName(p.organization.id, s.name)) {
+    for (const [i, s] of intent.secrets.entries()) {
+      if (s.name !== undefined && await store.orgSecrets.byName(p.organization.id, s.name)) {
         throw invalidArgument(`secrets[${i}].name: a secret named ${s.name.slice(0, 100)} exists`, [{ field: `secrets[${i}].name`, description: 'must be unique in the organization' }]);
       }
-    });
+    }
     // Dry run: every payload opens under a distinct pending target.
-    for (const { sealed } of openAll(store, p.organization.id, intent.secrets, Date.now(), () => 'dry-run')) sealed.fill(0);
+    for (const { sealed } of await openAll(store, services.vault, p.organization.id, intent.secrets, Date.now(), () => 'dry-run')) sealed.fill(0);
   },
-  execute(ctx, intent) {
-    const { store, organization, nowMs } = ctx;
+  async execute(ctx, intent) {
+    const { tx, organization, nowMs } = ctx;
     const ids = intent.secrets.map(() => ctx.newId());
-    openAll(store, organization.id, intent.secrets, nowMs, (i) => ids[i]!).forEach(({ target, sealed }, i) => {
+    for (const [i, { target, sealed }] of (await openAll(tx, ctx.services.vault, organization.id, intent.secrets, nowMs, (i) => ids[i]!)).entries()) {
       const s = intent.secrets[i]!;
-      store.keys.importTargets.delete(target.id);
-      store.orgSecrets.insert({ id: ids[i]!, organizationId: organization.id, name: s.name ?? null, staticProperties: s.staticProperties, sealed, createdMs: nowMs });
-    });
+      await tx.keys.importTargets.delete(target.id);
+      await tx.orgSecrets.insert({ id: ids[i]!, organizationId: organization.id, name: s.name ?? null, staticProperties: s.staticProperties, sealed, createdMs: nowMs });
+    }
     return { secretIds: ids };
   },
 };
@@ -156,8 +156,8 @@ export const importSecrets: SubmitOperation<{ secrets: ImportSecret[] }, { secre
 
 interface ExportSecret { secretId: string; targetPublicKey: string; encryptionSuite: string }
 
-function requireSecret(store: Store, organizationId: string, id: string, field: string): SecretRow {
-  const s = store.orgSecrets.get(organizationId, id);
+async function requireSecret(tx: Tx, organizationId: string, id: string, field: string): Promise<SecretRow> {
+  const s = await tx.orgSecrets.get(organizationId, id);
   if (!s) throw notFound(`${field}: secret ${id.slice(0, 100)} not found in this organization`, 'SECRET_NOT_FOUND');
   return s;
 }
@@ -182,21 +182,23 @@ export const exportSecrets: SubmitOperation<{ secrets: ExportSecret[] }, { secre
     v.done();
     return { secrets };
   },
-  authorize(p, intent, store) {
-    intent.secrets.forEach((s, i) => requireSecret(store, p.organization.id, s.secretId, `secrets[${i}].secretId`));
+  async authorize(p, intent, store) {
+    for (const [i, s] of intent.secrets.entries()) await requireSecret(store, p.organization.id, s.secretId, `secrets[${i}].secretId`);
     requireKeyAdmin(p, 'export secrets');
   },
-  policyTargets(intent, store, organizationId) {
+  async policyTargets(intent, store, organizationId) {
     // `secret` is bound for an export of one secret
-    const one = intent.secrets.length === 1 ? store.orgSecrets.get(organizationId, intent.secrets[0]!.secretId) : undefined;
+    const one = intent.secrets.length === 1 ? await store.orgSecrets.get(organizationId, intent.secrets[0]!.secretId) : undefined;
     return one ? { secretProperties: one.staticProperties } : {};
   },
-  execute(ctx, intent) {
-    const { store, organization } = ctx;
-    const vault = vaultOf(store);
+  async execute(ctx, intent) {
+    const { tx, organization } = ctx;
+    const vault = ctx.services.vault;
+    const rows: SecretRow[] = [];
+    for (const [i, s] of intent.secrets.entries()) rows.push(await requireSecret(tx, organization.id, s.secretId, `secrets[${i}].secretId`));
     return {
       secretPayloads: intent.secrets.map((s, i) => {
-        const row = requireSecret(store, organization.id, s.secretId, `secrets[${i}].secretId`);
+        const row = rows[i]!;
         try {
           return vault.exportKey(row.sealed, ctxSecret(organization.id, row.id), s.targetPublicKey, organization.id);
         } catch (e) {
@@ -220,8 +222,8 @@ export const listSecrets: QueryOperation<{ page: ReturnType<typeof readPaginatio
     v.done();
     return { page };
   },
-  execute(ctx, q) {
-    const rows = ctx.store.orgSecrets.list(ctx.organization.id, { limit: q.page.limit, ...(q.page.before ? { beforeId: q.page.before } : {}), ...(q.page.after ? { afterId: q.page.after } : {}) });
+  async execute(ctx, q) {
+    const rows = await ctx.tx.orgSecrets.list(ctx.organization.id, { limit: q.page.limit, ...(q.page.before ? { beforeId: q.page.before } : {}), ...(q.page.after ? { afterId: q.page.after } : {}) });
     if (!rows) throw notFound('paginationOptions: the cursor names no secret of this organization', 'SECRET_NOT_FOUND');
     return {
       secrets: rows.map((r) => ({

@@ -31,7 +31,7 @@ export const createReadOnlySession: SubmitOperation<Record<string, never>, ReadO
   execute(ctx) {
     const { organization, principal, nowMs } = ctx;
     const exp = Math.floor(nowMs / 1000) + READ_ONLY_SESSION_SECONDS;
-    const session = sessionJwt(ctx.store, {
+    const session = sessionJwt(ctx.services.vault, {
       exp, session_type: 'SESSION_TYPE_READ_ONLY', user_id: principal.user.id, organization_id: organization.id,
     });
     return {
@@ -60,10 +60,10 @@ export const createReadWriteSession: SubmitOperation<CreateSession, SessionResul
     return { targetPublicKey: targetPublicKey!, ...(userId !== undefined ? { userId } : {}), ...common };
   },
   authorize(p, intent) { requireSelfOrRoot(p, intent.userId ?? p.user.id, 'create a read-write session'); },
-  execute(ctx, intent) {
-    const { store, organization, nowMs } = ctx;
-    const user = requireUser(store, organization.id, intent.userId ?? ctx.principal.user.id);
-    const { key, credentialBundle } = issueBundledKey(ctx, user, intent.targetPublicKey, {
+  async execute(ctx, intent) {
+    const { tx, organization, nowMs } = ctx;
+    const user = await requireUser(tx, organization.id, intent.userId ?? ctx.principal.user.id);
+    const { key, credentialBundle } = await issueBundledKey(ctx, user, intent.targetPublicKey, {
       credentialType: CREDENTIAL.readWriteSession,
       name: intent.apiKeyName ?? `Read Write Session - ${nowMs}`,
       expirationSeconds: intent.expirationSeconds,

@@ -9,9 +9,9 @@ import {
   HASH_FUNCTIONS, PAYLOAD_ENCODINGS, equalBytes, hexToBytes, inputsOf, parsePsbt, parseSolanaTransaction, parseTronRawData, parseUnsignedTransaction, preparePayload, solanaSignerSlot,
   type CurveId, type RawSignature,
 } from '../../crypto/index.js';
-import { cryptoCall, resolveSigningKey, vaultOf, type SigningKey } from '../../domain/keys.js';
-import type { Store } from '../../storage/types.js';
-import { keysFor, type ExecContext, type SubmitOperation } from '../types.js';
+import { cryptoCall, resolveSigningKey, type SigningKey } from '../../domain/keys.js';
+import type { Tx } from '../../storage/types.js';
+import { keysFor, type ExecContext, type PrepareContext, type SubmitOperation } from '../types.js';
 import type { SignJob } from '../../crypto/signjob.js';
 import { Validator, type Obj } from '../../domain/validate.js';
 import { requireKeyAdmin } from './keyParams.js';
@@ -25,18 +25,18 @@ function remember<T extends object>(intent: T, key: SigningKey): void {
   Object.defineProperty(intent, RESOLVED, { value: key, enumerable: false, configurable: true });
 }
 
-function resolve(store: Store, organizationId: string, signWith: string): SigningKey {
-  return resolveSigningKey(store, organizationId, signWith, 'signWith');
+async function resolve(tx: Tx, organizationId: string, signWith: string): Promise<SigningKey> {
+  return await resolveSigningKey(tx, organizationId, signWith, 'signWith');
 }
 
 /** A signature made before the transaction (prepare, on a signing thread) and the key it used. */
 interface Presigned { keyId: string; sealed: Uint8Array; result: unknown }
 
 /** Signs on a signing thread with the key authorize resolved (undefined: no threads). */
-function presign(ctx: ExecContext, intent: WithKey<{ signWith: string }>, job: (key: SigningKey) => SignJob): Promise<Presigned> | undefined {
+function presign(ctx: PrepareContext, intent: WithKey<{ signWith: string }>, job: (key: SigningKey) => SignJob): Promise<Presigned> | undefined {
   const key = intent[RESOLVED];
   if (!key) return undefined;
-  return vaultOf(ctx.store).signOffThread(key.sealed, key.ctx, job(key), ctx.stampCheck)?.then((result) => ({ keyId: key.id, sealed: key.sealed, result }));
+  return ctx.services.vault.signOffThread(key.sealed, key.ctx, job(key), ctx.stampCheck)?.then((result) => ({ keyId: key.id, sealed: key.sealed, result }));
 }
 
 /** prepare()'s signature, if it was made with the very key the transaction resolved. */
@@ -47,13 +47,13 @@ function presigned<T>(ctx: ExecContext, key: SigningKey): T | undefined {
 
 /** The key authorize resolved (same transaction, so still current); resolved anew if absent. */
 /** What a sign request targets, for policy conditions: the private key, or the wallet account and its wallet. */
-function signingTargets(intent: WithKey<{ signWith: string }>, store: Store, organizationId: string): PolicyTargets {
-  const key = resolved(store, organizationId, intent);
+async function signingTargets(intent: WithKey<{ signWith: string }>, tx: Tx, organizationId: string): Promise<PolicyTargets> {
+  const key = await resolved(tx, organizationId, intent);
   return key.kind === 'private_key' ? { privateKeyId: key.id } : { walletAccountAddress: intent.signWith };
 }
 
-function resolved(store: Store, organizationId: string, intent: WithKey<{ signWith: string }>): SigningKey {
-  return intent[RESOLVED] ?? resolve(store, organizationId, intent.signWith);
+async function resolved(tx: Tx, organizationId: string, intent: WithKey<{ signWith: string }>): Promise<SigningKey> {
+  return intent[RESOLVED] ?? await resolve(tx, organizationId, intent.signWith);
 }
 
 interface SignRawPayload { signWith: string; payload: string; encoding: string; hashFunction: string }
@@ -80,15 +80,15 @@ export const signRawPayload: SubmitOperation<WithKey<SignRawPayload>, RawSignatu
     v.done();
     return { signWith: c.signWith!, payload: payload!, encoding: c.encoding!, hashFunction: c.hashFunction! };
   },
-  authorize(p, intent, store) {
-    const key = resolve(store, p.organization.id, intent.signWith);
+  async authorize(p, intent, store) {
+    const key = await resolve(store, p.organization.id, intent.signWith);
     // Dry run of the digest rules: mismatched curve / encoding / hash function or a bad payload → 400.
     cryptoCall(() => preparePayload(key.curve, intent));
     remember(intent, key);
     requireKeyAdmin(p, 'sign with keys of the organization');
   },
-  policyTargets(intent, store, organizationId) {
-    const targets = signingTargets(intent, store, organizationId);
+  async policyTargets(intent, store, organizationId) {
+    const targets = await signingTargets(intent, store, organizationId);
     if (intent.encoding === 'PAYLOAD_ENCODING_EIP712') targets.typedData = intent.payload;
     if (intent.encoding === 'PAYLOAD_ENCODING_EIP7702_AUTHORIZATION') targets.authorization = intent.payload;
     return targets;
@@ -97,10 +97,10 @@ export const signRawPayload: SubmitOperation<WithKey<SignRawPayload>, RawSignatu
     return presign(ctx, intent, (key) => ({ op: 'payload', curve: key.curve, request: { payload: intent.payload, encoding: intent.encoding, hashFunction: intent.hashFunction } }));
   },
   readOnly: true,
-  execute(ctx, intent) {
-    const key = resolved(ctx.store, ctx.organization.id, intent);
+  async execute(ctx, intent) {
+    const key = await resolved(ctx.tx, ctx.organization.id, intent);
     return presigned<RawSignature>(ctx, key)
-      ?? cryptoCall(() => vaultOf(ctx.store).signPayload(key.sealed, key.ctx, key.curve, intent));
+      ?? cryptoCall(() => ctx.services.vault.signPayload(key.sealed, key.ctx, key.curve, intent));
   },
   specIntent(intent) {
     // the specification's intent echoes the request, `signWith` renamed, exactly as sent (an address stays that address)
@@ -128,8 +128,8 @@ export const signRawPayloads: SubmitOperation<WithKey<SignRawPayloads>, { signat
     v.done();
     return { signWith: c.signWith!, payloads, encoding: c.encoding!, hashFunction: c.hashFunction! };
   },
-  authorize(p, intent, store) {
-    const key = resolve(store, p.organization.id, intent.signWith);
+  async authorize(p, intent, store) {
+    const key = await resolve(store, p.organization.id, intent.signWith);
     intent.payloads.forEach((payload, i) => {
       cryptoCall(() => preparePayload(key.curve, { payload, encoding: intent.encoding, hashFunction: intent.hashFunction }, { payload: `payloads[${i}]` }));
     });
@@ -141,10 +141,10 @@ export const signRawPayloads: SubmitOperation<WithKey<SignRawPayloads>, { signat
     return presign(ctx, intent, (key) => ({ op: 'payloads', curve: key.curve, payloads: intent.payloads, encoding: intent.encoding, hashFunction: intent.hashFunction }));
   },
   readOnly: true,
-  execute(ctx, intent) {
-    const key = resolved(ctx.store, ctx.organization.id, intent);
+  async execute(ctx, intent) {
+    const key = await resolved(ctx.tx, ctx.organization.id, intent);
     const signatures = presigned<RawSignature[]>(ctx, key)
-      ?? cryptoCall(() => vaultOf(ctx.store).signPayloads(key.sealed, key.ctx, key.curve, intent.payloads, intent.encoding, intent.hashFunction));
+      ?? cryptoCall(() => ctx.services.vault.signPayloads(key.sealed, key.ctx, key.curve, intent.payloads, intent.encoding, intent.hashFunction));
     return { signatures };
   },
 };
@@ -188,8 +188,8 @@ export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signed
     v.done();
     return { signWith: signWith!, unsignedTransaction: unsignedTransaction!, type: type! };
   },
-  authorize(p, intent, store) {
-    const key = resolve(store, p.organization.id, intent.signWith);
+  async authorize(p, intent, store) {
+    const key = await resolve(store, p.organization.id, intent.signWith);
     const want = SIGNED_TYPES[intent.type]!;
     if (key.curve !== want.curve) {
       throw invalidArgument(`signWith: ${intent.type} needs a ${want.apiCurve} key; this key is ${key.apiCurve}`,
@@ -209,8 +209,8 @@ export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signed
     remember(intent, key);
     requireKeyAdmin(p, 'sign with keys of the organization');
   },
-  policyTargets(intent, store, organizationId) {
-    const targets = signingTargets(intent, store, organizationId);
+  async policyTargets(intent, store, organizationId) {
+    const targets = await signingTargets(intent, store, organizationId);
     switch (intent.type) {
       case 'TRANSACTION_TYPE_SOLANA': return { ...targets, solanaTransaction: intent.unsignedTransaction };
       case 'TRANSACTION_TYPE_TRON': return { ...targets, tronTransaction: intent.unsignedTransaction };
@@ -222,10 +222,10 @@ export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signed
     return presign(ctx, intent, (key) => transactionJob(intent, key));
   },
   readOnly: true,
-  execute(ctx, intent) {
-    const key = resolved(ctx.store, ctx.organization.id, intent);
+  async execute(ctx, intent) {
+    const key = await resolved(ctx.tx, ctx.organization.id, intent);
     const signedTransaction = presigned<string>(ctx, key)
-      ?? cryptoCall(() => vaultOf(ctx.store).sign(key.sealed, key.ctx, transactionJob(intent, key)) as string);
+      ?? cryptoCall(() => ctx.services.vault.sign(key.sealed, key.ctx, transactionJob(intent, key)) as string);
     return { signedTransaction };
   },
   specIntent(intent) {

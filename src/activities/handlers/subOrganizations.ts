@@ -12,10 +12,12 @@
  * - a root user of the sub-organization deletes it; like delete_wallets, every wallet and private
  *   key in it must have been exported first unless deleteWithoutExport is true.
  */
+import { randomUUID } from 'node:crypto';
 import { failedPrecondition, invalidArgument } from '../../errors.js';
 import { requireRoot, type Principal } from '../../domain/principal.js';
 import { addressKey } from '../../storage/keys.js';
-import type { Store, SubOrgFilter } from '../../storage/types.js';
+import type { Tx, SubOrgFilter } from '../../storage/types.js';
+import type { Vault } from '../../crypto/index.js';
 import { keysFor, type ExecContext, type QueryOperation, type SubmitOperation } from '../types.js';
 import { decodeJwt, type JWTPayload } from 'jose';
 import { checkClientSignature, readVerificationToken, spendVerificationToken, type ClientSignature, type VerificationClaims } from '../../auth/tokens.js';
@@ -25,7 +27,10 @@ import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { readPagination, type Pagination } from './activities.js';
 import { readAccounts } from './keyParams.js';
 import { insertUser, readUserParams, refuseSharedKeys, verifyUsersProviders, type UserParams } from './users.js';
-import { createWalletIn, readMnemonicLength, refuseDuplicates, type CreateWallet } from './wallets.js';
+import { createWalletIn, planWallet, readMnemonicLength, refuseDuplicates, type CreateWallet, type WalletPlan } from './wallets.js';
+
+/** What create_sub_organization makes before its transaction: the new organization's id and its wallet. */
+interface SubOrganizationPlan { subOrganizationId: string; wallet?: WalletPlan }
 
 const DISABLE_FLAGS = ['disableEmailRecovery', 'disableEmailAuth', 'disableSmsAuth', 'disableOtpEmailAuth'] as const;
 type DisableFlag = typeof DISABLE_FLAGS[number];
@@ -97,27 +102,34 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
       ...(verificationToken ? { verificationToken } : {}), ...(clientSignature ? { clientSignature } : {}),
     };
   },
-  external(intent, store) { return verifyUsersProviders(store, intent.rootUsers, 'rootUsers'); },
-  authorize(p, intent, store) {
+  external(intent, services) { return verifyUsersProviders(services, intent.rootUsers, 'rootUsers'); },
+  async authorize(p, intent, store, services) {
     requireRoot(p, 'create sub-organizations');
     if (p.organization.parentId !== null) {
       throw failedPrecondition('a sub-organization cannot create sub-organizations; submit this in its parent organization');
     }
-    if (intent.wallet) refuseDuplicates(store, p.organization.id, undefined, intent.wallet.accounts, 'wallet.accounts');
+    if (intent.wallet) await refuseDuplicates(store, p.organization.id, undefined, intent.wallet.accounts, 'wallet.accounts');
     // A token that is not this server's, or not for this organization, stores nothing.
-    if (intent.verificationToken !== undefined) signupClaims(store, p.organization.id, intent, Date.now());
+    if (intent.verificationToken !== undefined) signupClaims(services.vault, p.organization.id, intent, Date.now());
   },
-  execute(ctx, intent) {
-    const { store, nowMs } = ctx;
-    const id = ctx.newId();
-    store.organizations.insert({
+  // The new organization's id and its wallet's key material, made before the transaction.
+  derive: (ctx, intent): SubOrganizationPlan => {
+    const subOrganizationId = randomUUID();
+    return { subOrganizationId, ...(intent.wallet ? { wallet: planWallet(ctx.services.vault, subOrganizationId, intent.wallet, 'wallet.accounts') } : {}) };
+  },
+  async execute(ctx, intent) {
+    const { tx, nowMs } = ctx;
+    const plan = ctx.derived as SubOrganizationPlan | undefined;
+    const id = plan?.subOrganizationId ?? ctx.newId();
+    await tx.organizations.insert({
       id, name: intent.subOrganizationName, parentId: ctx.organization.id,
       rootQuorumThreshold: intent.rootQuorumThreshold, createdMs: nowMs, updatedMs: nowMs,
     });
-    const rootUserIds = intent.rootUsers.map((u, i) => insertUser(ctx, id, u, true, `rootUsers[${i}]`));
-    if (intent.verificationToken !== undefined) verifySignup(ctx, intent, id);
-    store.organizations.disableFlows(id, DISABLE_FLAGS.filter((f) => intent[f] === true));
-    const wallet = intent.wallet ? createWalletIn(ctx, id, intent.wallet, 'wallet.accounts') : undefined;
+    const rootUserIds: string[] = [];
+    for (const [i, u] of intent.rootUsers.entries()) rootUserIds.push(await insertUser(ctx, id, u, true, `rootUsers[${i}]`));
+    if (intent.verificationToken !== undefined) await verifySignup(ctx, intent, id);
+    await tx.organizations.disableFlows(id, DISABLE_FLAGS.filter((f) => intent[f] === true));
+    const wallet = intent.wallet ? await createWalletIn(ctx, id, intent.wallet, 'wallet.accounts', plan?.wallet) : undefined;
     return { subOrganizationId: id, ...(wallet ? { wallet } : {}), rootUserIds };
   },
 };
@@ -127,18 +139,18 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
  * of a root user, spent once (with its key's client signature when given); that address counts as
  * verified.
  */
-function verifySignup(ctx: ExecContext, intent: CreateSubOrganization, subOrganizationId: string): void {
-  const { store, nowMs } = ctx;
-  const claims = signupClaims(store, ctx.organization.id, intent, nowMs);
-  const user = findUserByEmail(store, subOrganizationId, claims.contact);
+async function verifySignup(ctx: ExecContext, intent: CreateSubOrganization, subOrganizationId: string): Promise<void> {
+  const { tx, nowMs } = ctx;
+  const claims = signupClaims(ctx.services.vault, ctx.organization.id, intent, nowMs);
+  const user = await findUserByEmail(tx, subOrganizationId, claims.contact);
   if (!user) throw failedPrecondition('the verification token is for an e-mail address no root user has');
-  spendVerificationToken(store, claims, nowMs);
-  markEmailVerified(ctx, user, claims.contact);
+  await spendVerificationToken(tx, claims, nowMs);
+  await markEmailVerified(ctx, user, claims.contact);
 }
 
 /** The sign-up token's claims once it, its organization and its client signature check out. */
-function signupClaims(store: Store, organizationId: string, intent: CreateSubOrganization, nowMs: number): VerificationClaims {
-  const claims = readVerificationToken(store, intent.verificationToken!, nowMs);
+function signupClaims(vault: Vault, organizationId: string, intent: CreateSubOrganization, nowMs: number): VerificationClaims {
+  const claims = readVerificationToken(vault, intent.verificationToken!, nowMs);
   if (claims.organization_id !== organizationId) {
     throw invalidArgument('the verification token was issued for another organization', [{ field: 'verificationToken', description: 'issued for another organization' }]);
   }
@@ -152,20 +164,20 @@ function signupClaims(store: Store, organizationId: string, intent: CreateSubOrg
 }
 
 /** Wallets and private keys of the organization that were never exported. */
-function unexported(store: Store, organizationId: string): { wallets: number; privateKeys: number } {
+async function unexported(tx: Tx, organizationId: string): Promise<{ wallets: number; privateKeys: number }> {
   return {
-    wallets: store.keys.wallets.list(organizationId).filter((w) => !w.exported).length,
-    privateKeys: store.keys.privateKeys.list(organizationId).filter((k) => !k.exported).length,
+    wallets: (await tx.keys.wallets.list(organizationId)).filter((w) => !w.exported).length,
+    privateKeys: (await tx.keys.privateKeys.list(organizationId)).filter((k) => !k.exported).length,
   };
 }
 
-function checkDeletable(p: Principal, store: Store, deleteWithoutExport: boolean | undefined): void {
+async function checkDeletable(p: Principal, tx: Tx, deleteWithoutExport: boolean | undefined): Promise<void> {
   requireRoot(p, 'delete the sub-organization');
   if (p.organization.parentId === null) {
     throw failedPrecondition(`organization ${p.organization.id} has no parent organization: only a sub-organization can be deleted`);
   }
   if (deleteWithoutExport === true) return;
-  const n = unexported(store, p.organization.id);
+  const n = await unexported(tx, p.organization.id);
   if (n.wallets > 0 || n.privateKeys > 0) {
     throw failedPrecondition(`the sub-organization holds ${n.wallets} wallet(s) and ${n.privateKeys} private key(s) that were never exported; export them first or set deleteWithoutExport to true`);
   }
@@ -181,11 +193,11 @@ export const deleteSubOrganization: SubmitOperation<{ deleteWithoutExport?: bool
     v.done();
     return deleteWithoutExport !== undefined ? { deleteWithoutExport } : {};
   },
-  authorize(p, intent, store) { checkDeletable(p, store, intent.deleteWithoutExport); },
-  execute(ctx, intent) {
-    const { store, organization } = ctx;
-    checkDeletable(ctx.principal, store, intent.deleteWithoutExport);
-    store.organizations.delete(organization.id);
+  async authorize(p, intent, store) { await checkDeletable(p, store, intent.deleteWithoutExport); },
+  async execute(ctx, intent) {
+    const { tx, organization } = ctx;
+    await checkDeletable(ctx.principal, tx, intent.deleteWithoutExport);
+    await tx.organizations.delete(organization.id);
     return { subOrganizationUuid: organization.id };
   },
 };
@@ -212,7 +224,7 @@ function readSubOrgQuery(body: Obj, types: readonly FilterType[] = FILTER_TYPES,
 }
 
 /** `verified`: only users whose e-mail address / phone number was proven (list_verified_suborgs). */
-function subOrgIds(store: Store, parentId: string, q: SubOrgQuery, verified = false): string[] {
+async function subOrgIds(tx: Tx, parentId: string, q: SubOrgQuery, verified = false): Promise<string[]> {
   let filter: SubOrgFilter | undefined;
   if (q.filter) {
     const { type, value } = q.filter;
@@ -223,7 +235,7 @@ function subOrgIds(store: Store, parentId: string, q: SubOrgQuery, verified = fa
       : type === 'CREDENTIAL_ID' ? { type, value: Buffer.from(value, 'base64url').toString('base64url') }
       : { type, value };
   }
-  const ids = store.organizations.subOrgIds(parentId, filter, { limit: q.page.limit, beforeId: q.page.before, afterId: q.page.after });
+  const ids = await tx.organizations.subOrgIds(parentId, filter, { limit: q.page.limit, beforeId: q.page.before, afterId: q.page.after });
   if (!ids) {
     const field = q.page.before !== undefined ? 'paginationOptions.before' : 'paginationOptions.after';
     throw invalidArgument(`${field} names no sub-organization of this organization`, [{ field, description: 'unknown cursor' }]);
@@ -237,7 +249,7 @@ export const listSubOrgs: QueryOperation<SubOrgQuery> = {
   parentMayRead: false,
   specWrapper: 'wrap',
   validate: readSubOrgQuery,
-  execute: (ctx, q) => ({ organizationIds: subOrgIds(ctx.store, ctx.organization.id, q) }),
+  execute: async (ctx, q) => ({ organizationIds: await subOrgIds(ctx.tx, ctx.organization.id, q) }),
 };
 
 /**
@@ -262,5 +274,5 @@ export const listVerifiedSubOrgs: QueryOperation<SubOrgQuery> = {
   parentMayRead: false,
   specWrapper: 'wrap',
   validate: (body) => readSubOrgQuery(body, ['EMAIL', 'PHONE_NUMBER'], true),
-  execute: (ctx, q) => ({ organizationIds: subOrgIds(ctx.store, ctx.organization.id, q, true) }),
+  execute: async (ctx, q) => ({ organizationIds: await subOrgIds(ctx.tx, ctx.organization.id, q, true) }),
 };

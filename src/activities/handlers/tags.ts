@@ -3,7 +3,7 @@ import { alreadyExists, notFound } from '../../errors.js';
 import { requireRoot } from '../../domain/principal.js';
 import { requireUser } from '../../domain/apiKeys.js';
 import { tagRecord } from '../../domain/records.js';
-import type { Store, TagRow, TagType } from '../../storage/types.js';
+import type { Tx, TagRow, TagType } from '../../storage/types.js';
 import { keysFor, type ExecContext, type QueryOperation, type SubmitOperation } from '../types.js';
 import { MAX_NAME, Validator } from '../../domain/validate.js';
 
@@ -11,54 +11,54 @@ import { MAX_NAME, Validator } from '../../domain/validate.js';
 interface TagKind {
   type: TagType;
   noun: string;
-  requireMember(store: Store, organizationId: string, id: string): void;
+  requireMember(tx: Tx, organizationId: string, id: string): Promise<void>;
 }
 const USER: TagKind = {
   type: 'TAG_TYPE_USER', noun: 'user tag',
-  requireMember: (store, org, id) => { requireUser(store, org, id); },
+  requireMember: async (tx, org, id) => { await requireUser(tx, org, id); },
 };
 const PRIVATE_KEY: TagKind = {
   type: 'TAG_TYPE_PRIVATE_KEY', noun: 'private key tag',
-  requireMember: (store, org, id) => {
-    if (!store.privateKeys.exists(org, id)) throw notFound(`private key ${id} not found`, 'PRIVATE_KEY_NOT_FOUND');
+  requireMember: async (tx, org, id) => {
+    if (!await tx.privateKeys.exists(org, id)) throw notFound(`private key ${id} not found`, 'PRIVATE_KEY_NOT_FOUND');
   },
 };
 
-function requireTag(store: Store, organizationId: string, kind: TagKind, id: string): TagRow {
-  const t = store.tags.get(organizationId, id);
+async function requireTag(tx: Tx, organizationId: string, kind: TagKind, id: string): Promise<TagRow> {
+  const t = await tx.tags.get(organizationId, id);
   if (!t || t.type !== kind.type) throw notFound(`${kind.noun} ${id} not found`, 'TAG_NOT_FOUND');
   return t;
 }
 
-function createTag(ctx: ExecContext, kind: TagKind, name: string, members: string[]): string {
-  const { store, organization, nowMs } = ctx;
-  if (store.tags.byName(organization.id, kind.type, name)) throw alreadyExists(`a ${kind.noun} named "${name}" already exists`);
-  for (const m of members) kind.requireMember(store, organization.id, m);
+async function createTag(ctx: ExecContext, kind: TagKind, name: string, members: string[]): Promise<string> {
+  const { tx, organization, nowMs } = ctx;
+  if (await tx.tags.byName(organization.id, kind.type, name)) throw alreadyExists(`a ${kind.noun} named "${name}" already exists`);
+  for (const m of members) await kind.requireMember(tx, organization.id, m);
   const id = ctx.newId();
-  store.tags.insert({ id, organizationId: organization.id, name, type: kind.type, createdMs: nowMs, updatedMs: nowMs });
-  for (const m of members) store.tags.attach(id, m);
+  await tx.tags.insert({ id, organizationId: organization.id, name, type: kind.type, createdMs: nowMs, updatedMs: nowMs });
+  for (const m of members) await tx.tags.attach(id, m);
   return id;
 }
 
-function updateTag(ctx: ExecContext, kind: TagKind, id: string, newName: string | undefined, add: string[], remove: string[]): void {
-  const { store, organization, nowMs } = ctx;
-  const tag = requireTag(store, organization.id, kind, id);
+async function updateTag(ctx: ExecContext, kind: TagKind, id: string, newName: string | undefined, add: string[], remove: string[]): Promise<void> {
+  const { tx, organization, nowMs } = ctx;
+  const tag = await requireTag(tx, organization.id, kind, id);
   if (newName !== undefined && newName !== tag.name) {
-    if (store.tags.byName(organization.id, kind.type, newName)) throw alreadyExists(`a ${kind.noun} named "${newName}" already exists`);
+    if (await tx.tags.byName(organization.id, kind.type, newName)) throw alreadyExists(`a ${kind.noun} named "${newName}" already exists`);
   }
-  for (const m of add) kind.requireMember(store, organization.id, m);
-  for (const m of remove) store.tags.detach(id, m);
-  for (const m of add) store.tags.attach(id, m);
-  store.tags.update({ ...tag, name: newName ?? tag.name, updatedMs: nowMs });
+  for (const m of add) await kind.requireMember(tx, organization.id, m);
+  for (const m of remove) await tx.tags.detach(id, m);
+  for (const m of add) await tx.tags.attach(id, m);
+  await tx.tags.update({ ...tag, name: newName ?? tag.name, updatedMs: nowMs });
 }
 
-function deleteTags(ctx: ExecContext, kind: TagKind, ids: string[]): string[] {
-  const { store, organization } = ctx;
-  for (const id of ids) requireTag(store, organization.id, kind, id);
+async function deleteTags(ctx: ExecContext, kind: TagKind, ids: string[]): Promise<string[]> {
+  const { tx, organization } = ctx;
+  for (const id of ids) await requireTag(tx, organization.id, kind, id);
   const members = new Set<string>();
   for (const id of ids) {
-    for (const m of store.tags.members(id)) members.add(m);
-    store.tags.delete(organization.id, id);
+    for (const m of await tx.tags.members(id)) members.add(m);
+    await tx.tags.delete(organization.id, id);
   }
   return [...members];
 }
@@ -75,7 +75,7 @@ export const createUserTag: SubmitOperation<{ userTagName: string; userIds: stri
     return { userTagName: userTagName!, userIds };
   },
   authorize(p) { requireRoot(p, 'manage tags'); },
-  execute: (ctx, i) => ({ userTagId: createTag(ctx, USER, i.userTagName, i.userIds), userIds: i.userIds }),
+  execute: async (ctx, i) => ({ userTagId: await createTag(ctx, USER, i.userTagName, i.userIds), userIds: i.userIds }),
 };
 
 interface UpdateUserTag { userTagId: string; newUserTagName?: string; addUserIds: string[]; removeUserIds: string[] }
@@ -95,8 +95,8 @@ export const updateUserTag: SubmitOperation<UpdateUserTag, { userTagId: string }
     return { userTagId: userTagId!, ...(newUserTagName !== undefined ? { newUserTagName } : {}), addUserIds, removeUserIds };
   },
   authorize(p) { requireRoot(p, 'manage tags'); },
-  execute(ctx, i) {
-    updateTag(ctx, USER, i.userTagId, i.newUserTagName, i.addUserIds, i.removeUserIds);
+  async execute(ctx, i) {
+    await updateTag(ctx, USER, i.userTagId, i.newUserTagName, i.addUserIds, i.removeUserIds);
     return { userTagId: i.userTagId };
   },
 };
@@ -112,7 +112,7 @@ export const deleteUserTags: SubmitOperation<{ userTagIds: string[] }, { userTag
     return { userTagIds: userTagIds! };
   },
   authorize(p) { requireRoot(p, 'manage tags'); },
-  execute: (ctx, i) => ({ userTagIds: i.userTagIds, userIds: deleteTags(ctx, USER, i.userTagIds) }),
+  execute: async (ctx, i) => ({ userTagIds: i.userTagIds, userIds: await deleteTags(ctx, USER, i.userTagIds) }),
 };
 
 export const createPrivateKeyTag: SubmitOperation<{ privateKeyTagName: string; privateKeyIds: string[] }, { privateKeyTagId: string; privateKeyIds: string[] }> = {
@@ -127,7 +127,7 @@ export const createPrivateKeyTag: SubmitOperation<{ privateKeyTagName: string; p
     return { privateKeyTagName: privateKeyTagName!, privateKeyIds };
   },
   authorize(p) { requireRoot(p, 'manage tags'); },
-  execute: (ctx, i) => ({ privateKeyTagId: createTag(ctx, PRIVATE_KEY, i.privateKeyTagName, i.privateKeyIds), privateKeyIds: i.privateKeyIds }),
+  execute: async (ctx, i) => ({ privateKeyTagId: await createTag(ctx, PRIVATE_KEY, i.privateKeyTagName, i.privateKeyIds), privateKeyIds: i.privateKeyIds }),
 };
 
 interface UpdatePrivateKeyTag { privateKeyTagId: string; newPrivateKeyTagName?: string; addPrivateKeyIds: string[]; removePrivateKeyIds: string[] }
@@ -150,8 +150,8 @@ export const updatePrivateKeyTag: SubmitOperation<UpdatePrivateKeyTag, { private
     };
   },
   authorize(p) { requireRoot(p, 'manage tags'); },
-  execute(ctx, i) {
-    updateTag(ctx, PRIVATE_KEY, i.privateKeyTagId, i.newPrivateKeyTagName, i.addPrivateKeyIds, i.removePrivateKeyIds);
+  async execute(ctx, i) {
+    await updateTag(ctx, PRIVATE_KEY, i.privateKeyTagId, i.newPrivateKeyTagName, i.addPrivateKeyIds, i.removePrivateKeyIds);
     return { privateKeyTagId: i.privateKeyTagId };
   },
 };
@@ -167,7 +167,7 @@ export const deletePrivateKeyTags: SubmitOperation<{ privateKeyTagIds: string[] 
     return { privateKeyTagIds: privateKeyTagIds! };
   },
   authorize(p) { requireRoot(p, 'manage tags'); },
-  execute: (ctx, i) => ({ privateKeyTagIds: i.privateKeyTagIds, privateKeyIds: deleteTags(ctx, PRIVATE_KEY, i.privateKeyTagIds) }),
+  execute: async (ctx, i) => ({ privateKeyTagIds: i.privateKeyTagIds, privateKeyIds: await deleteTags(ctx, PRIVATE_KEY, i.privateKeyTagIds) }),
 };
 
 export const listUserTags: QueryOperation<object> = {
@@ -176,7 +176,7 @@ export const listUserTags: QueryOperation<object> = {
   parentMayRead: true,
   specWrapper: 'wrap',
   validate: () => ({}),
-  execute: (ctx) => ({ userTags: ctx.store.tags.list(ctx.organization.id, 'TAG_TYPE_USER').map(tagRecord) }),
+  execute: async (ctx) => ({ userTags: (await ctx.tx.tags.list(ctx.organization.id, 'TAG_TYPE_USER')).map(tagRecord) }),
 };
 
 export const listPrivateKeyTags: QueryOperation<object> = {
@@ -185,5 +185,5 @@ export const listPrivateKeyTags: QueryOperation<object> = {
   parentMayRead: true,
   specWrapper: 'wrap',
   validate: () => ({}),
-  execute: (ctx) => ({ privateKeyTags: ctx.store.tags.list(ctx.organization.id, 'TAG_TYPE_PRIVATE_KEY').map(tagRecord) }),
+  execute: async (ctx) => ({ privateKeyTags: (await ctx.tx.tags.list(ctx.organization.id, 'TAG_TYPE_PRIVATE_KEY')).map(tagRecord) }),
 };

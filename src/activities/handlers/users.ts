@@ -4,11 +4,11 @@ import { isRoot, requireRoot, requireSelfOrRoot } from '../../domain/principal.j
 import { insertApiKeys, readApiKeyParams, requireUser, type ApiKeyParams } from '../../domain/apiKeys.js';
 import type { ApiKeyCurve } from '../../storage/types.js';
 import { readAuthenticatorParams, registerAuthenticators, type AuthenticatorParams } from '../../domain/authenticators.js';
-import { userRecord } from '../../domain/records.js';
-import type { Store } from '../../storage/types.js';
+import { userRecord, userRecords } from '../../domain/records.js';
+import type { Tx } from '../../storage/types.js';
 import type { OidcIdentity } from '../../auth/oidc.js';
 import { insertProviders, readProviderParams, verifyProviderTokens, type ProviderParams } from './oauth.js';
-import { keysFor, type ExecContext, type QueryOperation, type SubmitOperation } from '../types.js';
+import { keysFor, type ExecContext, type Services, type QueryOperation, type SubmitOperation } from '../types.js';
 import { E164, EMAIL, MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 
 /** A user as create_users and create_sub_organization (rootUsers) describe it. */
@@ -47,22 +47,22 @@ export function readUserParams(v: Validator, o: Obj, f: string, opts: { phone?: 
 }
 
 /** Inserts a user with its API keys and passkeys (inside an activity's transaction). */
-export function insertUser(ctx: ExecContext, organizationId: string, u: UserParams, isRoot: boolean, field: string): string {
-  const { store, nowMs } = ctx;
+export async function insertUser(ctx: ExecContext, organizationId: string, u: UserParams, isRoot: boolean, field: string): Promise<string> {
+  const { tx, nowMs } = ctx;
   const id = ctx.newId();
-  store.users.insert({
+  await tx.users.insert({
     id, organizationId, name: u.userName, email: u.userEmail ?? null, phoneNumber: u.userPhoneNumber ?? null,
     isRoot, createdMs: nowMs, updatedMs: nowMs,
   });
-  insertApiKeys(store, organizationId, id, u.apiKeys, nowMs, ctx.newId);
-  registerAuthenticators(store, organizationId, id, u.authenticators, `${field}.authenticators`, nowMs, ctx.newId);
-  insertProviders(ctx, organizationId, id, u.oauthProviders, ctx.external as Map<string, OidcIdentity> | undefined);
+  await insertApiKeys(tx, organizationId, id, u.apiKeys, nowMs, ctx.newId);
+  await registerAuthenticators(tx, organizationId, id, u.authenticators, `${field}.authenticators`, nowMs, ctx.newId);
+  await insertProviders(ctx, organizationId, id, u.oauthProviders, ctx.external as Map<string, OidcIdentity> | undefined);
   return id;
 }
 
 /** external() of the operations that create users: verifies their OAuth providers' ID tokens. */
-export function verifyUsersProviders(store: Store, users: UserParams[], field: string): Promise<Map<string, OidcIdentity>> {
-  return verifyProviderTokens(store, users.flatMap((u, i) => u.oauthProviders.map((p, j) => ({ p, field: `${field}[${i}].oauthProviders[${j}]` }))));
+export function verifyUsersProviders(services: Services, users: UserParams[], field: string): Promise<Map<string, OidcIdentity>> {
+  return verifyProviderTokens(services, users.flatMap((u, i) => u.oauthProviders.map((p, j) => ({ p, field: `${field}[${i}].oauthProviders[${j}]` }))));
 }
 
 /** Fails `field` when one public key appears for two of the users. */
@@ -71,9 +71,9 @@ export function refuseSharedKeys(v: Validator, users: UserParams[], field: strin
   if (new Set(allKeys).size !== allKeys.length) v.fail(field, `the same public key appears for two ${what}`);
 }
 
-export function requireTags(store: Store, organizationId: string, tagIds: string[], type: 'TAG_TYPE_USER' | 'TAG_TYPE_PRIVATE_KEY'): void {
+export async function requireTags(tx: Tx, organizationId: string, tagIds: string[], type: 'TAG_TYPE_USER' | 'TAG_TYPE_PRIVATE_KEY'): Promise<void> {
   for (const id of tagIds) {
-    const t = store.tags.get(organizationId, id);
+    const t = await tx.tags.get(organizationId, id);
     if (!t || t.type !== type) throw notFound(`${type === 'TAG_TYPE_USER' ? 'user' : 'private key'} tag ${id} not found`, 'TAG_NOT_FOUND');
   }
 }
@@ -107,17 +107,17 @@ export const createUsers: SubmitOperation<{ users: NewUser[] }, { userIds: strin
     return { users };
   },
   authorize(p) { requireRoot(p, 'create users'); },
-  external(intent, store) { return verifyUsersProviders(store, intent.users, 'users'); },
-  execute(ctx, intent) {
-    const { store, organization, nowMs } = ctx;
-    return {
-      userIds: intent.users.map((u, i) => {
-        requireTags(store, organization.id, u.userTags, 'TAG_TYPE_USER');
-        const id = insertUser(ctx, organization.id, u, false, `users[${i}]`);
-        for (const t of u.userTags) store.tags.attach(t, id);
-        return id;
-      }),
-    };
+  external(intent, services) { return verifyUsersProviders(services, intent.users, 'users'); },
+  async execute(ctx, intent) {
+    const { tx, organization } = ctx;
+    const userIds: string[] = [];
+    for (const [i, u] of intent.users.entries()) {
+      await requireTags(tx, organization.id, u.userTags, 'TAG_TYPE_USER');
+      const id = await insertUser(ctx, organization.id, u, false, `users[${i}]`);
+      for (const t of u.userTags) await tx.tags.attach(t, id);
+      userIds.push(id);
+    }
+    return { userIds };
   },
 };
 
@@ -161,20 +161,20 @@ export const deleteUsers: SubmitOperation<{ userIds: string[] }, { userIds: stri
     return { userIds: userIds! };
   },
   authorize(p) { requireRoot(p, 'delete users'); },
-  execute(ctx, intent) {
-    const { store, organization } = ctx;
+  async execute(ctx, intent) {
+    const { tx, organization } = ctx;
     for (const id of intent.userIds) {
-      const u = requireUser(store, organization.id, id);
+      const u = await requireUser(tx, organization.id, id);
       if (u.isRoot) throw failedPrecondition(`user ${id} is a member of the root quorum and cannot be deleted`);
     }
     for (const id of intent.userIds) {
-      for (const k of store.apiKeys.listByUser(organization.id, id)) store.apiKeys.delete(organization.id, k.id);
-      for (const a of store.authenticators.listByUser(organization.id, id)) store.authenticators.delete(organization.id, a.id);
-      for (const o of store.oauthProviders.listByUser(organization.id, id)) store.oauthProviders.delete(organization.id, o.id);
-      store.otps.deleteByUser(organization.id, id);
-      store.verifiedContacts.deleteByUser(organization.id, id);
-      store.tags.detachAll(id);
-      store.users.delete(organization.id, id);
+      for (const k of await tx.apiKeys.listByUser(organization.id, id)) await tx.apiKeys.delete(organization.id, k.id);
+      for (const a of await tx.authenticators.listByUser(organization.id, id)) await tx.authenticators.delete(organization.id, a.id);
+      for (const o of await tx.oauthProviders.listByUser(organization.id, id)) await tx.oauthProviders.delete(organization.id, o.id);
+      await tx.otps.deleteByUser(organization.id, id);
+      await tx.verifiedContacts.deleteByUser(organization.id, id);
+      await tx.tags.detachAll(id);
+      await tx.users.delete(organization.id, id);
     }
     return { userIds: intent.userIds };
   },
@@ -189,15 +189,15 @@ function sameSet(a: string[], b: string[]): boolean {
 }
 
 /** Shared by update_user and its single-field variants. */
-function applyUserUpdate(store: Store, organizationId: string, u: UpdateUser, nowMs: number): { userId: string } {
-  const row = requireUser(store, organizationId, u.userId);
+async function applyUserUpdate(tx: Tx, organizationId: string, u: UpdateUser, nowMs: number): Promise<{ userId: string }> {
+  const row = await requireUser(tx, organizationId, u.userId);
   if (u.userTagIds !== undefined) {
-    requireTags(store, organizationId, u.userTagIds, 'TAG_TYPE_USER');
-    const current = store.tags.tagsOf(u.userId).filter((t) => store.tags.get(organizationId, t)?.type === 'TAG_TYPE_USER');
-    for (const t of current) if (!u.userTagIds.includes(t)) store.tags.detach(t, u.userId);
-    for (const t of u.userTagIds) store.tags.attach(t, u.userId);
+    await requireTags(tx, organizationId, u.userTagIds, 'TAG_TYPE_USER');
+    const current = await tx.tags.tagsOf(u.userId, 'TAG_TYPE_USER');
+    for (const t of current) if (!u.userTagIds.includes(t)) await tx.tags.detach(t, u.userId);
+    for (const t of u.userTagIds) await tx.tags.attach(t, u.userId);
   }
-  store.users.update({
+  await tx.users.update({
     ...row,
     name: u.userName ?? row.name,
     email: u.userEmail === undefined ? row.email : (u.userEmail === '' ? null : u.userEmail),
@@ -237,10 +237,10 @@ function readUserUpdate(v: Validator, params: Obj, fields: { name?: boolean; ema
   return out;
 }
 
-function authorizeUserUpdate(p: Parameters<typeof requireSelfOrRoot>[0], u: UpdateUser, store: Store): void {
+async function authorizeUserUpdate(p: Parameters<typeof requireSelfOrRoot>[0], u: UpdateUser, tx: Tx): Promise<void> {
   requireSelfOrRoot(p, u.userId, 'update a user');
   if (!isRoot(p) && u.userTagIds !== undefined) {
-    const current = store.tags.tagsOf(u.userId).filter((t) => store.tags.get(p.organization.id, t)?.type === 'TAG_TYPE_USER');
+    const current = await tx.tags.tagsOf(u.userId, 'TAG_TYPE_USER');
     if (!sameSet(current, u.userTagIds)) throw permissionDenied('only a root user may change tag membership');
   }
 }
@@ -256,7 +256,7 @@ export const updateUser: SubmitOperation<UpdateUser, { userId: string }> = {
     return u;
   },
   authorize: authorizeUserUpdate,
-  execute: (ctx, u) => applyUserUpdate(ctx.store, ctx.organization.id, u, ctx.nowMs),
+  execute: (ctx, u) => applyUserUpdate(ctx.tx, ctx.organization.id, u, ctx.nowMs),
 };
 
 export const updateUserName: SubmitOperation<UpdateUser, { userId: string }> = {
@@ -270,7 +270,7 @@ export const updateUserName: SubmitOperation<UpdateUser, { userId: string }> = {
     return u;
   },
   authorize: authorizeUserUpdate,
-  execute: (ctx, u) => applyUserUpdate(ctx.store, ctx.organization.id, u, ctx.nowMs),
+  execute: (ctx, u) => applyUserUpdate(ctx.tx, ctx.organization.id, u, ctx.nowMs),
 };
 
 export const updateUserEmail: SubmitOperation<UpdateUser, { userId: string }> = {
@@ -285,7 +285,7 @@ export const updateUserEmail: SubmitOperation<UpdateUser, { userId: string }> = 
     return u;
   },
   authorize: authorizeUserUpdate,
-  execute: (ctx, u) => applyUserUpdate(ctx.store, ctx.organization.id, u, ctx.nowMs),
+  execute: (ctx, u) => applyUserUpdate(ctx.tx, ctx.organization.id, u, ctx.nowMs),
 };
 
 export const updateUserPhoneNumber: SubmitOperation<UpdateUser, { userId: string }> = {
@@ -300,7 +300,7 @@ export const updateUserPhoneNumber: SubmitOperation<UpdateUser, { userId: string
     return u;
   },
   authorize: authorizeUserUpdate,
-  execute: (ctx, u) => applyUserUpdate(ctx.store, ctx.organization.id, u, ctx.nowMs),
+  execute: (ctx, u) => applyUserUpdate(ctx.tx, ctx.organization.id, u, ctx.nowMs),
 };
 
 export const listUsers: QueryOperation<object> = {
@@ -309,8 +309,8 @@ export const listUsers: QueryOperation<object> = {
   parentMayRead: true,
   specWrapper: 'wrap',
   validate: () => ({}),
-  execute(ctx) {
-    return { users: ctx.store.users.list(ctx.organization.id).map((u) => userRecord(ctx.store, u)) };
+  async execute(ctx) {
+    return { users: await userRecords(ctx.tx, await ctx.tx.users.list(ctx.organization.id)) };
   },
 };
 
@@ -325,9 +325,9 @@ export const getUser: QueryOperation<{ userId: string }> = {
     v.done();
     return { userId: userId! };
   },
-  execute(ctx, q) {
-    const u = ctx.store.users.get(ctx.organization.id, q.userId);
+  async execute(ctx, q) {
+    const u = await ctx.tx.users.get(ctx.organization.id, q.userId);
     if (!u) throw new ApiError(Grpc.NOT_FOUND, `user ${q.userId} not found`, { turnkeyErrorCode: 'USER_NOT_FOUND' });
-    return { user: userRecord(ctx.store, u) };
+    return { user: await userRecord(ctx.tx, u) };
   },
 };

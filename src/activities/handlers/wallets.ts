@@ -2,11 +2,13 @@
  * create_wallet, create_wallet_accounts, update_wallet, delete_wallets; get_wallet, list_wallets,
  * get_wallet_account, list_wallet_accounts.
  */
+import { randomUUID } from 'node:crypto';
 import { alreadyExists, failedPrecondition, invalidArgument, notFound } from '../../errors.js';
+import { equalBytes, type SealedAccount, type Vault } from '../../crypto/index.js';
 import {
-  accountRecord, cryptoCall, ctxAccount, ctxWallet, requireWallet, vaultOf, walletRecord,
+  accountRecord, cryptoCall, ctxAccount, ctxWallet, requireWallet, walletRecord,
 } from '../../domain/keys.js';
-import type { Store } from '../../storage/types.js';
+import type { Tx } from '../../storage/types.js';
 import type { WalletRow } from '../../storage/keys.js';
 import type { ExecContext, QueryOperation, SubmitOperation } from '../types.js';
 import { keysFor } from '../types.js';
@@ -24,41 +26,55 @@ export function readMnemonicLength(v: Validator, o: Obj, field = 'mnemonicLength
   return n;
 }
 
-/** Derives (and, when persist, stores) accounts of a wallet; returns their addresses in request order. */
-export function addAccounts(ctx: ExecContext, wallet: WalletRow, accounts: AccountParams[], persist = true, fieldPrefix = 'accounts'): string[] {
-  const { store, nowMs } = ctx;
+/** Accounts derived before the transaction (derive): their ids, and the wallet state they came from. */
+export interface AccountsPlan { walletId: string; sealedMnemonic: Uint8Array; ids: string[]; derived: SealedAccount[] }
+
+/** Derives accounts of a wallet (key material only, nothing stored): what addAccounts stores. */
+export function planAccounts(vault: Vault, wallet: Pick<WalletRow, 'id' | 'organizationId' | 'sealedMnemonic'>, accounts: AccountParams[], fieldPrefix = 'accounts', newId: () => string = randomUUID): AccountsPlan {
   const org = wallet.organizationId;
-  const ids = accounts.map(() => ctx.newId());
-  const derived = cryptoCall(() => vaultOf(store).deriveAccounts(
+  const ids = accounts.map(() => newId());
+  const derived = cryptoCall(() => vault.deriveAccounts(
     wallet.sealedMnemonic, ctxWallet(org, wallet.id),
     accounts.map((a, i) => ({ curve: a.curve, pathFormat: a.pathFormat, path: a.path, addressFormat: a.addressFormat, ctx: ctxAccount(org, ids[i]!) })),
     fieldPrefix,
   ));
+  return { walletId: wallet.id, sealedMnemonic: wallet.sealedMnemonic, ids, derived };
+}
+
+/**
+ * Stores (when persist) accounts of a wallet and returns their addresses in request order: those
+ * `plan` derived before the transaction when it was made from this very wallet, else derived now.
+ */
+export async function addAccounts(ctx: ExecContext, wallet: WalletRow, accounts: AccountParams[], persist = true, fieldPrefix = 'accounts', plan?: AccountsPlan): Promise<string[]> {
+  const { tx, nowMs } = ctx;
+  const org = wallet.organizationId;
+  const usable = plan !== undefined && plan.walletId === wallet.id && plan.ids.length === accounts.length && equalBytes(plan.sealedMnemonic, wallet.sealedMnemonic);
+  const { ids, derived } = usable ? plan : planAccounts(ctx.services.vault, wallet, accounts, fieldPrefix, ctx.newId);
   if (persist) {
-    derived.forEach((d, i) => {
+    for (const [i, d] of derived.entries()) {
       const a = accounts[i]!;
-      store.keys.accounts.insert({
+      await tx.keys.accounts.insert({
         id: ids[i]!, organizationId: org, walletId: wallet.id, curve: a.curve, pathFormat: a.pathFormat, path: a.path,
         addressFormat: a.addressFormat, address: d.address, publicKey: d.publicKey, sealed: d.sealed, name: a.name ?? null,
         createdMs: nowMs, updatedMs: nowMs,
       });
-    });
+    }
   }
   return derived.map((d) => d.address);
 }
 
 /** An account with the same curve, path and address format already in the wallet (or twice in the request) → 409. */
-export function refuseDuplicates(store: Store, organizationId: string, walletId: string | undefined, accounts: AccountParams[], field = 'accounts'): void {
+export async function refuseDuplicates(tx: Tx, organizationId: string, walletId: string | undefined, accounts: AccountParams[], field = 'accounts'): Promise<void> {
   const seen = new Set<string>();
-  accounts.forEach((a, i) => {
+  for (const [i, a] of accounts.entries()) {
     const k = `${a.curve}|${a.path}|${a.addressFormat}`;
     if (seen.has(k)) throw alreadyExists(`${field}[${i}] repeats an account of the same request (curve, path and address format)`);
     seen.add(k);
-    if (walletId !== undefined && store.keys.accounts.inWalletByPath(organizationId, walletId, a.path)
+    if (walletId !== undefined && (await tx.keys.accounts.inWalletByPath(organizationId, walletId, a.path))
       .some((x) => x.curve === a.curve && x.addressFormat === a.addressFormat)) {
       throw alreadyExists(`${field}[${i}]: the wallet already has an account with this curve, path and address format`);
     }
-  });
+  }
 }
 
 export interface CreateWallet { walletName: string; accounts: AccountParams[]; mnemonicLength: number }
@@ -75,30 +91,40 @@ export const createWallet: SubmitOperation<CreateWallet, { walletId: string; add
     v.done();
     return { walletName: walletName!, accounts, mnemonicLength };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store) {
     requireKeyAdmin(p, 'create wallets');
-    refuseDuplicates(store, p.organization.id, undefined, intent.accounts);
+    await refuseDuplicates(store, p.organization.id, undefined, intent.accounts);
   },
-  execute(ctx, intent) {
-    return createWalletIn(ctx, ctx.organization.id, intent);
+  derive: (ctx, intent) => planWallet(ctx.services.vault, ctx.organization.id, intent),
+  async execute(ctx, intent) {
+    return await createWalletIn(ctx, ctx.organization.id, intent, 'accounts', ctx.derived as WalletPlan | undefined);
   },
 };
+
+/** A new wallet made before the transaction (derive): its id, sealed mnemonic and derived accounts. */
+export interface WalletPlan { organizationId: string; walletId: string; accounts: AccountsPlan }
+
+/** Makes a wallet's mnemonic and derives its accounts (key material only, nothing stored). */
+export function planWallet(vault: Vault, organizationId: string, w: CreateWallet, accountsField = 'accounts'): WalletPlan {
+  const walletId = randomUUID();
+  const made = cryptoCall(() => vault.newWallet(w.mnemonicLength, ctxWallet(organizationId, walletId)));
+  return { organizationId, walletId, accounts: planAccounts(vault, { id: walletId, organizationId, sealedMnemonic: made.sealedMnemonic }, w.accounts, accountsField) };
+}
 
 /**
  * Creates a wallet (fresh mnemonic, sealed) with its accounts in `organizationId` — also for other
  * operations that create a wallet, e.g. create_sub_organization's `wallet` (validate its fields
  * with readAccounts / readMnemonicLength first).
  */
-export function createWalletIn(ctx: ExecContext, organizationId: string, w: CreateWallet, accountsField = 'accounts'): { walletId: string; addresses: string[] } {
-  const { store, nowMs } = ctx;
-  const id = ctx.newId();
-  const made = cryptoCall(() => vaultOf(store).newWallet(w.mnemonicLength, ctxWallet(organizationId, id)));
+export async function createWalletIn(ctx: ExecContext, organizationId: string, w: CreateWallet, accountsField = 'accounts', plan?: WalletPlan): Promise<{ walletId: string; addresses: string[] }> {
+  const { tx, nowMs } = ctx;
+  const made = plan?.organizationId === organizationId ? plan : planWallet(ctx.services.vault, organizationId, w, accountsField);
   const wallet: WalletRow = {
-    id, organizationId, name: w.walletName, sealedMnemonic: made.sealedMnemonic,
+    id: made.walletId, organizationId, name: w.walletName, sealedMnemonic: made.accounts.sealedMnemonic,
     imported: false, exported: false, createdMs: nowMs, updatedMs: nowMs,
   };
-  store.keys.wallets.insert(wallet);
-  return { walletId: id, addresses: addAccounts(ctx, wallet, w.accounts, true, accountsField) };
+  await tx.keys.wallets.insert(wallet);
+  return { walletId: wallet.id, addresses: await addAccounts(ctx, wallet, w.accounts, true, accountsField, made.accounts) };
 }
 
 interface CreateAccounts { walletId: string; accounts: AccountParams[]; persist?: boolean }
@@ -115,15 +141,19 @@ export const createWalletAccounts: SubmitOperation<CreateAccounts, { addresses: 
     v.done();
     return { walletId: walletId!, accounts, ...(persist !== undefined ? { persist } : {}) };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store) {
     requireKeyAdmin(p, 'create wallet accounts');
-    requireWallet(store, p.organization.id, intent.walletId);
-    if (intent.persist !== false) refuseDuplicates(store, p.organization.id, intent.walletId, intent.accounts);
+    await requireWallet(store, p.organization.id, intent.walletId);
+    if (intent.persist !== false) await refuseDuplicates(store, p.organization.id, intent.walletId, intent.accounts);
   },
   policyTargets: (intent) => ({ walletId: intent.walletId }),
-  execute(ctx, intent) {
-    const wallet = requireWallet(ctx.store, ctx.organization.id, intent.walletId);
-    return { addresses: addAccounts(ctx, wallet, intent.accounts, intent.persist !== false) };
+  async derive(ctx, intent, read) {
+    const wallet = await read((tx) => tx.keys.wallets.get(ctx.organization.id, intent.walletId));
+    return wallet ? planAccounts(ctx.services.vault, wallet, intent.accounts) : undefined;
+  },
+  async execute(ctx, intent) {
+    const wallet = await requireWallet(ctx.tx, ctx.organization.id, intent.walletId);
+    return { addresses: await addAccounts(ctx, wallet, intent.accounts, intent.persist !== false, 'accounts', ctx.derived as AccountsPlan | undefined) };
   },
 };
 
@@ -138,14 +168,14 @@ export const updateWallet: SubmitOperation<{ walletId: string; walletName?: stri
     v.done();
     return { walletId: walletId!, ...(walletName !== undefined ? { walletName } : {}) };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store) {
     requireKeyAdmin(p, 'update wallets');
-    requireWallet(store, p.organization.id, intent.walletId);
+    await requireWallet(store, p.organization.id, intent.walletId);
   },
   policyTargets: (intent) => ({ walletId: intent.walletId }),
-  execute(ctx, intent) {
-    requireWallet(ctx.store, ctx.organization.id, intent.walletId);
-    if (intent.walletName !== undefined) ctx.store.keys.wallets.rename(ctx.organization.id, intent.walletId, intent.walletName, ctx.nowMs);
+  async execute(ctx, intent) {
+    await requireWallet(ctx.tx, ctx.organization.id, intent.walletId);
+    if (intent.walletName !== undefined) await ctx.tx.keys.wallets.rename(ctx.organization.id, intent.walletId, intent.walletName, ctx.nowMs);
     return { walletId: intent.walletId };
   },
 };
@@ -161,19 +191,19 @@ export const deleteWallets: SubmitOperation<{ walletIds: string[]; deleteWithout
     v.done();
     return { walletIds: walletIds!, ...(deleteWithoutExport !== undefined ? { deleteWithoutExport } : {}) };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store) {
     requireKeyAdmin(p, 'delete wallets');
-    intent.walletIds.forEach((id, i) => {
-      const w = requireWallet(store, p.organization.id, id, `walletIds[${i}]`);
+    for (const [i, id] of intent.walletIds.entries()) {
+      const w = await requireWallet(store, p.organization.id, id, `walletIds[${i}]`);
       if (!w.exported && intent.deleteWithoutExport !== true) {
         throw failedPrecondition(`wallet ${id} has never been exported; export it first or set deleteWithoutExport to true`);
       }
-    });
+    }
   },
   policyTargets: (intent) => ({ walletIds: intent.walletIds, ...(intent.walletIds.length === 1 ? { walletId: intent.walletIds[0] } : {}) }),
-  execute(ctx, intent) {
-    intent.walletIds.forEach((id, i) => requireWallet(ctx.store, ctx.organization.id, id, `walletIds[${i}]`));
-    for (const id of intent.walletIds) ctx.store.keys.wallets.delete(ctx.organization.id, id);
+  async execute(ctx, intent) {
+    for (const [i, id] of intent.walletIds.entries()) await requireWallet(ctx.tx, ctx.organization.id, id, `walletIds[${i}]`);
+    for (const id of intent.walletIds) await ctx.tx.keys.wallets.delete(ctx.organization.id, id);
     return { walletIds: intent.walletIds };
   },
 };
@@ -189,27 +219,27 @@ export const deleteWalletAccounts: SubmitOperation<{ walletAccountIds: string[];
     v.done();
     return { walletAccountIds: walletAccountIds!, ...(deleteWithoutExport !== undefined ? { deleteWithoutExport } : {}) };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store) {
     requireKeyAdmin(p, 'delete wallet accounts');
-    requireDeletableAccounts(store, p.organization.id, intent.walletAccountIds, intent.deleteWithoutExport === true);
+    await requireDeletableAccounts(store, p.organization.id, intent.walletAccountIds, intent.deleteWithoutExport === true);
   },
-  execute(ctx, intent) {
-    const { store, organization } = ctx;
-    requireDeletableAccounts(store, organization.id, intent.walletAccountIds, intent.deleteWithoutExport === true);
-    for (const id of intent.walletAccountIds) store.keys.accounts.delete(organization.id, id);
+  async execute(ctx, intent) {
+    const { tx, organization } = ctx;
+    await requireDeletableAccounts(tx, organization.id, intent.walletAccountIds, intent.deleteWithoutExport === true);
+    for (const id of intent.walletAccountIds) await tx.keys.accounts.delete(organization.id, id);
     return { walletAccountIds: intent.walletAccountIds };
   },
 };
 
 /** Every id names an account of the organization; one never exported (nor its wallet) needs deleteWithoutExport. */
-function requireDeletableAccounts(store: Store, organizationId: string, ids: string[], withoutExport: boolean): void {
-  ids.forEach((id, i) => {
-    const a = store.keys.accounts.get(organizationId, id);
+async function requireDeletableAccounts(tx: Tx, organizationId: string, ids: string[], withoutExport: boolean): Promise<void> {
+  for (const [i, id] of ids.entries()) {
+    const a = await tx.keys.accounts.get(organizationId, id);
     if (!a) throw notFound(`walletAccountIds[${i}]: wallet account ${id} not found`, 'WALLET_ACCOUNT_NOT_FOUND');
-    if (!withoutExport && !a.exported && !store.keys.wallets.get(organizationId, a.walletId)?.exported) {
+    if (!withoutExport && !a.exported && !(await tx.keys.wallets.get(organizationId, a.walletId))?.exported) {
       throw failedPrecondition(`wallet account ${id} has never been exported (nor its wallet); export it first or set deleteWithoutExport to true`);
     }
-  });
+  }
 }
 
 // ---- queries ------------------------------------------------------------------------------------
@@ -225,8 +255,8 @@ export const getWallet: QueryOperation<{ walletId: string }> = {
     v.done();
     return { walletId: walletId! };
   },
-  execute(ctx, q) {
-    return { wallet: walletRecord(requireWallet(ctx.store, ctx.organization.id, q.walletId)) };
+  async execute(ctx, q) {
+    return { wallet: walletRecord(await requireWallet(ctx.tx, ctx.organization.id, q.walletId)) };
   },
 };
 
@@ -236,8 +266,8 @@ export const listWallets: QueryOperation<Record<string, never>> = {
   parentMayRead: true,
   specWrapper: 'wrap',
   validate() { return {}; },
-  execute(ctx) {
-    return { wallets: ctx.store.keys.wallets.list(ctx.organization.id).map(walletRecord) };
+  async execute(ctx) {
+    return { wallets: (await ctx.tx.keys.wallets.list(ctx.organization.id)).map(walletRecord) };
   },
 };
 
@@ -255,11 +285,11 @@ export const getWalletAccount: QueryOperation<{ walletId: string; address?: stri
     v.done();
     return { walletId: walletId!, ...(address !== undefined ? { address } : {}), ...(path !== undefined ? { path } : {}) };
   },
-  execute(ctx, q) {
-    const { store, organization } = ctx;
-    requireWallet(store, organization.id, q.walletId);
-    let acct = q.address !== undefined ? store.keys.accounts.inWalletByAddress(organization.id, q.walletId, q.address) : undefined;
-    if (q.address === undefined && q.path !== undefined) acct = store.keys.accounts.inWalletByPath(organization.id, q.walletId, q.path)[0];
+  async execute(ctx, q) {
+    const { tx, organization } = ctx;
+    await requireWallet(tx, organization.id, q.walletId);
+    let acct = q.address !== undefined ? await tx.keys.accounts.inWalletByAddress(organization.id, q.walletId, q.address) : undefined;
+    if (q.address === undefined && q.path !== undefined) acct = (await tx.keys.accounts.inWalletByPath(organization.id, q.walletId, q.path))[0];
     if (acct && q.path !== undefined && acct.path !== q.path) acct = undefined;
     if (!acct) throw notFound('no account of this wallet has that address / path', 'WALLET_ACCOUNT_NOT_FOUND');
     return { account: accountRecord(acct) };
@@ -279,19 +309,21 @@ export const listWalletAccounts: QueryOperation<{ walletId?: string; includeWall
     v.done();
     return { ...(walletId !== undefined ? { walletId } : {}), includeWalletDetails, page };
   },
-  execute(ctx, q) {
-    const { store, organization } = ctx;
-    if (q.walletId !== undefined) requireWallet(store, organization.id, q.walletId);
-    const rows = store.keys.accounts.list(organization.id, q.walletId, { limit: q.page.limit, beforeId: q.page.before, afterId: q.page.after });
+  async execute(ctx, q) {
+    const { tx, organization } = ctx;
+    if (q.walletId !== undefined) await requireWallet(tx, organization.id, q.walletId);
+    const rows = await tx.keys.accounts.list(organization.id, q.walletId, { limit: q.page.limit, beforeId: q.page.before, afterId: q.page.after });
     if (!rows) {
       const field = q.page.before !== undefined ? 'paginationOptions.before' : 'paginationOptions.after';
       throw invalidArgument(`${field} names no wallet account of this organization`, [{ field, description: 'unknown cursor' }]);
     }
     const wallets = new Map<string, WalletRow | undefined>();
-    const walletOf = (id: string) => {
-      if (!wallets.has(id)) wallets.set(id, store.keys.wallets.get(organization.id, id));
+    const walletOf = async (id: string) => {
+      if (!wallets.has(id)) wallets.set(id, await tx.keys.wallets.get(organization.id, id));
       return wallets.get(id);
     };
-    return { accounts: rows.map((a) => accountRecord(a, q.includeWalletDetails ? walletOf(a.walletId) : undefined)) };
+    const accounts: Record<string, unknown>[] = [];
+    for (const a of rows) accounts.push(accountRecord(a, q.includeWalletDetails ? await walletOf(a.walletId) : undefined));
+    return { accounts };
   },
 };

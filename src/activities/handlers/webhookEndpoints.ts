@@ -5,7 +5,7 @@
  */
 import { failedPrecondition, notFound } from '../../errors.js';
 import { requireRoot } from '../../domain/principal.js';
-import type { Store, WebhookEndpointRow, WebhookSubscription } from '../../storage/types.js';
+import type { Tx, WebhookEndpointRow, WebhookSubscription } from '../../storage/types.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { isHttpUrl } from './features.js';
@@ -48,8 +48,8 @@ function readSubscriptions(v: Validator, o: Obj): WebhookSubscription[] {
   return out;
 }
 
-function requireEndpoint(store: Store, organizationId: string, id: string): WebhookEndpointRow {
-  const e = store.webhooks.endpoints(organizationId).find((x) => x.id === id);
+async function requireEndpoint(tx: Tx, organizationId: string, id: string): Promise<WebhookEndpointRow> {
+  const e = (await tx.webhooks.endpoints(organizationId)).find((x) => x.id === id);
   if (!e) throw notFound(`webhook endpoint ${id} not found`, 'WEBHOOK_ENDPOINT_NOT_FOUND');
   return e;
 }
@@ -68,18 +68,18 @@ export const createWebhookEndpoint: SubmitOperation<CreateEndpoint, { endpointId
     v.done();
     return { url: url!, name: name!, subscriptions };
   },
-  authorize(p, _intent, store) {
+  async authorize(p, _intent, store) {
     requireRoot(p, 'manage webhook endpoints');
-    if (store.webhooks.endpoints(p.organization.id).length >= MAX_ENDPOINTS) {
+    if ((await store.webhooks.endpoints(p.organization.id)).length >= MAX_ENDPOINTS) {
       throw failedPrecondition(`an organization has at most ${MAX_ENDPOINTS} webhook endpoints`);
     }
   },
-  execute(ctx, intent) {
+  async execute(ctx, intent) {
     const row: WebhookEndpointRow = {
       id: ctx.newId(), organizationId: ctx.organization.id, url: intent.url, name: intent.name, isActive: true,
       subscriptions: intent.subscriptions, createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
     };
-    ctx.store.webhooks.insertEndpoint(row);
+    await ctx.tx.webhooks.insertEndpoint(row);
     return { endpointId: row.id, webhookEndpoint: endpointRecord(row) };
   },
 };
@@ -102,16 +102,16 @@ export const updateWebhookEndpoint: SubmitOperation<UpdateEndpoint, { endpointId
       ...(isActive !== undefined ? { isActive } : {}),
     };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store) {
     requireRoot(p, 'manage webhook endpoints');
-    requireEndpoint(store, p.organization.id, intent.endpointId);
+    await requireEndpoint(store, p.organization.id, intent.endpointId);
   },
-  execute(ctx, intent) {
-    const e = requireEndpoint(ctx.store, ctx.organization.id, intent.endpointId);
+  async execute(ctx, intent) {
+    const e = await requireEndpoint(ctx.tx, ctx.organization.id, intent.endpointId);
     const row: WebhookEndpointRow = {
       ...e, url: intent.url ?? e.url, name: intent.name ?? e.name, isActive: intent.isActive ?? e.isActive, updatedMs: ctx.nowMs,
     };
-    ctx.store.webhooks.updateEndpoint(row);
+    await ctx.tx.webhooks.updateEndpoint(row);
     return { endpointId: row.id, webhookEndpoint: endpointRecord(row) };
   },
 };
@@ -126,12 +126,12 @@ export const deleteWebhookEndpoint: SubmitOperation<{ endpointId: string }, { en
     v.done();
     return { endpointId: endpointId! };
   },
-  authorize(p, intent, store) {
+  async authorize(p, intent, store) {
     requireRoot(p, 'manage webhook endpoints');
-    requireEndpoint(store, p.organization.id, intent.endpointId);
+    await requireEndpoint(store, p.organization.id, intent.endpointId);
   },
-  execute(ctx, intent) {
-    if (!ctx.store.webhooks.deleteEndpoint(ctx.organization.id, intent.endpointId)) {
+  async execute(ctx, intent) {
+    if (!await ctx.tx.webhooks.deleteEndpoint(ctx.organization.id, intent.endpointId)) {
       throw notFound(`webhook endpoint ${intent.endpointId} not found`, 'WEBHOOK_ENDPOINT_NOT_FOUND');
     }
     return { endpointId: intent.endpointId };
@@ -144,5 +144,5 @@ export const listWebhookEndpoints: QueryOperation<object> = {
   parentMayRead: true,
   specWrapper: 'wrap',
   validate: () => ({}),
-  execute: (ctx) => ({ webhookEndpoints: ctx.store.webhooks.endpoints(ctx.organization.id).map(endpointRecord) }),
+  execute: async (ctx) => ({ webhookEndpoints: (await ctx.tx.webhooks.endpoints(ctx.organization.id)).map(endpointRecord) }),
 };

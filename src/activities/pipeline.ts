@@ -1,0 +1,270 @@
+/**
+ * The request pipeline of the API, from a received body to the reply object, over the storage's
+ * unit of work (storage/types.ts Db). src/http/ does routing, body limits, headers and error
+ * mapping; everything between lives here:
+ *
+ *   query:  stamp → principal → validate → external (outside any transaction) → db.read(execute)
+ *   submit: stamp → envelope → [prepare: authorize against a read, then work outside the
+ *           transaction, e.g. signing on a thread] → external → db.write(principal again,
+ *           rate limit, idempotency, policy decision, execute, store) → durable → reply
+ *
+ * Nothing here knows which engine serves the Db.
+ */
+import { invalidArgument, TurnkeyMessage, unauthenticated } from '../errors.js';
+import type { ApiKeyCurve, ApiKeyRow, AuthenticatorRow, Db, Tx } from '../storage/types.js';
+import { allowedOrigins, verifyWebauthnStamp, type WebauthnStamp } from '../domain/authenticators.js';
+import { verifyStamp, type Stamp } from '../crypto/stamp.js';
+import type { StampCheck } from '../crypto/signpool.js';
+import type { StampVerifier } from '../crypto/verifypool.js';
+import { candidateKeys, resolvePrincipal, type Resolution } from '../domain/credentials.js';
+import type { Obj } from '../domain/validate.js';
+import type { StampFailure } from '../metrics.js';
+import type { Principal } from '../domain/principal.js';
+import { authorizeSubmit, refusal, type Voucher } from './consensus.js';
+import { checkTimestamp, fingerprintOf, parseEnvelope, prepareSubmit, runQuery, submitInTransaction, type Envelope, type Prepared, type SubmitOutcome } from './engine.js';
+import type { QueryOperation, Services, SubmitOperation } from './types.js';
+
+/** What the pipeline tells the caller about a request as it goes (the log line, the metrics). */
+export interface Trace {
+  organizationId?: string;
+  activityId?: string;
+  /** why a stamp was refused */
+  stampFailure?: StampFailure;
+}
+
+/** The stamp headers as http/ parsed them (their format), before anything is looked up. */
+export type StampHeader =
+  | { kind: 'key'; stamp: Stamp; curve: ApiKeyCurve }
+  | { kind: 'passkey'; webauthn: WebauthnStamp }
+  | { kind: 'none' };
+
+export interface Request {
+  raw: Buffer;
+  /** the body as JSON (an object) */
+  body: () => Obj;
+  header: StampHeader;
+  clientAddress: string | undefined;
+  /** other API requests are in progress: work worth a thread hop goes to a thread */
+  concurrent: boolean;
+  trace: Trace;
+}
+
+export interface PipelineDeps {
+  db: Db;
+  services: Services;
+  /** approve_activity runs the activity it approves with that activity's operation */
+  lookupSubmit: (path: string) => SubmitOperation | undefined;
+  timestampWindowMs: number;
+  timestampFutureMs: number;
+  /** Stamp checks on threads (P-256); default: every check on the calling thread. */
+  verifier?: StampVerifier;
+  /** Takes the request's tokens (per credential, per organization) or throws a 429 (http's rate limiter). */
+  admit?: (credentialId: string, organizationId: string, nowMs: number) => void;
+}
+
+interface KeyCredential { kind: 'key'; stamp: Stamp; keys: ApiKeyRow[]; curve: ApiKeyCurve }
+interface PasskeyCredential { kind: 'passkey'; webauthn: WebauthnStamp; keys: AuthenticatorRow[] }
+type Credential = KeyCredential | PasskeyCredential;
+
+export class Pipeline {
+  constructor(private readonly deps: PipelineDeps) {}
+
+  /** A query: its reply object (with the specification's wrapper, replies.md). */
+  async query(op: QueryOperation, r: Request, nowMs: number): Promise<Record<string, unknown>> {
+    const { db, services } = this.deps;
+    const cred = await this.#credential(r);
+    await this.#verify(r, cred);
+    const body = r.body();
+    const orgId = requireOrganizationId(body);
+    r.trace.organizationId = orgId;
+    const scope = { parentMayRead: op.parentMayRead, resolvesFromParent: op.resolvesFromParent === true, clientAddress: r.clientAddress };
+    const fingerprint = fingerprintOf(r.raw);
+    let reply: Record<string, unknown>;
+    if (!op.external) {
+      // One read: the caller, then the reply.
+      reply = await db.read(async (tx) => {
+        const { principal, organization } = await resolvePrincipal(tx, cred.keys, orgId, scope, nowMs);
+        this.#admit(principal, orgId, nowMs);
+        return runQuery(tx, services, op, op.validate(body), principal, organization, fingerprint, nowMs);
+      });
+    } else {
+      const { principal, organization } = await db.read((tx) => resolvePrincipal(tx, cred.keys, orgId, scope, nowMs));
+      this.#admit(principal, orgId, nowMs);
+      const query = op.validate(body);
+      // A query that asks outside the store (a network's node) does so once the caller is known.
+      const external = await op.external(query, services, organization.id, (fn) => db.read(fn));
+      reply = await db.read((tx) => runQuery(tx, services, op, query, principal, organization, fingerprint, nowMs, external));
+    }
+    // What it read may include commits whose fsync is still under way: shown once they are on disk.
+    await db.durable();
+    return reply;
+  }
+
+  /** A submit: the activity it created (or the one an identical body created before). */
+  async submit(op: SubmitOperation, r: Request, nowMs: number): Promise<SubmitOutcome> {
+    const { db, services } = this.deps;
+    const cred = await this.#credential(r);
+    const scope = { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false, clientAddress: r.clientAddress };
+    // The caller as the request names it, or undefined (the transaction gives the answer).
+    const resolveIn = (e: Envelope) => (tx: Tx) => resolvePrincipal(tx, cred.keys, e.organizationId, scope, nowMs).catch((): Resolution | undefined => undefined);
+    let pre: Prepared | undefined;
+    let env: Envelope;
+    // A lone request (nothing else in progress) is served on this thread: a thread hop would add
+    // its latency and save no one any time.
+    if (!op.prepare || !r.concurrent || cred.kind === 'passkey') {
+      await this.#verify(r, cred);
+      env = this.#envelope(op, r, nowMs);
+    } else {
+      // Work the operation can do before its transaction (signing on a signing thread, which also
+      // checks the stamp: one thread hop for both) runs now, against the state as it is; the
+      // transaction checks everything again. Until the stamp has verified, any refusal is answered
+      // only after verifying it the usual way, so a bad stamp still gets its 401.
+      try {
+        env = this.#envelope(op, r, nowMs);
+      } catch (e) {
+        await this.#verify(r, cred);
+        throw e;
+      }
+      const check: StampCheck = { stamp: cred.stamp, body: r.raw, verified: false };
+      const done = await prepareSubmit(db, services, op, env, nowMs, resolveIn(env), (ctx, intent) => op.prepare!({ ...ctx, stampCheck: check }, intent));
+      if (done) pre = { intent: done.intent, prepared: done.value };
+      if (!check.verified) await this.#verify(r, cred);
+    }
+    if (op.derive) {
+      // Key material before the transaction (the stamp has verified by now).
+      const done = await prepareSubmit(db, services, op, env, nowMs, resolveIn(env), (ctx, intent) => op.derive!(ctx, intent, (fn) => db.read(fn)));
+      if (done) pre = { ...pre, intent: done.intent, derived: done.value };
+    }
+    const fingerprint = fingerprintOf(r.raw);
+    if (op.external) {
+      // Work outside the store (an OIDC issuer's keys) before the transaction; a refusal stores
+      // nothing. Only for a caller the operation admits: no outside request on behalf of anyone else.
+      const envelope = env;
+      const intent = pre?.intent ?? op.validate(envelope.parameters, envelope.type);
+      const needed = await db.read(async (tx) => {
+        if (await tx.activities.byFingerprint(fingerprint, Number(envelope.timestampMs))) return false;
+        const { principal, organization } = await resolvePrincipal(tx, cred.keys, envelope.organizationId, scope, nowMs);
+        const decision = await authorizeSubmit(tx, services, op, principal, intent, envelope.type, organization, nowMs);
+        // Such an activity cannot wait for approvals: what it checked outside would be stale by then.
+        if (decision.outcome !== 'OUTCOME_ALLOW') throw refusal(decision, op.path);
+        return true;
+      });
+      if (needed) pre = { ...pre, intent, external: await op.external(intent, services) };
+    }
+    // One transaction (grouped with others on SQLite); it settles once durable. The credential is
+    // resolved again in there: an earlier write may have deleted the key or its user.
+    const envelope = env;
+    const out = await db.write(async (tx) => {
+      const keys = cred.kind === 'key' ? await this.#registeredKeys(tx, cred.stamp.publicKey, cred.curve) : await stillRegistered(tx, cred);
+      const { principal, organization } = await resolvePrincipal(tx, keys, envelope.organizationId, scope, nowMs);
+      // A refusal (this 429 too) rolls the write back: nothing is left behind.
+      this.#admit(principal, envelope.organizationId, nowMs);
+      return submitInTransaction(tx, {
+        services, lookupSubmit: this.deps.lookupSubmit, op, env: envelope, principal, organization, fingerprint, nowMs, pre, voucher: voucherOf(cred),
+      });
+    });
+    r.trace.activityId = out.activity.id as string;
+    return out;
+  }
+
+  #admit(principal: Principal, organizationId: string, nowMs: number): void {
+    this.deps.admit?.(principal.credential.id, organizationId, nowMs);
+  }
+
+  /** The submit body as an envelope of `op` whose timestamp is within the window. */
+  #envelope(op: SubmitOperation, r: Request, nowMs: number): Envelope {
+    const env = parseEnvelope(op, r.body());
+    r.trace.organizationId = env.organizationId;
+    try {
+      checkTimestamp(env.timestampMs, nowMs, this.deps.timestampWindowMs, this.deps.timestampFutureMs);
+    } catch (e) {
+      r.trace.stampFailure = 'stale_timestamp';
+      throw e;
+    }
+    return env;
+  }
+
+  /** The stamp's credential (registered keys or passkeys it may stand for), not yet verified. */
+  async #credential(r: Request): Promise<Credential> {
+    const h = r.header;
+    if (h.kind === 'none') {
+      r.trace.stampFailure = 'missing_stamp';
+      throw unauthenticated(TurnkeyMessage.STAMP_MISSING, 'SIGNATURE_MISSING');
+    }
+    r.trace.stampFailure = 'unknown_key';
+    if (h.kind === 'passkey') {
+      const keys = await this.deps.db.read((tx) => tx.authenticators.byCredentialId(h.webauthn.credentialId));
+      if (keys.length === 0) throw unauthenticated(TurnkeyMessage.CREDENTIAL_NOT_FOUND, 'CREDENTIAL_NOT_FOUND', 'no passkey is registered with the stamp\'s credential id');
+      r.trace.stampFailure = undefined;
+      return { kind: 'passkey', webauthn: h.webauthn, keys };
+    }
+    const keys = await this.deps.db.read((tx) => this.#registeredKeys(tx, h.stamp.publicKey, h.curve));
+    r.trace.stampFailure = undefined;
+    return { kind: 'key', stamp: h.stamp, keys, curve: h.curve };
+  }
+
+  /** The API keys registered for a stamp's public key (401 when there is none). */
+  async #registeredKeys(tx: Tx, publicKey: string, curve: ApiKeyCurve): Promise<ApiKeyRow[]> {
+    const keys = await candidateKeys(tx, publicKey, curve);
+    if (keys.length === 0) throw unauthenticated(TurnkeyMessage.PUBLIC_KEY_NOT_FOUND, 'PUBLIC_KEY_NOT_FOUND', 'no API key is registered for the stamp\'s public key');
+    return keys;
+  }
+
+  /** Verifies the stamp over the raw bytes (401 when it does not). */
+  async #verify(r: Request, cred: Credential): Promise<void> {
+    const { verifier } = this.deps;
+    const ok = cred.kind === 'passkey' ? await this.#verifyPasskey(cred, r.raw)
+      : verifier ? await verifier.verify(cred.stamp, r.raw, r.concurrent) : verifyStamp(cred.stamp, r.raw);
+    if (!ok) {
+      r.trace.stampFailure = 'bad_signature';
+      throw unauthenticated(cred.kind === 'passkey' ? TurnkeyMessage.WEBAUTHN_SIGNATURE : TurnkeyMessage.API_KEY_SIGNATURE, 'SIGNATURE_INVALID',
+        'the stamp signature does not verify over the request body');
+    }
+  }
+
+  /**
+   * Checks a passkey stamp against each registration of its credential id (each organization has
+   * its own allowed origins); keeps the registrations it verifies for and records their new
+   * signature counters.
+   */
+  async #verifyPasskey(cred: PasskeyCredential, raw: Buffer): Promise<boolean> {
+    const { db } = this.deps;
+    const origins = await db.read(async (tx) => {
+      const m = new Map<string, string[]>();
+      for (const row of cred.keys) if (!m.has(row.organizationId)) m.set(row.organizationId, await allowedOrigins(tx, row.organizationId));
+      return m;
+    });
+    const verified: { row: AuthenticatorRow; signCount: number }[] = [];
+    for (const row of cred.keys) {
+      const v = verifyWebauthnStamp(cred.webauthn, row, raw, origins.get(row.organizationId)!);
+      if (v.ok) verified.push({ row, signCount: v.signCount });
+    }
+    const moved = verified.filter((v) => v.signCount > v.row.signCount);
+    if (moved.length > 0) await db.write(async (tx) => { for (const v of moved) await tx.authenticators.setSignCount(v.row.id, v.signCount); });
+    cred.keys = verified.map((v) => v.row);
+    return verified.length > 0;
+  }
+}
+
+/** The passkey registrations the stamp verified for that are still registered (for the transaction). */
+async function stillRegistered(tx: Tx, cred: PasskeyCredential): Promise<AuthenticatorRow[]> {
+  const verified = new Set(cred.keys.map((k) => k.id));
+  const keys = (await tx.authenticators.byCredentialId(cred.webauthn.credentialId)).filter((k) => verified.has(k.id));
+  if (keys.length === 0) throw unauthenticated(TurnkeyMessage.CREDENTIAL_NOT_FOUND, 'CREDENTIAL_NOT_FOUND', 'the passkey that stamped this request is no longer registered');
+  return keys;
+}
+
+/** The stamp as a vote records it (an activity that waits for approvals, approve_activity). */
+function voucherOf(cred: Credential): Voucher {
+  if (cred.kind === 'key') return { publicKey: cred.stamp.publicKey, signature: cred.stamp.signature, scheme: cred.stamp.scheme };
+  return { publicKey: '', signature: cred.webauthn.signature, scheme: 'SIGNATURE_SCHEME_WEBAUTHN' };
+}
+
+function requireOrganizationId(body: Obj): string {
+  const id = body.organizationId;
+  if (typeof id !== 'string' || id === '') {
+    throw invalidArgument('organizationId is required', [{ field: 'organizationId', description: 'is required (a non-empty string)' }]);
+  }
+  return id;
+}
+

@@ -1,0 +1,535 @@
+// The storage contract: what any engine behind src/storage/types.ts (Db, Tx, Repositories) must
+// do, written against those interfaces only. Each adapter's test file runs it (sqlite.contract.test.ts);
+// an adapter passes when every case here passes unchanged.
+import { describe, it, expect, beforeEach, afterEach } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import type {
+  ActivityRow, ApiKeyRow, AuthenticatorRow, Db, OauthProviderRow, OrganizationRow, SendTransactionRow, TagRow, UserRow, WebhookDeliveryRow,
+} from '../../src/storage/types.js';
+import type { PrivateKeyRow, WalletAccountRow, WalletRow } from '../../src/storage/keys.js';
+
+export interface ContractTarget {
+  name: string;
+  /** A new, empty database (migrated). */
+  open(): Promise<Db>;
+  /** Another handle on the same database (another process or node), if the engine has one. */
+  another?(db: Db): Promise<Db>;
+}
+
+const id = () => randomUUID();
+const org = (over: Partial<OrganizationRow> = {}): OrganizationRow => ({ id: id(), name: 'org', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1, ...over });
+const user = (organizationId: string, over: Partial<UserRow> = {}): UserRow => ({
+  id: id(), organizationId, name: 'u', email: null, phoneNumber: null, isRoot: false, createdMs: 1, updatedMs: 1, ...over,
+});
+const apiKey = (organizationId: string, userId: string, publicKey: string, over: Partial<ApiKeyRow> = {}): ApiKeyRow => ({
+  id: id(), organizationId, userId, name: 'k', publicKey, curve: 'API_KEY_CURVE_P256', credentialType: 'CREDENTIAL_TYPE_API_KEY_P256',
+  expirationSeconds: null, expiresAtMs: null, createdMs: 1, updatedMs: 1, ...over,
+});
+const passkey = (organizationId: string, userId: string, credentialId: string, over: Partial<AuthenticatorRow> = {}): AuthenticatorRow => ({
+  id: id(), organizationId, userId, name: 'p', credentialId, publicKey: '02' + 'ab'.repeat(32), rpId: 'example.com', aaguid: '00', attestationType: 'none',
+  transports: ['internal'], signCount: 0, createdMs: 1, updatedMs: 1, ...over,
+});
+const tag = (organizationId: string, name: string, type: TagRow['type'] = 'TAG_TYPE_USER', ms = 1): TagRow => ({ id: id(), organizationId, name, type, createdMs: ms, updatedMs: ms });
+const activity = (organizationId: string, n: number, over: Partial<ActivityRow> = {}): ActivityRow => ({
+  id: `0000000${n}-0000-7000-8000-${String(n).padStart(12, '0')}`, organizationId, type: 'ACTIVITY_TYPE_CREATE_USERS_V3', status: 'ACTIVITY_STATUS_COMPLETED',
+  fingerprint: `sha256:${n}`, requestMs: 1_790_000_000_000 + n, createdMs: n, updatedMs: n, record: { n }, ...over,
+});
+const privateKey = (organizationId: string, address: string, over: Partial<PrivateKeyRow> = {}): PrivateKeyRow => ({
+  id: id(), organizationId, name: 'pk', curve: 'CURVE_SECP256K1', publicKey: '02' + 'cd'.repeat(32), addresses: [{ format: 'ADDRESS_FORMAT_ETHEREUM', address }],
+  sealed: new Uint8Array([1, 2, 3]), imported: false, exported: false, createdMs: 1, updatedMs: 1, ...over,
+});
+const wallet = (organizationId: string): WalletRow => ({ id: id(), organizationId, name: 'w', sealedMnemonic: new Uint8Array([9]), imported: false, exported: false, createdMs: 1, updatedMs: 1 });
+const account = (organizationId: string, walletId: string, n: number): WalletAccountRow => ({
+  id: id(), organizationId, walletId, curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: `m/44'/60'/0'/0/${n}`,
+  addressFormat: 'ADDRESS_FORMAT_ETHEREUM', address: '0x' + n.toString(16).padStart(40, 'A'), publicKey: '02' + 'ef'.repeat(32),
+  sealed: new Uint8Array([n]), name: null, createdMs: n, updatedMs: n,
+});
+const delivery = (organizationId: string, nextAttemptMs: number, over: Partial<WebhookDeliveryRow> = {}): WebhookDeliveryRow => ({
+  id: id(), organizationId, activityId: 'a', eventType: 'ACTIVITY_UPDATES', url: 'https://example.invalid/hook', body: '{}', attempts: 0,
+  nextAttemptMs, createdMs: nextAttemptMs, ...over,
+});
+const sent = (organizationId: string, nonce: number, over: Partial<SendTransactionRow> = {}): SendTransactionRow => ({
+  id: id(), organizationId, activityId: 'a', caip2: 'eip155:1', fromAddress: '0xabc', txHash: '0x' + String(nonce), nonce, signedTransaction: '0x',
+  status: 'INITIALIZED', error: null, blockNumber: null, attempts: 0, nextCheckMs: 100 + nonce, createdMs: 1, updatedMs: 1, ...over,
+});
+const provider = (organizationId: string, userId: string, subject: string): OauthProviderRow => ({
+  id: id(), organizationId, userId, name: 'google', issuer: 'https://accounts.example', audience: 'app', subject, createdMs: 1, updatedMs: 1,
+});
+
+export function storageContract(target: ContractTarget): void {
+  describe(`storage contract (${target.name})`, () => {
+    let db: Db;
+    const extra: Db[] = [];
+    beforeEach(async () => { db = await target.open(); });
+    afterEach(async () => {
+      for (const d of extra.splice(0)) await d.close();
+      await db.close();
+    });
+    /** An organization with one user, for rows that need both. */
+    const seed = async () => {
+      const o = org();
+      const u = user(o.id, { isRoot: true });
+      await db.write(async (tx) => { await tx.organizations.insert(o); await tx.users.insert(u); });
+      return { o, u };
+    };
+
+    describe('unit of work', () => {
+      it('a write that throws halfway leaves nothing behind, and its error reaches the caller', async () => {
+        const o = org();
+        await expect(db.write(async (tx) => {
+          await tx.organizations.insert(o);
+          await tx.users.insert(user(o.id));
+          throw new Error('halfway');
+        })).rejects.toThrow('halfway');
+        expect(await db.read((tx) => tx.organizations.get(o.id))).toBeUndefined();
+        expect(await db.read((tx) => tx.users.list(o.id))).toEqual([]);
+      });
+
+      it('a write that breaks a constraint halfway leaves nothing behind either', async () => {
+        const { o, u } = await seed();
+        const t = tag(o.id, 'dup');
+        await expect(db.write(async (tx) => {
+          await tx.users.update({ ...u, name: 'renamed' });
+          await tx.tags.insert(t);
+          await tx.tags.insert({ ...t, id: id() }); // same (organization, type, name)
+        })).rejects.toThrow();
+        expect((await db.read((tx) => tx.users.get(o.id, u.id)))!.name).toBe('u');
+        expect(await db.read((tx) => tx.tags.list(o.id, 'TAG_TYPE_USER'))).toEqual([]);
+      });
+
+      it('reads inside a write see its own changes; others see them only once it has committed', async () => {
+        const o = org();
+        let seenInside: OrganizationRow | undefined;
+        await db.write(async (tx) => {
+          await tx.organizations.insert(o);
+          seenInside = await tx.organizations.get(o.id);
+          await tx.organizations.rename(o.id, 'renamed', 2);
+          expect((await tx.organizations.get(o.id))!.name).toBe('renamed');
+        });
+        expect(seenInside?.id).toBe(o.id);
+        expect((await db.read((tx) => tx.organizations.get(o.id)))!.name).toBe('renamed');
+      });
+
+      it('a savepoint undoes only its own changes and passes its error on', async () => {
+        const { o } = await seed();
+        await db.write(async (tx) => {
+          await tx.tags.insert(tag(o.id, 'kept'));
+          await expect(tx.savepoint(async () => { await tx.tags.insert(tag(o.id, 'undone')); throw new Error('inner'); })).rejects.toThrow('inner');
+          expect(await tx.savepoint(async () => { await tx.tags.insert(tag(o.id, 'also kept', 'TAG_TYPE_USER', 2)); return 7; })).toBe(7);
+        });
+        expect((await db.read((tx) => tx.tags.list(o.id, 'TAG_TYPE_USER'))).map((t) => t.name)).toEqual(['kept', 'also kept']);
+      });
+
+      it('afterCommit runs once the write has committed, never for a write that rolled back', async () => {
+        const { o } = await seed();
+        const ran: string[] = [];
+        await db.write(async (tx) => { await tx.tags.insert(tag(o.id, 'a')); tx.afterCommit(() => ran.push('committed')); });
+        await db.write(async (tx) => { tx.afterCommit(() => ran.push('rolled back')); throw new Error('no'); }).catch(() => undefined);
+        await db.write(async (tx) => {
+          await tx.savepoint(async () => { tx.afterCommit(() => ran.push('undone savepoint')); throw new Error('no'); }).catch(() => undefined);
+        });
+        expect(ran).toEqual(['committed']);
+      });
+
+      it('named locks can be taken in a write (and cost a single writer nothing)', async () => {
+        const { o } = await seed();
+        await db.write(async (tx) => {
+          await tx.lock('activity-log', o.id);
+          await tx.lock('approval', 'sha256:00');
+          await tx.lock('activity-log', o.id); // again in the same transaction
+        });
+      });
+
+      it('many writers at once: each commits or fails alone, in any interleaving', async () => {
+        const { o } = await seed();
+        const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => db.write(async (tx) => {
+          await tx.tags.insert(tag(o.id, `t${i % 10}`)); // every name twice: one of each pair must fail
+          return i;
+        })));
+        expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(10);
+        expect((await db.read((tx) => tx.tags.list(o.id, 'TAG_TYPE_USER'))).map((t) => t.name).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `t${i}`).sort());
+      });
+
+      it('two writers racing for the same row: exactly one takes it', async () => {
+        const o = org();
+        const d = delivery(o.id, 10);
+        await db.write((tx) => tx.webhooks.enqueue(d));
+        const others = target.another ? [await target.another(db)] : [];
+        extra.push(...others);
+        const handles = [db, db, ...others, ...others];
+        const won = await Promise.all(handles.map((h, i) => h.write((tx) => tx.webhooks.claim(d.id, 10, 1000 + i))));
+        expect(won.filter(Boolean)).toHaveLength(1);
+      });
+
+      it('a repository used outside a unit of work is refused', async () => {
+        let leaked: Parameters<Parameters<Db['read']>[0]>[0] | undefined;
+        await db.read(async (tx) => { leaked = tx; });
+        await expect(leaked!.organizations.count()).rejects.toThrow(/outside/);
+      });
+    });
+
+    describe('organizations and users', () => {
+      it('insert, get, rename, quorum, touch, children, roots, count, disabled flows', async () => {
+        const root = org({ createdMs: 1 });
+        const child = org({ parentId: root.id, createdMs: 2 });
+        await db.write(async (tx) => { await tx.organizations.insert(root); await tx.organizations.insert(child); });
+        await db.write(async (tx) => {
+          await tx.organizations.rename(child.id, 'child', 5);
+          await tx.organizations.setRootQuorumThreshold(child.id, 2, 6);
+          await tx.organizations.touch(root.id, 7);
+          await tx.organizations.disableFlows(child.id, ['disableSmsAuth', 'disableEmailAuth']);
+        });
+        await db.read(async (tx) => {
+          expect(await tx.organizations.get(child.id)).toEqual({ ...child, name: 'child', rootQuorumThreshold: 2, updatedMs: 6 });
+          expect((await tx.organizations.get(root.id))!.updatedMs).toBe(7);
+          expect((await tx.organizations.childrenOf(root.id)).map((x) => x.id)).toEqual([child.id]);
+          expect((await tx.organizations.roots()).map((x) => x.id)).toEqual([root.id]);
+          expect(await tx.organizations.count()).toBe(2);
+          expect(await tx.organizations.disabledFlows(child.id)).toEqual(['disableEmailAuth', 'disableSmsAuth']);
+          expect(await tx.organizations.get('nope')).toBeUndefined();
+        });
+      });
+
+      it('users: insert, get, list oldest first, update, root users, delete', async () => {
+        const { o, u } = await seed();
+        const b = user(o.id, { createdMs: 2, email: 'B@example.com' });
+        await db.write(async (tx) => { await tx.users.insert(b); await tx.users.update({ ...b, name: 'bee', isRoot: true, updatedMs: 3 }); });
+        await db.read(async (tx) => {
+          expect(await tx.users.get(o.id, b.id)).toEqual({ ...b, name: 'bee', isRoot: true, updatedMs: 3 });
+          expect((await tx.users.list(o.id)).map((x) => x.id)).toEqual([u.id, b.id]);
+          expect(await tx.users.rootUserIds(o.id)).toEqual([u.id, b.id]);
+        });
+        await db.write((tx) => tx.users.delete(o.id, b.id));
+        expect(await db.read((tx) => tx.users.get(o.id, b.id))).toBeUndefined();
+      });
+
+      it('deleting an organization removes what it holds and keeps its activities', async () => {
+        const { o, u } = await seed();
+        await db.write(async (tx) => {
+          await tx.apiKeys.insert(apiKey(o.id, u.id, '02aa'));
+          await tx.tags.insert(tag(o.id, 't'));
+          await tx.features.set(o.id, 'FEATURE_NAME_WEBHOOK', 'https://x');
+          await tx.activities.insert(activity(o.id, 1));
+        });
+        await db.write((tx) => tx.organizations.delete(o.id));
+        await db.read(async (tx) => {
+          expect(await tx.organizations.get(o.id)).toBeUndefined();
+          expect(await tx.users.list(o.id)).toEqual([]);
+          expect(await tx.apiKeys.byPublicKey('02aa')).toEqual([]);
+          expect(await tx.features.list(o.id)).toEqual([]);
+          expect(await tx.activities.count(o.id)).toBe(1);
+        });
+      });
+
+      it('sub-organizations a page at a time, by filter, newest first; an unknown cursor is undefined', async () => {
+        const parent = org();
+        const subs = [1, 2, 3, 4].map((n) => org({ parentId: parent.id, name: n % 2 ? 'odd' : 'even', createdMs: n }));
+        await db.write(async (tx) => { await tx.organizations.insert(parent); for (const s of subs) await tx.organizations.insert(s); });
+        await db.read(async (tx) => {
+          expect(await tx.organizations.subOrgIds(parent.id, undefined, { limit: 10 })).toEqual(subs.map((s) => s.id).reverse());
+          expect(await tx.organizations.subOrgIds(parent.id, undefined, { limit: 2 })).toEqual([subs[3]!.id, subs[2]!.id]);
+          expect(await tx.organizations.subOrgIds(parent.id, undefined, { limit: 2, afterId: subs[2]!.id })).toEqual([subs[1]!.id, subs[0]!.id]);
+          expect(await tx.organizations.subOrgIds(parent.id, undefined, { limit: 10, beforeId: subs[1]!.id })).toEqual([subs[3]!.id, subs[2]!.id]);
+          expect(await tx.organizations.subOrgIds(parent.id, { type: 'NAME', value: 'odd' }, { limit: 10 })).toEqual([subs[2]!.id, subs[0]!.id]);
+          expect(await tx.organizations.subOrgIds(parent.id, undefined, { limit: 10, afterId: 'unknown' })).toBeUndefined();
+        });
+      });
+    });
+
+    describe('credentials', () => {
+      it('API keys: by public key across organizations, per user, per organization; one registration per organization', async () => {
+        const a = await seed();
+        const b = await seed();
+        const k1 = apiKey(a.o.id, a.u.id, '02aa');
+        const k2 = apiKey(b.o.id, b.u.id, '02aa', { createdMs: 2 });
+        await db.write(async (tx) => { await tx.apiKeys.insert(k1); await tx.apiKeys.insert(k2); });
+        await db.read(async (tx) => {
+          expect((await tx.apiKeys.byPublicKey('02aa')).map((k) => k.id).sort()).toEqual([k1.id, k2.id].sort());
+          expect(await tx.apiKeys.get(a.o.id, k1.id)).toEqual(k1);
+          expect((await tx.apiKeys.listByUser(a.o.id, a.u.id)).map((k) => k.id)).toEqual([k1.id]);
+          expect((await tx.apiKeys.listByOrganization(b.o.id)).map((k) => k.id)).toEqual([k2.id]);
+        });
+        await expect(db.write((tx) => tx.apiKeys.insert(apiKey(a.o.id, a.u.id, '02aa')))).rejects.toThrow();
+        await db.write((tx) => tx.apiKeys.delete(a.o.id, k1.id));
+        expect((await db.read((tx) => tx.apiKeys.byPublicKey('02aa'))).map((k) => k.id)).toEqual([k2.id]);
+      });
+
+      it('passkeys: by credential id, per user and organization, sign counter; one registration per organization', async () => {
+        const { o, u } = await seed();
+        const p = passkey(o.id, u.id, 'cred-1');
+        await db.write((tx) => tx.authenticators.insert(p));
+        await db.write((tx) => tx.authenticators.setSignCount(p.id, 9));
+        await db.read(async (tx) => {
+          expect(await tx.authenticators.get(o.id, p.id)).toEqual({ ...p, signCount: 9 });
+          expect((await tx.authenticators.byCredentialId('cred-1')).map((x) => x.id)).toEqual([p.id]);
+          expect((await tx.authenticators.listByUser(o.id, u.id)).map((x) => x.id)).toEqual([p.id]);
+          expect((await tx.authenticators.listByOrganization(o.id)).map((x) => x.id)).toEqual([p.id]);
+        });
+        await expect(db.write((tx) => tx.authenticators.insert(passkey(o.id, u.id, 'cred-1')))).rejects.toThrow();
+        await db.write((tx) => tx.authenticators.delete(o.id, p.id));
+        expect(await db.read((tx) => tx.authenticators.byCredentialId('cred-1'))).toEqual([]);
+      });
+
+      it('OAuth identities: one user per identity in an organization', async () => {
+        const { o, u } = await seed();
+        const p = provider(o.id, u.id, 'sub-1');
+        await db.write((tx) => tx.oauthProviders.insert(p));
+        await db.read(async (tx) => {
+          expect(await tx.oauthProviders.byIdentity(o.id, p.issuer, p.audience, 'sub-1')).toEqual(p);
+          expect((await tx.oauthProviders.listByUser(o.id, u.id)).map((x) => x.id)).toEqual([p.id]);
+          expect((await tx.oauthProviders.listByOrganization(o.id)).map((x) => x.id)).toEqual([p.id]);
+        });
+        await expect(db.write((tx) => tx.oauthProviders.insert(provider(o.id, u.id, 'sub-1')))).rejects.toThrow();
+        await db.write((tx) => tx.oauthProviders.delete(o.id, p.id));
+        expect(await db.read((tx) => tx.oauthProviders.get(o.id, p.id))).toBeUndefined();
+      });
+
+      it('one-time codes, verification tokens (used once) and verified contacts', async () => {
+        const { o, u } = await seed();
+        const code = { id: id(), organizationId: o.id, userId: u.id, otpType: 'OTP_TYPE_EMAIL', contact: 'a@example.com', sealedCode: new Uint8Array([1]), sealedTarget: null, attempts: 0, expiresMs: 500, createdMs: 1 };
+        await db.write(async (tx) => { await tx.otps.insert(code); await tx.otps.setAttempts(code.id, 2); await tx.verificationTokens.insert('vt-1', o.id, Date.now() + 60_000); });
+        expect(await db.read((tx) => tx.otps.get(o.id, code.id))).toEqual({ ...code, attempts: 2 });
+        const uses = await Promise.all([1, 2, 3].map(() => db.write((tx) => tx.verificationTokens.use('vt-1', Date.now()))));
+        expect(uses.filter(Boolean)).toHaveLength(1);
+        await db.write(async (tx) => { await tx.otps.deleteExpired(1000); await tx.verifiedContacts.mark(o.id, u.id, 'EMAIL', 'a@example.com', 1); });
+        expect(await db.read((tx) => tx.otps.get(o.id, code.id))).toBeUndefined();
+      });
+    });
+
+    describe('tags, features, policies', () => {
+      it('tags: by name, list, rename, members, memberships by type, detach', async () => {
+        const { o, u } = await seed();
+        const t1 = tag(o.id, 'one', 'TAG_TYPE_USER', 1);
+        const t2 = tag(o.id, 'two', 'TAG_TYPE_USER', 2);
+        const k1 = tag(o.id, 'one', 'TAG_TYPE_PRIVATE_KEY', 3); // same name, other type: allowed
+        await db.write(async (tx) => {
+          for (const t of [t1, t2, k1]) await tx.tags.insert(t);
+          await tx.tags.attach(t2.id, u.id); await tx.tags.attach(t1.id, u.id); await tx.tags.attach(t1.id, u.id); // twice: once
+          await tx.tags.attach(k1.id, 'pk-1');
+          await tx.tags.update({ ...t2, name: 'deux', updatedMs: 5 });
+        });
+        await db.read(async (tx) => {
+          expect((await tx.tags.byName(o.id, 'TAG_TYPE_USER', 'deux'))!.id).toBe(t2.id);
+          expect((await tx.tags.list(o.id, 'TAG_TYPE_USER')).map((t) => t.id)).toEqual([t1.id, t2.id]);
+          expect(await tx.tags.tagsOf(u.id)).toEqual([t1.id, t2.id]);
+          expect(await tx.tags.tagsOf(u.id, 'TAG_TYPE_PRIVATE_KEY')).toEqual([]);
+          expect(await tx.tags.tagsOf('pk-1', 'TAG_TYPE_PRIVATE_KEY')).toEqual([k1.id]);
+          expect(await tx.tags.members(t1.id)).toEqual([u.id]);
+          expect(await tx.tags.memberships(o.id, 'TAG_TYPE_USER')).toEqual([{ tagId: t1.id, memberId: u.id }, { tagId: t2.id, memberId: u.id }]);
+        });
+        await expect(db.write((tx) => tx.tags.insert(tag(o.id, 'one')))).rejects.toThrow();
+        await db.write(async (tx) => { await tx.tags.detach(t1.id, u.id); await tx.tags.detachAll('pk-1'); await tx.tags.delete(o.id, t2.id); });
+        await db.read(async (tx) => {
+          expect(await tx.tags.tagsOf(u.id)).toEqual([]);
+          expect(await tx.tags.members(k1.id)).toEqual([]);
+          expect(await tx.tags.get(o.id, t2.id)).toBeUndefined();
+        });
+      });
+
+      it('features: set (and replace), get, list, remove', async () => {
+        const { o } = await seed();
+        await db.write(async (tx) => { await tx.features.set(o.id, 'B', '1'); await tx.features.set(o.id, 'A', '2'); await tx.features.set(o.id, 'B', '3'); });
+        expect(await db.read((tx) => tx.features.list(o.id))).toEqual([{ name: 'A', value: '2' }, { name: 'B', value: '3' }]);
+        expect(await db.write((tx) => tx.features.remove(o.id, 'A'))).toBe(true);
+        expect(await db.write((tx) => tx.features.remove(o.id, 'A'))).toBe(false);
+        expect(await db.read((tx) => tx.features.get(o.id, 'A'))).toBeUndefined();
+      });
+
+      it('policies, pending activities, votes (one per user) and evaluations', async () => {
+        const { o, u } = await seed();
+        const p = { id: id(), organizationId: o.id, name: 'p', effect: 'EFFECT_ALLOW' as const, condition: 'true', consensus: '', time: '', notes: '', createdMs: 1, updatedMs: 1 };
+        const a = activity(o.id, 1, { status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED' });
+        const vote = { id: id(), activityId: a.id, organizationId: o.id, userId: u.id, selection: 'VOTE_SELECTION_APPROVED' as const, record: { v: 1 }, createdMs: 1 };
+        await db.write(async (tx) => {
+          await tx.policies.insert(p);
+          await tx.policies.update({ ...p, name: 'renamed' });
+          await tx.activities.insert(a);
+          await tx.pending.insert({ activityId: a.id, organizationId: o.id, fingerprint: a.fingerprint, path: 'create_users', userId: u.id, credentialId: 'k', createdMs: 1 });
+          await tx.votes.insert(vote);
+          await tx.policyEvaluations.insert({ id: id(), activityId: a.id, organizationId: o.id, voteId: vote.id, evaluations: [{ policyId: p.id, outcome: 'OUTCOME_ALLOW' }], createdMs: 1 });
+        });
+        await db.read(async (tx) => {
+          expect((await tx.policies.get(o.id, p.id))!.name).toBe('renamed');
+          expect((await tx.policies.list(o.id)).map((x) => x.id)).toEqual([p.id]);
+          expect((await tx.pending.byFingerprint(o.id, a.fingerprint))!.activityId).toBe(a.id);
+          expect(await tx.votes.list(a.id)).toEqual([vote]);
+          expect((await tx.policyEvaluations.list(a.id))[0]!.evaluations).toEqual([{ policyId: p.id, outcome: 'OUTCOME_ALLOW' }]);
+        });
+        await expect(db.write((tx) => tx.votes.insert({ ...vote, id: id() }))).rejects.toThrow();
+        await db.write(async (tx) => { await tx.pending.delete(a.id); expect(await tx.policies.delete(o.id, p.id)).toBe(true); });
+        expect(await db.read((tx) => tx.pending.byFingerprint(o.id, a.fingerprint))).toBeUndefined();
+      });
+    });
+
+    describe('activities', () => {
+      it('insert, get, by (timestampMs, fingerprint), update; the same (timestampMs, fingerprint) is stored once', async () => {
+        const { o } = await seed();
+        const a = activity(o.id, 1);
+        await db.write((tx) => tx.activities.insert(a));
+        await db.write((tx) => tx.activities.update({ ...a, status: 'ACTIVITY_STATUS_FAILED', updatedMs: 9, record: { n: 1, failed: true } }));
+        await db.read(async (tx) => {
+          const got = await tx.activities.get(o.id, a.id);
+          expect(got).toMatchObject({ id: a.id, status: 'ACTIVITY_STATUS_FAILED', updatedMs: 9, record: { n: 1, failed: true } });
+          expect((await tx.activities.byFingerprint(a.fingerprint, a.requestMs))!.id).toBe(a.id);
+          expect(await tx.activities.byFingerprint(a.fingerprint, a.requestMs + 1)).toBeUndefined();
+        });
+        // two writers with one body: one activity
+        const twice = await Promise.allSettled([2, 2].map((n) => db.write((tx) => tx.activities.insert({ ...activity(o.id, n), id: id() }))));
+        expect(twice.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+        expect(await db.read((tx) => tx.activities.count(o.id))).toBe(2);
+      });
+
+      it('lists newest first, filtered, a page at a time in both directions; an unknown cursor is undefined', async () => {
+        const { o } = await seed();
+        const rows = [1, 2, 3, 4, 5].map((n) => activity(o.id, n, { type: n % 2 ? 'ACTIVITY_TYPE_A' : 'ACTIVITY_TYPE_B', status: n === 5 ? 'ACTIVITY_STATUS_FAILED' : 'ACTIVITY_STATUS_COMPLETED' }));
+        await db.write(async (tx) => { for (const r of rows) await tx.activities.insert(r); });
+        const ids = (l: ActivityRow[] | undefined) => l?.map((r) => Number(r.record.n));
+        await db.read(async (tx) => {
+          expect(ids(await tx.activities.list({ organizationId: o.id, limit: 10 }))).toEqual([5, 4, 3, 2, 1]);
+          expect(ids(await tx.activities.list({ organizationId: o.id, limit: 2 }))).toEqual([5, 4]);
+          expect(ids(await tx.activities.list({ organizationId: o.id, limit: 2, afterId: rows[3]!.id }))).toEqual([3, 2]);
+          expect(ids(await tx.activities.list({ organizationId: o.id, limit: 2, beforeId: rows[1]!.id }))).toEqual([4, 3]);
+          expect(ids(await tx.activities.list({ organizationId: o.id, limit: 10, types: ['ACTIVITY_TYPE_B'] }))).toEqual([4, 2]);
+          expect(ids(await tx.activities.list({ organizationId: o.id, limit: 10, statuses: ['ACTIVITY_STATUS_FAILED'] }))).toEqual([5]);
+          expect(await tx.activities.list({ organizationId: o.id, limit: 10, afterId: 'unknown' })).toBeUndefined();
+        });
+      });
+    });
+
+    describe('keys and wallets', () => {
+      it('private keys: by id and by address (0x-hex in any case), newest first, exported, counted, deleted', async () => {
+        const { o } = await seed();
+        const address = '0x' + 'aB'.repeat(20);
+        const k = privateKey(o.id, address);
+        await db.write(async (tx) => { await tx.keys.privateKeys.insert(k); await tx.keys.privateKeys.markExported(o.id, k.id, 5); });
+        await db.read(async (tx) => {
+          expect(await tx.keys.privateKeys.get(o.id, k.id)).toMatchObject({ id: k.id, exported: true, sealed: new Uint8Array([1, 2, 3]) });
+          expect((await tx.keys.privateKeys.byAddress(o.id, address.toLowerCase()))!.id).toBe(k.id);
+          expect((await tx.keys.privateKeys.byAddress(o.id, '0x' + 'AB'.repeat(20)))!.id).toBe(k.id);
+          expect((await tx.keys.privateKeys.list(o.id)).map((x) => x.id)).toEqual([k.id]);
+          expect(await tx.keys.privateKeys.count(o.id)).toBe(1);
+          expect(await tx.privateKeys.exists(o.id, k.id)).toBe(true);
+        });
+        await db.write((tx) => tx.keys.privateKeys.delete(o.id, k.id));
+        expect(await db.read((tx) => tx.keys.privateKeys.count(o.id))).toBe(0);
+      });
+
+      it('wallets and accounts: pages of accounts in both directions, by path and address; deleting a wallet deletes its accounts', async () => {
+        const { o } = await seed();
+        const w = wallet(o.id);
+        const accts = [1, 2, 3].map((n) => account(o.id, w.id, n));
+        await db.write(async (tx) => {
+          await tx.keys.wallets.insert(w);
+          for (const a of accts) await tx.keys.accounts.insert(a);
+          await tx.keys.wallets.rename(o.id, w.id, 'renamed', 2);
+        });
+        await db.read(async (tx) => {
+          expect((await tx.keys.wallets.get(o.id, w.id))!.name).toBe('renamed');
+          expect((await tx.keys.accounts.list(o.id, w.id, { limit: 10 }))!.map((a) => a.id)).toEqual(accts.map((a) => a.id).reverse());
+          expect((await tx.keys.accounts.list(o.id, undefined, { limit: 1, afterId: accts[2]!.id }))!.map((a) => a.id)).toEqual([accts[1]!.id]);
+          expect((await tx.keys.accounts.list(o.id, w.id, { limit: 10, beforeId: accts[0]!.id }))!.map((a) => a.id)).toEqual([accts[2]!.id, accts[1]!.id]);
+          expect(await tx.keys.accounts.list(o.id, w.id, { limit: 10, afterId: 'unknown' })).toBeUndefined();
+          expect((await tx.keys.accounts.inWalletByPath(o.id, w.id, accts[1]!.path)).map((a) => a.id)).toEqual([accts[1]!.id]);
+          expect((await tx.keys.accounts.byAddress(o.id, accts[2]!.address.toLowerCase()))!.id).toBe(accts[2]!.id);
+          expect(await tx.keys.accounts.count(o.id)).toBe(3);
+        });
+        await db.write((tx) => tx.keys.wallets.delete(o.id, w.id));
+        expect(await db.read((tx) => tx.keys.accounts.count(o.id))).toBe(0);
+      });
+
+      it('import targets expire; server secrets are stored once by name', async () => {
+        const { o, u } = await seed();
+        const t = { id: id(), organizationId: o.id, userId: u.id, kind: 'wallet' as const, sealed: new Uint8Array([4]), createdMs: 1, expiresMs: 100 };
+        await db.write(async (tx) => { await tx.keys.importTargets.insert(t); await tx.keys.secrets.insert('signer', new Uint8Array([5]), '04ab', 1); });
+        expect((await db.read((tx) => tx.keys.importTargets.listValid(o.id, u.id, 'wallet', 50))).map((x) => x.id)).toEqual([t.id]);
+        expect(await db.read((tx) => tx.keys.importTargets.listValid(o.id, u.id, 'wallet', 150))).toEqual([]);
+        await db.write((tx) => tx.keys.importTargets.purgeExpired(150));
+        expect(await db.read((tx) => tx.keys.importTargets.listValid(o.id, u.id, 'wallet', 50))).toEqual([]);
+        expect(await db.read((tx) => tx.keys.secrets.get('signer'))).toEqual({ sealed: new Uint8Array([5]), publicKey: '04ab' });
+        await expect(db.write((tx) => tx.keys.secrets.insert('signer', new Uint8Array([6]), '04cd', 2))).rejects.toThrow();
+      });
+    });
+
+    describe('outboxes', () => {
+      it('webhook deliveries: due in order, claimed once, retried, removed; endpoints', async () => {
+        const { o } = await seed();
+        const d1 = delivery(o.id, 10);
+        const d2 = delivery(o.id, 20, { url: 'mailto:a@example.com' });
+        const endpoint = { id: id(), organizationId: o.id, url: 'https://x', name: 'e', isActive: true, subscriptions: [{ eventType: 'ACTIVITY_UPDATES', isActive: true }], createdMs: 1, updatedMs: 1 };
+        await db.write(async (tx) => { await tx.webhooks.enqueue(d2); await tx.webhooks.enqueue(d1); await tx.webhooks.insertEndpoint(endpoint); });
+        await db.read(async (tx) => {
+          expect((await tx.webhooks.due(15, 10)).map((d) => d.id)).toEqual([d1.id]);
+          expect((await tx.webhooks.due(25, 10)).map((d) => d.id)).toEqual([d1.id, d2.id]);
+          expect(await tx.webhooks.nextDueMs()).toBe(10);
+          expect((await tx.webhooks.pending()).sort((a, b) => a.kind.localeCompare(b.kind))).toEqual([
+            { kind: 'email', count: 1, oldestMs: 20 }, { kind: 'webhook', count: 1, oldestMs: 10 }]);
+          expect(await tx.webhooks.endpoints(o.id)).toEqual([endpoint]);
+        });
+        expect(await db.write((tx) => tx.webhooks.claim(d1.id, 10, 500))).toBe(true);
+        expect(await db.write((tx) => tx.webhooks.claim(d1.id, 10, 600))).toBe(false); // moved since
+        await db.write((tx) => tx.webhooks.retryAt(d2.id, 1, 700));
+        await db.write((tx) => tx.webhooks.remove(d1.id));
+        await db.read(async (tx) => {
+          expect(await tx.webhooks.due(650, 10)).toEqual([]);
+          expect((await tx.webhooks.due(700, 10)).map((d) => [d.id, d.attempts])).toEqual([[d2.id, 1]]);
+        });
+        await db.write(async (tx) => { await tx.webhooks.updateEndpoint({ ...endpoint, isActive: false }); });
+        expect((await db.read((tx) => tx.webhooks.endpoints(o.id)))[0]!.isActive).toBe(false);
+        expect(await db.write((tx) => tx.webhooks.deleteEndpoint(o.id, endpoint.id))).toBe(true);
+      });
+
+      it('sent transactions: due, claimed once, updated, pending nonces per sender', async () => {
+        const { o } = await seed();
+        const s1 = sent(o.id, 1);
+        const s2 = sent(o.id, 2);
+        await db.write(async (tx) => { await tx.sendTransactions.insert(s1); await tx.sendTransactions.insert(s2); });
+        await db.read(async (tx) => {
+          expect((await tx.sendTransactions.due(101, 10)).map((s) => s.id)).toEqual([s1.id]);
+          expect(await tx.sendTransactions.nextDueMs()).toBe(101);
+          expect(await tx.sendTransactions.highestPendingNonce('eip155:1', '0xabc')).toBe(2);
+          expect(await tx.sendTransactions.pending()).toEqual({ count: 2, oldestMs: 1 });
+        });
+        expect(await db.write((tx) => tx.sendTransactions.claim(s1.id, 101, 900))).toBe(true);
+        expect(await db.write((tx) => tx.sendTransactions.claim(s1.id, 101, 901))).toBe(false);
+        await db.write((tx) => tx.sendTransactions.update({ id: s2.id, status: 'INCLUDED', error: null, blockNumber: '7', attempts: 1, nextCheckMs: null, updatedMs: 3 }));
+        await db.read(async (tx) => {
+          expect(await tx.sendTransactions.get(o.id, s2.id)).toMatchObject({ status: 'INCLUDED', blockNumber: '7', nextCheckMs: null });
+          expect(await tx.sendTransactions.highestPendingNonce('eip155:1', '0xabc')).toBe(1);
+        });
+      });
+    });
+
+    describe('the rest of an organization', () => {
+      it('invitations, secrets (paged), contract interfaces (one per address), IP allowlists (replaced)', async () => {
+        const { o, u } = await seed();
+        const inv = { id: id(), organizationId: o.id, receiverUserName: 'r', receiverEmail: 'r@example.com', receiverUserTags: [], accessType: 'ACCESS_TYPE_WEB', status: 'INVITATION_STATUS_CREATED' as const, senderUserId: u.id, createdMs: 1, updatedMs: 1 };
+        const secrets = [1, 2, 3].map((n) => ({ id: id(), organizationId: o.id, name: `s${n}`, staticProperties: [{ key: 'k', value: String(n) }], sealed: new Uint8Array([n]), createdMs: n }));
+        const ci = { id: id(), organizationId: o.id, type: 'SMART_CONTRACT_INTERFACE_TYPE_ETHEREUM' as const, address: '0xAb', addressKey: '0xab', interface: '[]', label: 'l', notes: '', createdMs: 1, updatedMs: 1 };
+        const list = { organizationId: o.id, publicKey: '', enabled: true, onEvaluationError: 'DENY' as const, rules: [{ cidr: '10.0.0.0/8', label: 'x', createdMs: 1 }], createdMs: 1, updatedMs: 1 };
+        await db.write(async (tx) => {
+          await tx.invitations.insert(inv);
+          for (const s of secrets) await tx.orgSecrets.insert(s);
+          await tx.contractInterfaces.insert(ci);
+          await tx.ipAllowlists.set(list);
+          await tx.ipAllowlists.set({ ...list, enabled: false, updatedMs: 2 });
+        });
+        await db.read(async (tx) => {
+          expect(await tx.invitations.list(o.id)).toEqual([inv]);
+          expect((await tx.orgSecrets.list(o.id, { limit: 2 }))!.map((s) => s.name)).toEqual(['s3', 's2']);
+          expect((await tx.orgSecrets.list(o.id, { limit: 2, afterId: secrets[1]!.id }))!.map((s) => s.name)).toEqual(['s1']);
+          expect((await tx.orgSecrets.byName(o.id, 's2'))!.staticProperties).toEqual([{ key: 'k', value: '2' }]);
+          expect((await tx.contractInterfaces.byAddress(o.id, ci.type, '0xab'))!.id).toBe(ci.id);
+          expect(await tx.ipAllowlists.get(o.id, '')).toMatchObject({ enabled: false, rules: list.rules });
+        });
+        await expect(db.write((tx) => tx.orgSecrets.insert({ ...secrets[0]!, id: id() }))).rejects.toThrow();
+        await expect(db.write((tx) => tx.contractInterfaces.insert({ ...ci, id: id() }))).rejects.toThrow();
+        await db.write(async (tx) => {
+          expect(await tx.invitations.delete(o.id, inv.id)).toBe(true);
+          expect(await tx.contractInterfaces.delete(o.id, ci.id)).toBe(true);
+          expect(await tx.ipAllowlists.remove(o.id, '')).toBe(true);
+        });
+        expect(await db.read((tx) => tx.ipAllowlists.get(o.id, ''))).toBeUndefined();
+      });
+    });
+  });
+}
