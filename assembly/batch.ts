@@ -16,7 +16,7 @@ import { mulG } from './mulg';
 import { FE, copy40 } from './limbs';
 import * as L from './layout';
 import { S_ECDSA } from './layout';
-import { SC_ONE } from './curve';
+import { scOne } from './curve';
 
 let errIndex: u32 = 0;
 export function batchErrorIndex(): u32 {
@@ -51,82 +51,82 @@ function item(i: u32): usize {
   return L.BATCH_SCRATCH + L.BATCH_STRIDE * <usize>i;
 }
 
-export function signBatchImpl(count: u32, oneKey: bool): u32 {
+export function signBatchImpl(cv: usize, count: u32, oneKey: bool): u32 {
   // 1. keys, digests, nonces, R_i = k_i·G
-  if (oneKey && !loadPrivateKey(D1, L.IN + L.IN_B_KEYS)) {
+  if (oneKey && !loadPrivateKey(cv, D1, L.IN + L.IN_B_KEYS)) {
     errIndex = 0;
     return L.E_PRIVATE_KEY;
   }
   for (let i: u32 = 0; i < count; i++) {
     let it = item(i);
     let key = L.IN + L.IN_B_KEYS + (oneKey ? 0 : 32 * <usize>i);
-    if (!oneKey && !loadPrivateKey(it + I_D, key)) {
+    if (!oneKey && !loadPrivateKey(cv, it + I_D, key)) {
       errIndex = i;
       return L.E_PRIVATE_KEY;
     }
-    sc_fromBytes(it + I_E, L.IN + L.IN_B_DIGESTS + 32 * <usize>i);
+    sc_fromBytes(cv, it + I_E, L.IN + L.IN_B_DIGESTS + 32 * <usize>i);
     sc_toBytes(EB, it + I_E);
     drbgInit(key, EB, 0, 0);
     drbgNext(it + I_KB);
-    let over = sc_fromBytes(it + I_K, it + I_KB);
+    let over = sc_fromBytes(cv, it + I_K, it + I_KB);
     let skip = over | sc_isZero(it + I_K);
     store<u32>(it + I_SKIP, skip);
     if (skip) continue;
-    mulG(it + I_R, it + I_KB);
+    mulG(cv, it + I_R, it + I_KB);
   }
   // 2. one field inversion for all Z_i
-  fe_setOne(ACC);
+  fe_setOne(cv, ACC);
   for (let i: u32 = 0; i < count; i++) {
     let it = item(i);
     if (load<u32>(it + I_SKIP)) continue;
     copy40(it + I_FP, ACC);
-    fe_mul(ACC, ACC, it + I_R + 2 * FE);
+    fe_mul(cv, ACC, ACC, it + I_R + 2 * FE);
   }
-  fe_inv(INV, ACC);
+  fe_inv(cv, INV, ACC);
   for (let i = <i32>count - 1; i >= 0; i--) {
     let it = item(<u32>i);
     if (load<u32>(it + I_SKIP)) continue;
-    fe_mul(ZI, INV, it + I_FP); //          1/Z_i
-    fe_mul(INV, INV, it + I_R + 2 * FE);
-    pt_toAffineWithInv(it + I_AFF, it + I_R, ZI);
-    fe_toBytes(XB, it + I_AFF);
-    let xOver = sc_fromBytes(it + I_RS, XB);
-    store<u32>(it + I_REC, fe_isOdd(it + I_AFF + FE) | (xOver << 1));
+    fe_mul(cv, ZI, INV, it + I_FP); //          1/Z_i
+    fe_mul(cv, INV, INV, it + I_R + 2 * FE);
+    pt_toAffineWithInv(cv, it + I_AFF, it + I_R, ZI);
+    fe_toBytes(cv, XB, it + I_AFF);
+    let xOver = sc_fromBytes(cv, it + I_RS, XB);
+    store<u32>(it + I_REC, fe_isOdd(cv, it + I_AFF + FE) | (xOver << 1));
     if (sc_isZero(it + I_RS)) store<u32>(it + I_SKIP, 1);
   }
   // 3. one scalar inversion for all k_i (Montgomery form)
-  sc_copy(ACC, SC_ONE);
+  sc_copy(ACC, scOne(cv));
   for (let i: u32 = 0; i < count; i++) {
     let it = item(i);
     if (load<u32>(it + I_SKIP)) continue;
-    sc_toMont(it + I_K, it + I_K);
+    sc_toMont(cv, it + I_K, it + I_K);
     sc_copy(it + I_SP, ACC);
-    sc_mul(ACC, ACC, it + I_K);
+    sc_mul(cv, ACC, ACC, it + I_K);
   }
-  sc_invMont(INV, ACC);
+  sc_invMont(cv, INV, ACC);
   for (let i = <i32>count - 1; i >= 0; i--) {
     let it = item(<u32>i);
     let idx = <usize>i;
     if (load<u32>(it + I_SKIP)) continue;
-    sc_mul(ZI, INV, it + I_SP); //          k_i⁻¹·R
-    sc_mul(INV, INV, it + I_K);
+    sc_mul(cv, ZI, INV, it + I_SP); //          k_i⁻¹·R
+    sc_mul(cv, INV, INV, it + I_K);
     // s = k⁻¹ (e + r·d)
-    sc_toMont(T1, it + I_RS);
-    sc_mul(T1, T1, oneKey ? D1 : it + I_D);
-    sc_add(T1, T1, it + I_E);
-    sc_mul(T2, ZI, T1);
+    sc_toMont(cv, T1, it + I_RS);
+    sc_mul(cv, T1, T1, oneKey ? D1 : it + I_D);
+    sc_add(cv, T1, T1, it + I_E);
+    sc_mul(cv, T2, ZI, T1);
     if (sc_isZero(T2)) {
       store<u32>(it + I_SKIP, 1);
       continue;
     }
-    finishSigFrom(it + I_RS, T2, L.OUT + L.OUT_B_SIGS + 64 * idx, L.OUT + L.OUT_B_RECS + idx, load<u32>(it + I_REC), true);
+    finishSigFrom(cv, it + I_RS, T2, L.OUT + L.OUT_B_SIGS + 64 * idx, L.OUT + L.OUT_B_RECS + idx, load<u32>(it + I_REC), true);
   }
   // 4. the (practically never taken) retry path
   for (let i: u32 = 0; i < count; i++) {
     let it = item(i);
     if (!load<u32>(it + I_SKIP)) continue;
     let key = L.IN + L.IN_B_KEYS + (oneKey ? 0 : 32 * <usize>i);
-    let st = ecdsaSign(L.IN + L.IN_B_DIGESTS + 32 * <usize>i, key, 0, 0, true,
+    let st = ecdsaSign(cv, L.IN + L.IN_B_DIGESTS + 32 * <usize>i, key, 0, 0, true,
       L.OUT + L.OUT_B_SIGS + 64 * <usize>i, L.OUT + L.OUT_B_RECS + <usize>i);
     if (st != L.OK) {
       errIndex = i;

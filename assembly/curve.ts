@@ -1,80 +1,104 @@
-// The selected curve: pointers to its generated constants and tables. Every exported entry
-// point selects the curve first; all layers below read these globals, so the two curves share
-// every line of code except the constants and the field reduction (chosen by IS_K1).
+// The curve as an explicit parameter: one constants block per curve (pointers to its generated
+// constants and tables, tables/*.ts). Every function that needs a curve constant takes the block
+// as its first argument `cv`, handed down from the exported entry point (index.ts maps the ABI's
+// curve id to a block with curveOf), so no call can run with another curve's state and nothing
+// is switched globally. The two curves share every line of code except the constants and the
+// field reduction (chosen by isK1(cv)). The curve is public: branching on it is constant time.
 import * as K1 from './tables/secp256k1';
 import * as P256 from './tables/p256';
 
 export const CURVE_SECP256K1: u32 = 0;
 export const CURVE_P256: u32 = 1;
 
-/** true: secp256k1 (a = 0, plain form, p = 2^256 − 2^32 − 977); false: P-256 (a = −3, Montgomery form). */
-export let IS_K1: bool = true;
-export let FP_P: usize = K1.FP_P;
-export let FP_BIAS: usize = K1.FP_BIAS;
-export let FP_ONE: usize = K1.FP_ONE;
-export let FP_B: usize = K1.FP_B;
-export let FP_R2: usize = K1.FP_R2;
-export let SC_N: usize = K1.SC_N;
-export let SC_MU: usize = K1.SC_MU;
-export let SC_R2: usize = K1.SC_R2;
-export let SC_ONE: usize = K1.SC_ONE;
-export let SC_HALF: usize = K1.SC_HALF;
-export let G_COMB: usize = K1.G_COMB;
-export let G_WNAF: usize = K1.G_WNAF;
-export let G128_WNAF: usize = K1.G128_WNAF;
-export let SC_NINV30: usize = K1.SC_NINV30;
-export let SC_N30: usize = K1.SC_N30;
-export let SC_R3: usize = K1.SC_R3;
-export let FP_PINV30: usize = K1.FP_PINV30;
-export let FP_P30: usize = K1.FP_P30;
-export let FP_R3: usize = K1.FP_R3;
+// block layout: u32 words
+const O_ID: usize = 0; //         curve id (0 = secp256k1: a = 0, plain form; 1 = P-256: a = −3, Montgomery form)
+const O_FP_P: usize = 4;
+const O_FP_BIAS: usize = 8;
+const O_FP_ONE: usize = 12;
+const O_FP_B: usize = 16;
+const O_FP_R2: usize = 20;
+const O_FP_R3: usize = 24;
+const O_FP_P30: usize = 28;
+const O_FP_PINV30: usize = 32;
+const O_SC_N: usize = 36;
+const O_SC_MU: usize = 40;
+const O_SC_R2: usize = 44;
+const O_SC_R3: usize = 48;
+const O_SC_ONE: usize = 52;
+const O_SC_HALF: usize = 56;
+const O_SC_N30: usize = 60;
+const O_SC_NINV30: usize = 64;
+const O_G_COMB: usize = 68;
+const O_G_WNAF: usize = 72;
+const O_G128_WNAF: usize = 76;
+const O_MAGIC: usize = 80; //      checked by the debug build (verifyCurve)
+export const CURVE_MAGIC: u32 = 0x6b6d6173;
 
-export function selectCurve(id: u32): bool {
-  if (id == CURVE_SECP256K1) {
-    IS_K1 = true;
-    FP_P = K1.FP_P;
-    FP_BIAS = K1.FP_BIAS;
-    FP_ONE = K1.FP_ONE;
-    FP_B = K1.FP_B;
-    FP_R2 = K1.FP_R2;
-    SC_N = K1.SC_N;
-    SC_MU = K1.SC_MU;
-    SC_R2 = K1.SC_R2;
-    SC_ONE = K1.SC_ONE;
-    SC_HALF = K1.SC_HALF;
-    G_COMB = K1.G_COMB;
-    G_WNAF = K1.G_WNAF;
-    G128_WNAF = K1.G128_WNAF;
-    SC_NINV30 = K1.SC_NINV30;
-    SC_N30 = K1.SC_N30;
-    SC_R3 = K1.SC_R3;
-    FP_PINV30 = K1.FP_PINV30;
-    FP_P30 = K1.FP_P30;
-    FP_R3 = K1.FP_R3;
-    return true;
-  }
-  if (id == CURVE_P256) {
-    IS_K1 = false;
-    FP_P = P256.FP_P;
-    FP_BIAS = P256.FP_BIAS;
-    FP_ONE = P256.FP_ONE;
-    FP_B = P256.FP_B;
-    FP_R2 = P256.FP_R2;
-    SC_N = P256.SC_N;
-    SC_MU = P256.SC_MU;
-    SC_R2 = P256.SC_R2;
-    SC_ONE = P256.SC_ONE;
-    SC_HALF = P256.SC_HALF;
-    G_COMB = P256.G_COMB;
-    G_WNAF = P256.G_WNAF;
-    G128_WNAF = P256.G128_WNAF;
-    SC_NINV30 = P256.SC_NINV30;
-    SC_N30 = P256.SC_N30;
-    SC_R3 = P256.SC_R3;
-    FP_PINV30 = P256.FP_PINV30;
-    FP_P30 = P256.FP_P30;
-    FP_R3 = P256.FP_R3;
-    return true;
-  }
-  return false;
+export const SECP256K1: usize = memory.data<u32>([
+  CURVE_SECP256K1, <u32>K1.FP_P, <u32>K1.FP_BIAS, <u32>K1.FP_ONE, <u32>K1.FP_B, <u32>K1.FP_R2, <u32>K1.FP_R3,
+  <u32>K1.FP_P30, <u32>K1.FP_PINV30, <u32>K1.SC_N, <u32>K1.SC_MU, <u32>K1.SC_R2, <u32>K1.SC_R3, <u32>K1.SC_ONE,
+  <u32>K1.SC_HALF, <u32>K1.SC_N30, <u32>K1.SC_NINV30, <u32>K1.G_COMB, <u32>K1.G_WNAF, <u32>K1.G128_WNAF, CURVE_MAGIC,
+], 16);
+export const P256_CURVE: usize = memory.data<u32>([
+  CURVE_P256, <u32>P256.FP_P, <u32>P256.FP_BIAS, <u32>P256.FP_ONE, <u32>P256.FP_B, <u32>P256.FP_R2, <u32>P256.FP_R3,
+  <u32>P256.FP_P30, <u32>P256.FP_PINV30, <u32>P256.SC_N, <u32>P256.SC_MU, <u32>P256.SC_R2, <u32>P256.SC_R3,
+  <u32>P256.SC_ONE, <u32>P256.SC_HALF, <u32>P256.SC_N30, <u32>P256.SC_NINV30, <u32>P256.G_COMB, <u32>P256.G_WNAF,
+  <u32>P256.G128_WNAF, CURVE_MAGIC,
+], 16);
+
+/** The constants block of the ABI's curve id, or 0 for an unknown id. */
+export function curveOf(id: u32): usize {
+  if (id == CURVE_SECP256K1) return SECP256K1;
+  if (id == CURVE_P256) return P256_CURVE;
+  return 0;
 }
+
+// @ts-ignore: decorator
+@inline export function curveId(cv: usize): u32 { return load<u32>(cv, O_ID); }
+/** secp256k1 (a = 0, plain form) rather than P-256 (a = −3, Montgomery form). A comparison with
+ *  the block's address (a constant), not a load: it sits in every field operation. */
+// @ts-ignore: decorator
+@inline export function isK1(cv: usize): bool { return cv == SECP256K1; }
+// @ts-ignore: decorator
+@inline export function curveMagic(cv: usize): u32 { return load<u32>(cv, O_MAGIC); }
+// @ts-ignore: decorator
+@inline export function fpP(cv: usize): usize { return <usize>load<u32>(cv, O_FP_P); }
+// @ts-ignore: decorator
+@inline export function fpBias(cv: usize): usize { return <usize>load<u32>(cv, O_FP_BIAS); }
+// @ts-ignore: decorator
+@inline export function fpOne(cv: usize): usize { return <usize>load<u32>(cv, O_FP_ONE); }
+// @ts-ignore: decorator
+@inline export function fpB(cv: usize): usize { return <usize>load<u32>(cv, O_FP_B); }
+// @ts-ignore: decorator
+@inline export function fpR2(cv: usize): usize { return <usize>load<u32>(cv, O_FP_R2); }
+// @ts-ignore: decorator
+@inline export function fpR3(cv: usize): usize { return <usize>load<u32>(cv, O_FP_R3); }
+// @ts-ignore: decorator
+@inline export function fpP30(cv: usize): usize { return <usize>load<u32>(cv, O_FP_P30); }
+// @ts-ignore: decorator
+@inline export function fpPinv30(cv: usize): usize { return <usize>load<u32>(cv, O_FP_PINV30); }
+// @ts-ignore: decorator
+@inline export function scN(cv: usize): usize { return <usize>load<u32>(cv, O_SC_N); }
+// @ts-ignore: decorator
+@inline export function scMu(cv: usize): usize { return <usize>load<u32>(cv, O_SC_MU); }
+// @ts-ignore: decorator
+@inline export function scR2(cv: usize): usize { return <usize>load<u32>(cv, O_SC_R2); }
+// @ts-ignore: decorator
+@inline export function scR3(cv: usize): usize { return <usize>load<u32>(cv, O_SC_R3); }
+// @ts-ignore: decorator
+@inline export function scOne(cv: usize): usize { return <usize>load<u32>(cv, O_SC_ONE); }
+// @ts-ignore: decorator
+@inline export function scHalf(cv: usize): usize { return <usize>load<u32>(cv, O_SC_HALF); }
+// @ts-ignore: decorator
+@inline export function scN30(cv: usize): usize { return <usize>load<u32>(cv, O_SC_N30); }
+// @ts-ignore: decorator
+@inline export function scNinv30(cv: usize): usize { return <usize>load<u32>(cv, O_SC_NINV30); }
+/** the fixed-base comb table (43 windows × 32 affine multiples). */
+// @ts-ignore: decorator
+@inline export function gComb(cv: usize): usize { return <usize>load<u32>(cv, O_G_COMB); }
+/** 64 affine odd multiples of G (wNAF window 8). */
+// @ts-ignore: decorator
+@inline export function gWnaf(cv: usize): usize { return <usize>load<u32>(cv, O_G_WNAF); }
+/** 64 affine odd multiples of 2^128·G. */
+// @ts-ignore: decorator
+@inline export function g128Wnaf(cv: usize): usize { return <usize>load<u32>(cv, O_G128_WNAF); }

@@ -6,6 +6,8 @@
 import * as K1 from './tables/secp256k1';
 import { sc_fromBytes, sc_toBytes, sc_mul, sc_add, sc_sub, sc_neg, sc_isHigh } from './scalar';
 import { PUBLIC } from './layout';
+import { isK1 } from './curve';
+import { DEBUG } from './debug';
 
 const PROD: usize = PUBLIC + 8448; //  16 words
 const KW: usize = PUBLIC + 8512; //    8 words
@@ -41,25 +43,26 @@ function mulShift384(g: usize): void {
 
 /** k (32 bytes BE, < n) → |k1| at o1, |k2| at o2 (32 bytes BE each); returns bit 0 = k1 negated,
  *  bit 1 = k2 negated, so that k ≡ ±|k1| ± |k2|·λ (mod n). */
-export function glvSplit_var(k: usize, o1: usize, o2: usize): u32 {
+export function glvSplit_var(cv: usize, k: usize, o1: usize, o2: usize): u32 {
+  if (DEBUG) assert(isK1(cv), 'GLV split on a curve other than secp256k1');
   for (let i: usize = 0; i < 8; i++) store<u32>(KW + 4 * i, bswap<u32>(load<u32>(k + 28 - 4 * i)));
   mulShift384(K1.GLV_G1);
-  sc_fromBytes(C1, BYTES);
+  sc_fromBytes(cv, C1, BYTES);
   mulShift384(K1.GLV_G2);
-  sc_fromBytes(C2, BYTES);
-  sc_mul(C1, C1, K1.GLV_MB1_R); //   c1·(−b1)
-  sc_mul(C2, C2, K1.GLV_MB2_R); //   c2·(−b2)
-  sc_add(C2, C1, C2); //             k2
-  sc_mul(T, C2, K1.GLV_LAMBDA_R); // k2·λ
-  sc_fromBytes(C1, k);
-  sc_sub(C1, C1, T); //              k1 = k − k2·λ
+  sc_fromBytes(cv, C2, BYTES);
+  sc_mul(cv, C1, C1, K1.GLV_MB1_R); //   c1·(−b1)
+  sc_mul(cv, C2, C2, K1.GLV_MB2_R); //   c2·(−b2)
+  sc_add(cv, C2, C1, C2); //             k2
+  sc_mul(cv, T, C2, K1.GLV_LAMBDA_R); // k2·λ
+  sc_fromBytes(cv, C1, k);
+  sc_sub(cv, C1, C1, T); //              k1 = k − k2·λ
   let flags: u32 = 0;
-  if (sc_isHigh(C1)) {
-    sc_neg(C1, C1);
+  if (sc_isHigh(cv, C1)) {
+    sc_neg(cv, C1, C1);
     flags |= 1;
   }
-  if (sc_isHigh(C2)) {
-    sc_neg(C2, C2);
+  if (sc_isHigh(cv, C2)) {
+    sc_neg(cv, C2, C2);
     flags |= 2;
   }
   sc_toBytes(o1, C1);

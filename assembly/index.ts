@@ -5,7 +5,7 @@
 // and small integer arguments, and reads results from OUT (ioOut()). Every function returns a
 // status code (0 = ok); nothing throws across the boundary and nothing is allocated.
 // Secret-bearing scratch and the secret input slots are zeroed before secret operations return.
-import { selectCurve } from './curve';
+import { curveOf } from './curve';
 import * as L from './layout';
 import * as sign_ from './sign';
 import * as ecverify from './ecverify';
@@ -35,9 +35,10 @@ function wipe(): void {
 
 /** sign: IN_DIGEST, IN_KEY, IN_EXTRA (extraLen bytes); flags bit 0 = lowS. → OUT_SIG, OUT_REC */
 export function sign(curve: u32, flags: u32, extraLen: u32): u32 {
-  if (!selectCurve(curve)) return L.E_CURVE;
+  let cv = curveOf(curve);
+  if (cv == 0) return L.E_CURVE;
   if (extraLen > L.EXTRA_MAX) return L.E_LENGTH;
-  let st = sign_.ecdsaSign(
+  let st = sign_.ecdsaSign(cv,
     L.IN + L.IN_DIGEST, L.IN + L.IN_KEY, L.IN + L.IN_EXTRA, extraLen, (flags & 1) != 0,
     L.OUT + L.OUT_SIG, L.OUT + L.OUT_REC,
   );
@@ -48,9 +49,10 @@ export function sign(curve: u32, flags: u32, extraLen: u32): u32 {
 /** signBatch: IN_B_DIGESTS (32·count), IN_B_KEYS (32·count, or 32 if oneKey) → OUT_B_SIGS, OUT_B_RECS.
  *  On error the index of the failing item is available from batchErrorIndex(). Always low-s. */
 export function signBatch(curve: u32, count: u32, oneKey: u32): u32 {
-  if (!selectCurve(curve)) return L.E_CURVE;
+  let cv = curveOf(curve);
+  if (cv == 0) return L.E_CURVE;
   if (count == 0 || count > L.BATCH_MAX) return L.E_LENGTH;
-  let st = signBatchImpl(count, oneKey != 0);
+  let st = signBatchImpl(cv, count, oneKey != 0);
   wipe();
   memory.fill(L.IN + L.IN_B_KEYS, 0, 32 * <usize>L.BATCH_MAX);
   memory.fill(L.BATCH_SCRATCH, 0, L.BATCH_STRIDE * <usize>count);
@@ -60,14 +62,16 @@ export { batchErrorIndex } from './batch';
 
 /** verify: IN_SIG (r‖s), IN_DIGEST, IN_PUB (pubLen); flags bit 0 = strict low-s. 0 = valid. */
 export function verify(curve: u32, flags: u32, pubLen: u32): u32 {
-  if (!selectCurve(curve)) return L.E_CURVE;
-  return ecverify.ecdsaVerify_var(L.IN + L.IN_SIG, L.IN + L.IN_DIGEST, L.IN + L.IN_PUB, pubLen, (flags & 1) != 0);
+  let cv = curveOf(curve);
+  if (cv == 0) return L.E_CURVE;
+  return ecverify.ecdsaVerify_var(cv, L.IN + L.IN_SIG, L.IN + L.IN_DIGEST, L.IN + L.IN_PUB, pubLen, (flags & 1) != 0);
 }
 
 /** verifyCacheState: IN_PUB (pubLen) → 0 not cached, 1 cached, 2 cached with a hot table (diagnostic). */
 export function verifyCacheState(curve: u32, pubLen: u32): u32 {
-  if (!selectCurve(curve)) return 0;
-  return keycache.keyCacheState_var(L.IN + L.IN_PUB, pubLen);
+  let cv = curveOf(curve);
+  if (cv == 0) return 0;
+  return keycache.keyCacheState_var(cv, L.IN + L.IN_PUB, pubLen);
 }
 
 /** setVerifyCachePolicy: a cached key gets a hot table after `after` verifications, at most one
@@ -78,62 +82,70 @@ export function setVerifyCachePolicy(after: u32, buildEvery: u32): void {
 
 /** getPublicKey: IN_KEY → OUT_PUB (33 or 65 bytes) */
 export function getPublicKey(curve: u32, compressed: u32): u32 {
-  if (!selectCurve(curve)) return L.E_CURVE;
-  let st = keys.getPublicKey(L.IN + L.IN_KEY, compressed != 0, L.OUT + L.OUT_PUB);
+  let cv = curveOf(curve);
+  if (cv == 0) return L.E_CURVE;
+  let st = keys.getPublicKey(cv, L.IN + L.IN_KEY, compressed != 0, L.OUT + L.OUT_PUB);
   wipe();
   return st;
 }
 
 /** recover: IN_DIGEST, IN_SIG → OUT_PUB */
 export function recover(curve: u32, recid: u32, compressed: u32): u32 {
-  if (!selectCurve(curve)) return L.E_CURVE;
-  return ecverify.ecdsaRecover_var(L.IN + L.IN_DIGEST, L.IN + L.IN_SIG, recid, compressed != 0, L.OUT + L.OUT_PUB);
+  let cv = curveOf(curve);
+  if (cv == 0) return L.E_CURVE;
+  return ecverify.ecdsaRecover_var(cv, L.IN + L.IN_DIGEST, L.IN + L.IN_SIG, recid, compressed != 0, L.OUT + L.OUT_PUB);
 }
 
 /** ecdh: IN_KEY, IN_PUB (pubLen) → OUT_SECRET (32-byte x-coordinate) */
 export function ecdh(curve: u32, pubLen: u32): u32 {
-  if (!selectCurve(curve)) return L.E_CURVE;
+  let cv = curveOf(curve);
+  if (cv == 0) return L.E_CURVE;
   let st: u32;
-  if (!keys.loadPrivateKey(L.SECRET, L.IN + L.IN_KEY)) st = L.E_PRIVATE_KEY;
-  else if (!decodePoint_var(keys.QA, L.IN + L.IN_PUB, pubLen)) st = L.E_PUBLIC_KEY; // public input
-  else st = keys.ecdh(L.IN + L.IN_KEY, keys.QA, L.OUT + L.OUT_SECRET);
+  if (!keys.loadPrivateKey(cv, L.SECRET, L.IN + L.IN_KEY)) st = L.E_PRIVATE_KEY;
+  else if (!decodePoint_var(cv, keys.QA, L.IN + L.IN_PUB, pubLen)) st = L.E_PUBLIC_KEY; // public input
+  else st = keys.ecdh(cv, L.IN + L.IN_KEY, keys.QA, L.OUT + L.OUT_SECRET);
   wipe();
   return st;
 }
 
 /** IN_KEY valid (1 ≤ k < n)? */
 export function isValidPrivateKey(curve: u32): u32 {
-  if (!selectCurve(curve)) return L.E_CURVE;
-  let st = keys.loadPrivateKey(L.SECRET, L.IN + L.IN_KEY) ? L.OK : L.E_PRIVATE_KEY;
+  let cv = curveOf(curve);
+  if (cv == 0) return L.E_CURVE;
+  let st = keys.loadPrivateKey(cv, L.SECRET, L.IN + L.IN_KEY) ? L.OK : L.E_PRIVATE_KEY;
   wipe();
   return st;
 }
 
 /** IN_PUB (pubLen) valid? */
 export function isValidPublicKey(curve: u32, pubLen: u32): u32 {
-  if (!selectCurve(curve)) return L.E_CURVE;
-  return decodePoint_var(keys.QA, L.IN + L.IN_PUB, pubLen) ? L.OK : L.E_PUBLIC_KEY;
+  let cv = curveOf(curve);
+  if (cv == 0) return L.E_CURVE;
+  return decodePoint_var(cv, keys.QA, L.IN + L.IN_PUB, pubLen) ? L.OK : L.E_PUBLIC_KEY;
 }
 
 /** IN_PUB (pubLen) → OUT_PUB re-encoded */
 export function convertPublicKey(curve: u32, pubLen: u32, compressed: u32): u32 {
-  if (!selectCurve(curve)) return L.E_CURVE;
-  return keys.convertPublicKey_var(L.IN + L.IN_PUB, pubLen, compressed != 0, L.OUT + L.OUT_PUB);
+  let cv = curveOf(curve);
+  if (cv == 0) return L.E_CURVE;
+  return keys.convertPublicKey_var(cv, L.IN + L.IN_PUB, pubLen, compressed != 0, L.OUT + L.OUT_PUB);
 }
 
 /** IN_KEY + IN_TWEAK mod n → OUT_SECRET */
 export function privateKeyTweakAdd(curve: u32): u32 {
-  if (!selectCurve(curve)) return L.E_CURVE;
-  let st = keys.privateKeyTweakAdd(L.IN + L.IN_KEY, L.IN + L.IN_TWEAK, L.OUT + L.OUT_SECRET);
+  let cv = curveOf(curve);
+  if (cv == 0) return L.E_CURVE;
+  let st = keys.privateKeyTweakAdd(cv, L.IN + L.IN_KEY, L.IN + L.IN_TWEAK, L.OUT + L.OUT_SECRET);
   wipe();
   return st;
 }
 
 /** IN_PUB (pubLen) + IN_TWEAK·G → OUT_PUB */
 export function publicKeyTweakAdd(curve: u32, pubLen: u32, compressed: u32): u32 {
-  if (!selectCurve(curve)) return L.E_CURVE;
-  let st = decodePoint_var(keys.QA, L.IN + L.IN_PUB, pubLen) // public input
-    ? keys.publicKeyTweakAdd(keys.QA, L.IN + L.IN_TWEAK, compressed != 0, L.OUT + L.OUT_PUB)
+  let cv = curveOf(curve);
+  if (cv == 0) return L.E_CURVE;
+  let st = decodePoint_var(cv, keys.QA, L.IN + L.IN_PUB, pubLen) // public input
+    ? keys.publicKeyTweakAdd(cv, keys.QA, L.IN + L.IN_TWEAK, compressed != 0, L.OUT + L.OUT_PUB)
     : L.E_PUBLIC_KEY;
   wipe();
   return st;

@@ -5,7 +5,7 @@
 // then on. Replacement is CLOCK (second chance): a key verified since the hand last passed is
 // kept, so keys in steady use survive a stream of one-off keys. Whether a key is cached is
 // observable through timing; it reveals nothing secret.
-import { IS_K1 } from './curve';
+import { curveId } from './curve';
 import { AFF } from './point';
 import {
   qctxPrepare_var, qctxUpgrade_var, QCTX_SIZE, QCTX_STATE, QCTX_KEY, QCTX_Q, QCTX_USES, QCTX_HOT, QCTX_REF,
@@ -38,9 +38,9 @@ export function setHotPolicy(after: u32, buildEvery: u32): void {
   sinceBuild = buildEvery;
 }
 
-/** The cached context of the SEC1 key at pub on the selected curve, or 0. */
-function findContext_var(pub: usize, pubLen: u32): usize {
-  let curve: u32 = IS_K1 ? 0 : 1;
+/** The cached context of the SEC1 key at pub on the curve cv, or 0. */
+function findContext_var(cv: usize, pub: usize, pubLen: u32): usize {
+  let curve = curveId(cv);
   for (let i: u32 = 0; i < CACHE_SLOTS; i++) {
     let c = CACHE + QCTX_SIZE * <usize>i;
     if (load<u32>(c + QCTX_STATE) == 0 || load<u32>(c) != curve || load<u32>(c, 4) != pubLen) continue;
@@ -50,8 +50,8 @@ function findContext_var(pub: usize, pubLen: u32): usize {
 }
 
 /** 0: the SEC1 key at pub is not in the verification cache; 1: cached; 2: cached with a hot table. */
-export function keyCacheState_var(pub: usize, pubLen: u32): u32 {
-  let c = findContext_var(pub, pubLen);
+export function keyCacheState_var(cv: usize, pub: usize, pubLen: u32): u32 {
+  let c = findContext_var(cv, pub, pubLen);
   if (c == 0) return 0;
   return load<u32>(c + QCTX_HOT) != 0 ? 2 : 1;
 }
@@ -73,7 +73,7 @@ function dropHot_var(c: usize): void {
 }
 
 /** Gives context c the next hot slot (its previous holder loses it and starts counting again). */
-function makeHot_var(c: usize): void {
+function makeHot_var(cv: usize, c: usize): void {
   let slot = hotNext;
   hotNext = (hotNext + 1) % HOT_SLOTS;
   let owner = <usize>load<u32>(HOT_OWNER + 4 * <usize>slot);
@@ -81,25 +81,25 @@ function makeHot_var(c: usize): void {
     store<u32>(owner + QCTX_HOT, 0);
     store<u32>(owner + QCTX_USES, 0);
   }
-  hotBuild_var(HOT + HOT_TABLE_SIZE * <usize>slot, c + QCTX_Q);
+  hotBuild_var(cv, HOT + HOT_TABLE_SIZE * <usize>slot, c + QCTX_Q);
   store<u32>(HOT_OWNER + 4 * <usize>slot, <u32>c);
   store<u32>(c + QCTX_HOT, slot + 1);
   sinceBuild = 0;
 }
 
 /** Context for the SEC1 key at pub (cached), or 0 if the key is invalid. Variable time. */
-export function keyContext_var(pub: usize, pubLen: u32): usize {
+export function keyContext_var(cv: usize, pub: usize, pubLen: u32): usize {
   if (sinceBuild < HOT_BUILD_EVERY) sinceBuild++;
-  let c = findContext_var(pub, pubLen);
+  let c = findContext_var(cv, pub, pubLen);
   if (c != 0) {
-    if (load<u32>(c + QCTX_STATE) == 1) qctxUpgrade_var(c);
+    if (load<u32>(c + QCTX_STATE) == 1) qctxUpgrade_var(cv, c);
     store<u32>(c + QCTX_REF, 1);
     let uses = load<u32>(c + QCTX_USES);
     if (uses < HOT_AFTER) store<u32>(c + QCTX_USES, ++uses);
-    if (uses >= HOT_AFTER && load<u32>(c + QCTX_HOT) == 0 && sinceBuild >= HOT_BUILD_EVERY) makeHot_var(c);
+    if (uses >= HOT_AFTER && load<u32>(c + QCTX_HOT) == 0 && sinceBuild >= HOT_BUILD_EVERY) makeHot_var(cv, c);
     return c;
   }
-  if (!decodePoint_var(QA, pub, pubLen)) return 0;
+  if (!decodePoint_var(cv, QA, pub, pubLen)) return 0;
   c = CACHE + QCTX_SIZE * <usize>cacheNext;
   while (load<u32>(c + QCTX_STATE) != 0 && load<u32>(c + QCTX_REF) != 0) {
     store<u32>(c + QCTX_REF, 0); // second chance: taken next time round unless verified again
@@ -111,10 +111,10 @@ export function keyContext_var(pub: usize, pubLen: u32): usize {
   store<u32>(c + QCTX_REF, 0);
   store<u32>(c + QCTX_STATE, 0);
   store<u32>(c + QCTX_USES, 1);
-  store<u32>(c, IS_K1 ? 0 : 1);
+  store<u32>(c, curveId(cv));
   store<u32>(c, pubLen, 4);
   memory.copy(c + QCTX_KEY, pub, pubLen);
   memory.copy(c + QCTX_Q, QA, AFF);
-  qctxPrepare_var(c);
+  qctxPrepare_var(cv, c);
   return c;
 }

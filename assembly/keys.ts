@@ -15,35 +15,35 @@ import {
 export { EC_QA as QA } from './layout';
 
 /** Parse a private key: D = key; returns 1 if 1 ≤ key < n. */
-export function loadPrivateKey(d: usize, key: usize): u32 {
-  let over = sc_fromBytes(d, key);
+export function loadPrivateKey(cv: usize, d: usize, key: usize): u32 {
+  let over = sc_fromBytes(cv, d, key);
   return (over | sc_isZero(d)) ^ 1;
 }
 
 /** Public key of the private key at key (33 or 65 bytes at out). */
-export function getPublicKey(key: usize, compressed: bool, out: usize): u32 {
-  if (!loadPrivateKey(D, key)) return E_PRIVATE_KEY;
-  mulG(PJ, key);
-  pt_toAffine(PA, PJ);
-  encodePoint(out, PA, compressed);
+export function getPublicKey(cv: usize, key: usize, compressed: bool, out: usize): u32 {
+  if (!loadPrivateKey(cv, D, key)) return E_PRIVATE_KEY;
+  mulG(cv, PJ, key);
+  pt_toAffine(cv, PA, PJ);
+  encodePoint(cv, out, PA, compressed);
   return OK;
 }
 
 /** ECDH: the x-coordinate of key·q (32 bytes at out) for an affine point q already decoded and
  *  validated by decodePoint_var (public). Constant time in key. */
-export function ecdh(key: usize, q: usize, out: usize): u32 {
-  if (!loadPrivateKey(D, key)) return E_PRIVATE_KEY;
-  mulP(PJ, q, key);
-  pt_toAffine(PA, PJ);
-  fe_toBytes(out, PA);
+export function ecdh(cv: usize, key: usize, q: usize, out: usize): u32 {
+  if (!loadPrivateKey(cv, D, key)) return E_PRIVATE_KEY;
+  mulP(cv, PJ, q, key);
+  pt_toAffine(cv, PA, PJ);
+  fe_toBytes(cv, out, PA);
   return OK;
 }
 
 /** (key + tweak) mod n → out. Constant time in key and tweak. */
-export function privateKeyTweakAdd(key: usize, tweak: usize, out: usize): u32 {
-  if (!loadPrivateKey(D, key)) return E_PRIVATE_KEY;
-  if (sc_fromBytes(W1, tweak)) return E_TWEAK;
-  sc_add(W1, W1, D);
+export function privateKeyTweakAdd(cv: usize, key: usize, tweak: usize, out: usize): u32 {
+  if (!loadPrivateKey(cv, D, key)) return E_PRIVATE_KEY;
+  if (sc_fromBytes(cv, W1, tweak)) return E_TWEAK;
+  sc_add(cv, W1, W1, D);
   if (sc_isZero(W1)) return E_TWEAK;
   sc_toBytes(out, W1);
   return OK;
@@ -52,19 +52,19 @@ export function privateKeyTweakAdd(key: usize, tweak: usize, out: usize): u32 {
 /** q + tweak·G → out (SEC1) for an affine point q already decoded by decodePoint_var (public).
  *  Constant time in tweak: the addition is the complete masked one (tweak·G = ±q and tweak = 0
  *  are not branches); only a result at infinity (an invalid tweak) returns early. */
-export function publicKeyTweakAdd(q: usize, tweak: usize, compressed: bool, out: usize): u32 {
-  if (sc_fromBytes(W1, tweak)) return E_TWEAK;
-  mulG(PJ, tweak);
-  pt_maddComplete(PJ, PJ, q);
-  if (pt_isInf(PJ)) return E_TWEAK;
-  pt_toAffine(PA, PJ);
-  encodePoint(out, PA, compressed);
+export function publicKeyTweakAdd(cv: usize, q: usize, tweak: usize, compressed: bool, out: usize): u32 {
+  if (sc_fromBytes(cv, W1, tweak)) return E_TWEAK;
+  mulG(cv, PJ, tweak);
+  pt_maddComplete(cv, PJ, PJ, q);
+  if (pt_isInf(cv, PJ)) return E_TWEAK;
+  pt_toAffine(cv, PA, PJ);
+  encodePoint(cv, out, PA, compressed);
   return OK;
 }
 
 /** Re-encodes the SEC1 key at pub (validated). Variable time in pub (public). */
-export function convertPublicKey_var(pub: usize, pubLen: u32, compressed: bool, out: usize): u32 {
-  if (!decodePoint_var(QA, pub, pubLen)) return E_PUBLIC_KEY;
-  encodePoint(out, QA, compressed);
+export function convertPublicKey_var(cv: usize, pub: usize, pubLen: u32, compressed: bool, out: usize): u32 {
+  if (!decodePoint_var(cv, QA, pub, pubLen)) return E_PUBLIC_KEY;
+  encodePoint(cv, out, QA, compressed);
   return OK;
 }

@@ -6,7 +6,7 @@
 //   mulDoubleHot_var  the same over a key's full fixed-window table (hotBuild_var): no doublings
 // It also owns the layout of a verification context (a decoded key and its tables), which the
 // key cache (keycache.ts) stores. Scalars are 32 big-endian bytes < n (checked in the debug build).
-import { G_COMB, G_WNAF, G128_WNAF, IS_K1 } from './curve';
+import { gComb, gWnaf, g128Wnaf, isK1 } from './curve';
 import { glvSplit_var, FP_BETA } from './glv';
 import { fe_mul } from './field';
 import {
@@ -33,13 +33,13 @@ const PREFIX: usize = PUBLIC + 3328; //      8 prefix products of the batch inve
 /** r += sign(d)·table[(|d| − 1)/2] (affine odd multiples), negated again if neg. Variable time. */
 // @ts-ignore: decorator
 @inline
-function addWnaf_var(r: usize, d: i32, table: usize, neg: bool): bool {
+function addWnaf_var(cv: usize, r: usize, d: i32, table: usize, neg: bool): bool {
   let e = table + AFF * <usize>(((d < 0 ? -d : d) - 1) >> 1);
   if ((d < 0) != neg) {
-    pt_negAffine(NEGA, e);
+    pt_negAffine(cv, NEGA, e);
     e = NEGA;
   }
-  return pt_madd_var(r, r, e) != 0;
+  return pt_madd_var(cv, r, r, e) != 0;
 }
 
 let gLamReady = false;
@@ -64,20 +64,20 @@ const QCTX_T1: usize = 176;
 const QCTX_T2: usize = 816;
 
 /** odd multiples of the affine point q into the affine table t (8 entries). */
-function oddMultiples_var(t: usize, q: usize): void {
-  pt_fromAffine(QODD, q);
-  pt_dbl(ACCV, QODD);
-  for (let i: usize = 1; i < 8; i++) pt_add_var(QODD + JAC * i, QODD + JAC * (i - 1), ACCV);
-  pt_batchToAffine(t, QODD, 8, PREFIX);
+function oddMultiples_var(cv: usize, t: usize, q: usize): void {
+  pt_fromAffine(cv, QODD, q);
+  pt_dbl(cv, ACCV, QODD);
+  for (let i: usize = 1; i < 8; i++) pt_add_var(cv, QODD + JAC * i, QODD + JAC * (i - 1), ACCV);
+  pt_batchToAffine(cv, t, QODD, 8, PREFIX);
 }
 
 /** Fill T1 (and on secp256k1 T2 = λ·T1) for the affine point Q already stored in ctx. */
-export function qctxPrepare_var(ctx: usize): void {
-  oddMultiples_var(ctx + QCTX_T1, ctx + QCTX_Q);
-  if (IS_K1) {
+export function qctxPrepare_var(cv: usize, ctx: usize): void {
+  oddMultiples_var(cv, ctx + QCTX_T1, ctx + QCTX_Q);
+  if (isK1(cv)) {
     for (let j: usize = 0; j < 8; j++) {
       let e = ctx + QCTX_T1 + AFF * j, f = ctx + QCTX_T2 + AFF * j;
-      fe_mul(f, e, FP_BETA);
+      fe_mul(cv, f, e, FP_BETA);
       memory.copy(f + FE, e + FE, FE);
     }
     store<u32>(ctx + QCTX_STATE, 2);
@@ -85,11 +85,11 @@ export function qctxPrepare_var(ctx: usize): void {
 }
 
 /** P-256: add the 2^128·Q table (128 doublings, paid once per cached key), state 2. */
-export function qctxUpgrade_var(ctx: usize): void {
-  pt_fromAffine(ACCV, ctx + QCTX_Q);
-  for (let i = 0; i < 128; i++) pt_dbl(ACCV, ACCV);
-  pt_toAffine(NEGA, ACCV);
-  oddMultiples_var(ctx + QCTX_T2, NEGA);
+export function qctxUpgrade_var(cv: usize, ctx: usize): void {
+  pt_fromAffine(cv, ACCV, ctx + QCTX_Q);
+  for (let i = 0; i < 128; i++) pt_dbl(cv, ACCV, ACCV);
+  pt_toAffine(cv, NEGA, ACCV);
+  oddMultiples_var(cv, ctx + QCTX_T2, NEGA);
   store<u32>(ctx + QCTX_STATE, 2);
 }
 
@@ -98,28 +98,28 @@ export function qctxUpgrade_var(ctx: usize): void {
  *  ~128-bit streams when available: on secp256k1 via the GLV endomorphism (G, λG, Q, λQ), on
  *  P-256 (state 2) by splitting the scalars at bit 128 (G, 2^128·G, Q, 2^128·Q); both halve the
  *  doublings. Variable time: only for public inputs. */
-export function mulDouble_var(r: usize, u1: usize, u2: usize, ctx: usize): void {
+export function mulDouble_var(cv: usize, r: usize, u1: usize, u2: usize, ctx: usize): void {
   if (DEBUG) {
-    verifyScBytes(u1);
-    verifyScBytes(u2);
+    verifyScBytes(cv, u1);
+    verifyScBytes(cv, u2);
     assert(load<u32>(ctx + QCTX_STATE) != 0, 'verification context not prepared');
   }
   let t1 = ctx + QCTX_T1, t2 = ctx + QCTX_T2;
   let streams = 2;
   let n1: i32, n2: i32, n3: i32 = 0, n4: i32 = 0;
   let f1: u32 = 0, f2: u32 = 0;
-  let g2 = G128_WNAF;
-  if (IS_K1) {
+  let g2 = g128Wnaf(cv);
+  if (isK1(cv)) {
     if (!gLamReady) {
       for (let j: usize = 0; j < 64; j++) {
-        fe_mul(G_LAM + AFF * j, G_WNAF + AFF * j, FP_BETA);
-        memory.copy(G_LAM + AFF * j + FE, G_WNAF + AFF * j + FE, FE);
+        fe_mul(cv, G_LAM + AFF * j, gWnaf(cv) + AFF * j, FP_BETA);
+        memory.copy(G_LAM + AFF * j + FE, gWnaf(cv) + AFF * j + FE, FE);
       }
       gLamReady = true;
     }
     g2 = G_LAM;
-    f1 = glvSplit_var(u1, SPLIT, SPLIT + 32);
-    f2 = glvSplit_var(u2, SPLIT + 64, SPLIT + 96);
+    f1 = glvSplit_var(cv, u1, SPLIT, SPLIT + 32);
+    f2 = glvSplit_var(cv, u2, SPLIT + 64, SPLIT + 96);
     streams = 4;
   } else if (load<u32>(ctx + QCTX_STATE) == 2) {
     split128(SPLIT, u1);
@@ -136,20 +136,20 @@ export function mulDouble_var(r: usize, u1: usize, u2: usize, ctx: usize): void 
     n2 = wnaf_var(WNAF2, u2, 5);
   }
   let top = max(max(n1, n2), max(n3, n4));
-  pt_setInf(r);
+  pt_setInf(cv, r);
   let inf = true;
   let neg1 = (f1 & 1) != 0, neg3 = (f1 & 2) != 0, neg2 = (f2 & 1) != 0, neg4 = (f2 & 2) != 0;
   for (let i = top - 1; i >= 0; i--) {
-    if (!inf) pt_dbl(r, r);
+    if (!inf) pt_dbl(cv, r, r);
     let d = <i32>load<i8>(WNAF1 + <usize>i);
-    if (d != 0) inf = addWnaf_var(r, d, G_WNAF, neg1);
+    if (d != 0) inf = addWnaf_var(cv, r, d, gWnaf(cv), neg1);
     d = <i32>load<i8>(WNAF2 + <usize>i);
-    if (d != 0) inf = addWnaf_var(r, d, t1, neg2);
+    if (d != 0) inf = addWnaf_var(cv, r, d, t1, neg2);
     if (streams == 4) {
       d = <i32>load<i8>(WNAF3 + <usize>i);
-      if (d != 0) inf = addWnaf_var(r, d, g2, neg3);
+      if (d != 0) inf = addWnaf_var(cv, r, d, g2, neg3);
       d = <i32>load<i8>(WNAF4 + <usize>i);
-      if (d != 0) inf = addWnaf_var(r, d, t2, neg4);
+      if (d != 0) inf = addWnaf_var(cv, r, d, t2, neg4);
     }
   }
 }
@@ -169,45 +169,45 @@ const DIG1: usize = memory.data(48, 16); //              signed digits of u1 (i8
 const DIG2: usize = memory.data(48, 16); //              signed digits of u2 (i8)
 
 /** Fills the table at t (HOT_TABLE_SIZE bytes) for the affine point q. */
-export function hotBuild_var(t: usize, q: usize): void {
-  pt_fromAffine(HB, q);
+export function hotBuild_var(cv: usize, t: usize, q: usize): void {
+  pt_fromAffine(cv, HB, q);
   for (let w: usize = 0; w < 43; w++) {
     pt_copy(HJ, HB);
-    pt_dbl(HJ + JAC, HB);
-    for (let j: usize = 2; j < 32; j++) pt_add_var(HJ + JAC * j, HJ + JAC * (j - 1), HB);
-    if (w < 42) pt_dbl(HB, HJ + JAC * 31); // 64·(64^w·Q)
-    pt_batchToAffine(t + <usize>32 * AFF * w, HJ, 32, HPRE);
+    pt_dbl(cv, HJ + JAC, HB);
+    for (let j: usize = 2; j < 32; j++) pt_add_var(cv, HJ + JAC * j, HJ + JAC * (j - 1), HB);
+    if (w < 42) pt_dbl(cv, HB, HJ + JAC * 31); // 64·(64^w·Q)
+    pt_batchToAffine(cv, t + <usize>32 * AFF * w, HJ, 32, HPRE);
   }
 }
 
 /** r += d·(entry |d| of the 32-entry window at table), d ≠ 0. */
 // @ts-ignore: decorator
 @inline
-function addComb_var(r: usize, d: i32, table: usize): void {
+function addComb_var(cv: usize, r: usize, d: i32, table: usize): void {
   let e = table + AFF * <usize>((d < 0 ? -d : d) - 1);
   if (d < 0) {
-    pt_negAffine(NEGA, e);
+    pt_negAffine(cv, NEGA, e);
     e = NEGA;
   }
-  pt_madd_var(r, r, e);
+  pt_madd_var(cv, r, r, e);
 }
 
 /** r = u1·G + u2·Q (Jacobian) over G_COMB and Q's hot table qt; u1, u2 as 32 big-endian bytes (< n).
  *  Variable time: only for public inputs. */
-export function mulDoubleHot_var(r: usize, u1: usize, u2: usize, qt: usize): void {
+export function mulDoubleHot_var(cv: usize, r: usize, u1: usize, u2: usize, qt: usize): void {
   if (DEBUG) {
-    verifyScBytes(u1);
-    verifyScBytes(u2);
+    verifyScBytes(cv, u1);
+    verifyScBytes(cv, u2);
   }
   comb6Digits(DIG1, u1, SCW);
   comb6Digits(DIG2, u2, SCW);
-  pt_setInf(r);
-  let gt = G_COMB;
+  pt_setInf(cv, r);
+  let gt = gComb(cv);
   for (let w: usize = 0; w < 43; w++) {
     let d = <i32>load<i8>(DIG1 + w);
-    if (d != 0) addComb_var(r, d, gt);
+    if (d != 0) addComb_var(cv, r, d, gt);
     d = <i32>load<i8>(DIG2 + w);
-    if (d != 0) addComb_var(r, d, qt);
+    if (d != 0) addComb_var(cv, r, d, qt);
     gt += 32 * AFF;
     qt += 32 * AFF;
   }

@@ -2,7 +2,7 @@
 // per window from the generated comb table (tables/*.ts, 43 windows × 32 affine multiples), no
 // doublings. Every lookup reads the whole window; signs are applied with cmov. k < n (checked in
 // the debug build); k = 0 gives infinity. Scratch in S_MULT (secret, wiped).
-import { G_COMB } from './curve';
+import { gComb } from './curve';
 import { fe_neg } from './field';
 import { AFF, pt_setInf } from './point';
 import { FE, cmov40 } from './limbs';
@@ -21,20 +21,20 @@ const KD: usize = S_MULT + 512; //       its 43 signed base-64 digits (i8)
  *  wrap-around is possible, and for the top window S ≡ D forces k = 2D − n with D ≥ 15.49·2^252,
  *  i.e. d = 16 and k > n. The sum is infinity only while every digit so far is 0 (tracked by inf).
  *  k = 0 gives infinity. */
-export function mulG(r: usize, k: usize): void {
-  if (DEBUG) verifyScBytes(k);
+export function mulG(cv: usize, r: usize, k: usize): void {
+  if (DEBUG) verifyScBytes(cv, k);
   comb6Digits(KD, k, KW);
   let inf: u32 = 1;
-  pt_setInf(r);
-  let table = G_COMB;
+  pt_setInf(cv, r);
+  let table = gComb(cv);
   for (let w: u32 = 0; w < 43; w++) {
     let d = <i32>load<i8>(KD + <usize>w);
     let neg = <u32>d >> 31; //        digit < 0
     let mag = (<u32>d ^ (0 - neg)) + neg; // |d|
     lookupAff(ENTRY, table, 32, mag);
-    fe_neg(NEGY, ENTRY + FE);
+    fe_neg(cv, NEGY, ENTRY + FE);
     cmov40(ENTRY + FE, NEGY, neg);
-    inf = addDigit(r, mag, inf);
+    inf = addDigit(cv, r, mag, inf);
     table += 32 * AFF;
   }
   memory.fill(KW, 0, 48);

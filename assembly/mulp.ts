@@ -14,31 +14,31 @@ const PT_A: usize = PUBLIC + 2048; //        15 affine multiples of P (1200)
 const PT_PREFIX: usize = PUBLIC + 3328; //   15 prefix products (600)
 
 /** Affine table of 1P..15P for a public affine point P (variable time in P only). */
-function buildTable(p: usize): void {
-  pt_fromAffine(PT_J, p);
-  pt_dbl(PT_J + JAC, PT_J);
-  for (let i: usize = 2; i < 15; i++) pt_madd(PT_J + JAC * i, PT_J + JAC * (i - 1), p);
-  pt_batchToAffine(PT_A, PT_J, 15, PT_PREFIX);
+function buildTable(cv: usize, p: usize): void {
+  pt_fromAffine(cv, PT_J, p);
+  pt_dbl(cv, PT_J + JAC, PT_J);
+  for (let i: usize = 2; i < 15; i++) pt_madd(cv, PT_J + JAC * i, PT_J + JAC * (i - 1), p);
+  pt_batchToAffine(cv, PT_A, PT_J, 15, PT_PREFIX);
 }
 
 /** r = k·P (Jacobian) for a public affine point P (on the curve, not infinity), k < n as 32 big-endian
  *  bytes; constant time in k. Left-to-right 4-bit windows: before each addition the accumulator
  *  is 16·A·P with 1 ≤ 16·A ≤ k < n, and the addend d·P with d < 16, so no exceptional case. */
-export function mulP(r: usize, p: usize, k: usize): void {
-  if (DEBUG) verifyScBytes(k);
-  buildTable(p);
+export function mulP(cv: usize, r: usize, p: usize, k: usize): void {
+  if (DEBUG) verifyScBytes(cv, k);
+  buildTable(cv, p);
   let inf: u32 = 1;
-  pt_setInf(r);
+  pt_setInf(cv, r);
   for (let w: i32 = 63; w >= 0; w--) {
     if (w != 63) {
-      pt_dbl(r, r);
-      pt_dbl(r, r);
-      pt_dbl(r, r);
-      pt_dbl(r, r);
+      pt_dbl(cv, r, r);
+      pt_dbl(cv, r, r);
+      pt_dbl(cv, r, r);
+      pt_dbl(cv, r, r);
     }
     let d = nibble(k, <u32>w);
     lookupAff(ENTRY, PT_A, 15, d);
-    inf = addDigit(r, d, inf);
+    inf = addDigit(cv, r, d, inf);
   }
   zeroZIfInf(r, inf);
 }

@@ -3,8 +3,8 @@
 // The formulas without `_var` are straight-line code (constant time) and do not handle the
 // exceptional cases (equal inputs, infinity); callers that feed secrets guarantee those cannot
 // occur or repair them with cmov. The `_var` versions branch on their (public) inputs.
-// Doubling is the only place the two curves differ (a = 0 vs a = −3), chosen by IS_K1 (public).
-import { IS_K1 } from './curve';
+// Doubling is the only place the two curves differ (a = 0 vs a = −3), chosen by isK1(cv) (public).
+import { isK1 } from './curve';
 import {
   fe_mul, fe_sqr, fe_add, fe_sub, fe_neg, fe_mulInt, fe_setOne, fe_setZero, fe_isZero, fe_inv, fe_equal,
   fe_curveRhs,
@@ -32,135 +32,135 @@ const u0: usize = S_POINT + 520; // scratch of the _var wrappers / conversions
 const u1: usize = S_POINT + 560;
 
 /** r = 2p (r may alias p). Doubling infinity gives infinity (Z stays 0); no point of order 2 exists. */
-export function pt_dbl(r: usize, p: usize): void {
+export function pt_dbl(cv: usize, r: usize, p: usize): void {
   let X = p, Y = p + FE, Z = p + 2 * FE;
-  if (IS_K1) {
+  if (isK1(cv)) {
     // a = 0: dbl-2009-l
-    fe_sqr(t0, X); //                A = X²
-    fe_sqr(t1, Y); //                B = Y²
-    fe_sqr(t2, t1); //               C = B²
-    fe_add(t3, X, t1);
-    fe_sqr(t3, t3);
-    fe_sub(t3, t3, t0);
-    fe_sub(t3, t3, t2);
-    fe_add(t3, t3, t3); //           D = 2((X+B)² − A − C)
-    fe_mulInt(t4, t0, 3); //         E = 3A
-    fe_sqr(t5, t4); //               F = E²
-    fe_mul(t6, Y, Z); //             Y·Z
-    fe_add(t7, t3, t3);
-    fe_sub(r, t5, t7); //            X3 = F − 2D
-    fe_sub(t3, t3, r);
-    fe_mul(t3, t4, t3);
-    fe_mulInt(t2, t2, 8);
-    fe_sub(r + FE, t3, t2); //       Y3 = E(D − X3) − 8C
-    fe_add(r + 2 * FE, t6, t6); //   Z3 = 2YZ
+    fe_sqr(cv, t0, X); //                A = X²
+    fe_sqr(cv, t1, Y); //                B = Y²
+    fe_sqr(cv, t2, t1); //               C = B²
+    fe_add(cv, t3, X, t1);
+    fe_sqr(cv, t3, t3);
+    fe_sub(cv, t3, t3, t0);
+    fe_sub(cv, t3, t3, t2);
+    fe_add(cv, t3, t3, t3); //           D = 2((X+B)² − A − C)
+    fe_mulInt(cv, t4, t0, 3); //         E = 3A
+    fe_sqr(cv, t5, t4); //               F = E²
+    fe_mul(cv, t6, Y, Z); //             Y·Z
+    fe_add(cv, t7, t3, t3);
+    fe_sub(cv, r, t5, t7); //            X3 = F − 2D
+    fe_sub(cv, t3, t3, r);
+    fe_mul(cv, t3, t4, t3);
+    fe_mulInt(cv, t2, t2, 8);
+    fe_sub(cv, r + FE, t3, t2); //       Y3 = E(D − X3) − 8C
+    fe_add(cv, r + 2 * FE, t6, t6); //   Z3 = 2YZ
   } else {
     // a = −3: dbl-2001-b
-    fe_sqr(t0, Z); //                delta
-    fe_sqr(t1, Y); //                gamma
-    fe_mul(t2, X, t1); //            beta
-    fe_sub(t3, X, t0);
-    fe_add(t4, X, t0);
-    fe_mul(t3, t3, t4);
-    fe_mulInt(t3, t3, 3); //         alpha = 3(X − delta)(X + delta)
-    fe_add(t5, Y, Z);
-    fe_sqr(t5, t5);
-    fe_sub(t5, t5, t1);
-    fe_sub(t5, t5, t0); //           Z3 = (Y + Z)² − gamma − delta
-    fe_sqr(t6, t3);
-    fe_mulInt(t7, t2, 8);
-    fe_sub(r, t6, t7); //            X3 = alpha² − 8 beta
-    fe_mulInt(t2, t2, 4);
-    fe_sub(t2, t2, r);
-    fe_mul(t2, t3, t2);
-    fe_sqr(t1, t1);
-    fe_mulInt(t1, t1, 8);
-    fe_sub(r + FE, t2, t1); //       Y3 = alpha(4 beta − X3) − 8 gamma²
+    fe_sqr(cv, t0, Z); //                delta
+    fe_sqr(cv, t1, Y); //                gamma
+    fe_mul(cv, t2, X, t1); //            beta
+    fe_sub(cv, t3, X, t0);
+    fe_add(cv, t4, X, t0);
+    fe_mul(cv, t3, t3, t4);
+    fe_mulInt(cv, t3, t3, 3); //         alpha = 3(X − delta)(X + delta)
+    fe_add(cv, t5, Y, Z);
+    fe_sqr(cv, t5, t5);
+    fe_sub(cv, t5, t5, t1);
+    fe_sub(cv, t5, t5, t0); //           Z3 = (Y + Z)² − gamma − delta
+    fe_sqr(cv, t6, t3);
+    fe_mulInt(cv, t7, t2, 8);
+    fe_sub(cv, r, t6, t7); //            X3 = alpha² − 8 beta
+    fe_mulInt(cv, t2, t2, 4);
+    fe_sub(cv, t2, t2, r);
+    fe_mul(cv, t2, t3, t2);
+    fe_sqr(cv, t1, t1);
+    fe_mulInt(cv, t1, t1, 8);
+    fe_sub(cv, r + FE, t2, t1); //       Y3 = alpha(4 beta − X3) − 8 gamma²
     copy40(r + 2 * FE, t5);
   }
 }
 
 /** r = p + q with q affine (madd-2004-hmv, 8M + 3S). Not valid when p = ±q or p is infinity.
  *  r may alias p. */
-export function pt_madd(r: usize, p: usize, q: usize): void {
-  maddStart(p, q);
-  maddFinish(r, p);
+export function pt_madd(cv: usize, r: usize, p: usize, q: usize): void {
+  maddStart(cv, p, q);
+  maddFinish(cv, r, p);
 }
 
 /** t1 = H = X2·Z1² − X1, t2 = R = Y2·Z1³ − Y1 */
 // @ts-ignore: decorator
 @inline
-function maddStart(p: usize, q: usize): void {
+function maddStart(cv: usize, p: usize, q: usize): void {
   let X1 = p, Y1 = p + FE, Z1 = p + 2 * FE, X2 = q, Y2 = q + FE;
-  fe_sqr(t1, Z1); //                 Z1²
-  fe_mul(t2, t1, Z1); //             Z1³
-  fe_mul(t1, t1, X2); //             U2 = X2·Z1²
-  fe_mul(t2, t2, Y2); //             S2 = Y2·Z1³
-  fe_sub(t1, t1, X1); //             H
-  fe_sub(t2, t2, Y1); //             R
+  fe_sqr(cv, t1, Z1); //                 Z1²
+  fe_mul(cv, t2, t1, Z1); //             Z1³
+  fe_mul(cv, t1, t1, X2); //             U2 = X2·Z1²
+  fe_mul(cv, t2, t2, Y2); //             S2 = Y2·Z1³
+  fe_sub(cv, t1, t1, X1); //             H
+  fe_sub(cv, t2, t2, Y1); //             R
 }
 
 // @ts-ignore: decorator
 @inline
-function maddFinish(r: usize, p: usize): void {
+function maddFinish(cv: usize, r: usize, p: usize): void {
   let X1 = p, Y1 = p + FE, Z1 = p + 2 * FE;
-  fe_mul(r + 2 * FE, Z1, t1); //     Z3 = Z1·H
-  fe_sqr(t4, t1); //                 H²
-  fe_mul(t3, t4, t1); //             H³
-  fe_mul(t4, t4, X1); //             X1·H²
-  fe_mul(t5, Y1, t3); //             Y1·H³
-  fe_add(t1, t4, t4);
-  fe_add(t1, t1, t3); //             H³ + 2·X1·H²
-  fe_sqr(t6, t2);
-  fe_sub(r, t6, t1); //              X3 = R² − H³ − 2·X1·H²
-  fe_sub(t4, t4, r);
-  fe_mul(t4, t4, t2);
-  fe_sub(r + FE, t4, t5); //         Y3 = R(X1·H² − X3) − Y1·H³
+  fe_mul(cv, r + 2 * FE, Z1, t1); //     Z3 = Z1·H
+  fe_sqr(cv, t4, t1); //                 H²
+  fe_mul(cv, t3, t4, t1); //             H³
+  fe_mul(cv, t4, t4, X1); //             X1·H²
+  fe_mul(cv, t5, Y1, t3); //             Y1·H³
+  fe_add(cv, t1, t4, t4);
+  fe_add(cv, t1, t1, t3); //             H³ + 2·X1·H²
+  fe_sqr(cv, t6, t2);
+  fe_sub(cv, r, t6, t1); //              X3 = R² − H³ − 2·X1·H²
+  fe_sub(cv, t4, t4, r);
+  fe_mul(cv, t4, t4, t2);
+  fe_sub(cv, r + FE, t4, t5); //         Y3 = R(X1·H² − X3) − Y1·H³
 }
 
 /** r = p + q, both Jacobian (add-2007-bl). Not valid when p = ±q or either is infinity. r may alias p or q. */
-export function pt_add(r: usize, p: usize, q: usize): void {
+export function pt_add(cv: usize, r: usize, p: usize, q: usize): void {
   let X1 = p, Y1 = p + FE, Z1 = p + 2 * FE, X2 = q, Y2 = q + FE, Z2 = q + 2 * FE;
-  fe_sqr(t0, Z1); //                 Z1Z1
-  fe_sqr(t1, Z2); //                 Z2Z2
-  fe_mul(t2, X1, t1); //             U1
-  fe_mul(t3, X2, t0); //             U2
-  fe_mul(t4, Y1, Z2);
-  fe_mul(t4, t4, t1); //             S1
-  fe_mul(t5, Y2, Z1);
-  fe_mul(t5, t5, t0); //             S2
-  fe_sub(t6, t3, t2); //             H
-  fe_add(t7, t6, t6);
-  fe_sqr(t7, t7); //                 I = (2H)²
-  fe_mul(t8, t6, t7); //             J
-  fe_sub(t9, t5, t4);
-  fe_add(t9, t9, t9); //             rr = 2(S2 − S1)
-  fe_mul(t10, t2, t7); //            V = U1·I
-  fe_add(t11, Z1, Z2);
-  fe_sqr(t11, t11);
-  fe_sub(t11, t11, t0);
-  fe_sub(t11, t11, t1);
-  fe_mul(r + 2 * FE, t11, t6); //    Z3 = ((Z1 + Z2)² − Z1Z1 − Z2Z2)·H
-  fe_mul(t12, t4, t8);
-  fe_add(t12, t12, t12); //          2·S1·J
-  fe_sqr(t0, t9);
-  fe_sub(t0, t0, t8);
-  fe_sub(t0, t0, t10);
-  fe_sub(r, t0, t10); //             X3 = rr² − J − 2V
-  fe_sub(t10, t10, r);
-  fe_mul(t10, t9, t10);
-  fe_sub(r + FE, t10, t12); //       Y3 = rr(V − X3) − 2·S1·J
+  fe_sqr(cv, t0, Z1); //                 Z1Z1
+  fe_sqr(cv, t1, Z2); //                 Z2Z2
+  fe_mul(cv, t2, X1, t1); //             U1
+  fe_mul(cv, t3, X2, t0); //             U2
+  fe_mul(cv, t4, Y1, Z2);
+  fe_mul(cv, t4, t4, t1); //             S1
+  fe_mul(cv, t5, Y2, Z1);
+  fe_mul(cv, t5, t5, t0); //             S2
+  fe_sub(cv, t6, t3, t2); //             H
+  fe_add(cv, t7, t6, t6);
+  fe_sqr(cv, t7, t7); //                 I = (2H)²
+  fe_mul(cv, t8, t6, t7); //             J
+  fe_sub(cv, t9, t5, t4);
+  fe_add(cv, t9, t9, t9); //             rr = 2(S2 − S1)
+  fe_mul(cv, t10, t2, t7); //            V = U1·I
+  fe_add(cv, t11, Z1, Z2);
+  fe_sqr(cv, t11, t11);
+  fe_sub(cv, t11, t11, t0);
+  fe_sub(cv, t11, t11, t1);
+  fe_mul(cv, r + 2 * FE, t11, t6); //    Z3 = ((Z1 + Z2)² − Z1Z1 − Z2Z2)·H
+  fe_mul(cv, t12, t4, t8);
+  fe_add(cv, t12, t12, t12); //          2·S1·J
+  fe_sqr(cv, t0, t9);
+  fe_sub(cv, t0, t0, t8);
+  fe_sub(cv, t0, t0, t10);
+  fe_sub(cv, r, t0, t10); //             X3 = rr² − J − 2V
+  fe_sub(cv, t10, t10, r);
+  fe_mul(cv, t10, t9, t10);
+  fe_sub(cv, r + FE, t10, t12); //       Y3 = rr(V − X3) − 2·S1·J
 }
 
-export function pt_setInf(r: usize): void {
-  fe_setOne(r);
-  fe_setOne(r + FE);
+export function pt_setInf(cv: usize, r: usize): void {
+  fe_setOne(cv, r);
+  fe_setOne(cv, r + FE);
   fe_setZero(r + 2 * FE);
 }
 
 /** 1 if p is the point at infinity (constant time). */
-export function pt_isInf(p: usize): u32 {
-  return fe_isZero(p + 2 * FE);
+export function pt_isInf(cv: usize, p: usize): u32 {
+  return fe_isZero(cv, p + 2 * FE);
 }
 
 export function pt_copy(r: usize, p: usize): void {
@@ -177,31 +177,31 @@ export function pt_cmov(r: usize, p: usize, flag: u32): void {
 }
 
 /** Jacobian r = affine a (Z = 1). */
-export function pt_fromAffine(r: usize, a: usize): void {
+export function pt_fromAffine(cv: usize, r: usize, a: usize): void {
   copy40(r, a);
   copy40(r + FE, a + FE);
-  fe_setOne(r + 2 * FE);
+  fe_setOne(cv, r + 2 * FE);
 }
 
 /** affine r = Jacobian p (constant-time inversion). p must not be infinity. */
-export function pt_toAffine(r: usize, p: usize): void {
-  fe_inv(u0, p + 2 * FE);
-  pt_toAffineWithInv(r, p, u0);
+export function pt_toAffine(cv: usize, r: usize, p: usize): void {
+  fe_inv(cv, u0, p + 2 * FE);
+  pt_toAffineWithInv(cv, r, p, u0);
 }
 
 /** affine r = Jacobian p given zi = 1/Z. */
-export function pt_toAffineWithInv(r: usize, p: usize, zi: usize): void {
-  fe_sqr(u1, zi);
-  fe_mul(r, p, u1);
-  fe_mul(u1, u1, zi);
-  fe_mul(r + FE, p + FE, u1);
+export function pt_toAffineWithInv(cv: usize, r: usize, p: usize, zi: usize): void {
+  fe_sqr(cv, u1, zi);
+  fe_mul(cv, r, p, u1);
+  fe_mul(cv, u1, u1, zi);
+  fe_mul(cv, r + FE, p + FE, u1);
 }
 
 /** 1 if affine (x, y) satisfies y² = x³ + ax + b. */
-export function pt_isOnCurve(a: usize): u32 {
-  fe_curveRhs(u0, a);
-  fe_sqr(u1, a + FE);
-  return fe_equal(u0, u1);
+export function pt_isOnCurve(cv: usize, a: usize): u32 {
+  fe_curveRhs(cv, u0, a);
+  fe_sqr(cv, u1, a + FE);
+  return fe_equal(cv, u0, u1);
 }
 
 const v0: usize = S_POINT + 640; //  pt_maddComplete: generic sum (120)
@@ -211,16 +211,16 @@ const v2: usize = S_POINT + 896; //  q as a Jacobian point (120)
 /** r = p + q (q affine, not infinity; p anything, infinity included), every case handled by
  *  masked moves instead of branches: the generic sum, the doubling (p = q), infinity (p = −q)
  *  and q (p = infinity) are all computed and the right one selected. Constant time. r may alias p. */
-export function pt_maddComplete(r: usize, p: usize, q: usize): void {
-  let pinf = fe_isZero(p + 2 * FE);
-  maddStart(p, q);
-  let h0 = fe_isZero(t1), r0 = fe_isZero(t2);
-  maddFinish(v0, p);
-  pt_dbl(v1, p);
+export function pt_maddComplete(cv: usize, r: usize, p: usize, q: usize): void {
+  let pinf = fe_isZero(cv, p + 2 * FE);
+  maddStart(cv, p, q);
+  let h0 = fe_isZero(cv, t1), r0 = fe_isZero(cv, t2);
+  maddFinish(cv, v0, p);
+  pt_dbl(cv, v1, p);
   pt_cmov(v0, v1, h0 & r0 & (pinf ^ 1));
-  pt_setInf(v1);
+  pt_setInf(cv, v1);
   pt_cmov(v0, v1, h0 & (r0 ^ 1) & (pinf ^ 1));
-  pt_fromAffine(v2, q);
+  pt_fromAffine(cv, v2, q);
   pt_cmov(v0, v2, pinf);
   pt_copy(r, v0);
 }
@@ -230,18 +230,18 @@ const BATCH_INV: usize = PUBLIC + 3968; // 40 + 40 (public scratch of pt_batchTo
 /** outAff[i] = affine of inJac[i] for i < count (one shared inversion, Montgomery's trick; points
  *  must not be infinity); prefix: scratch for count field elements. For public points (the tables
  *  of mulp.ts and muldouble.ts): its scratch is public. */
-export function pt_batchToAffine(outAff: usize, inJac: usize, count: usize, prefix: usize): void {
+export function pt_batchToAffine(cv: usize, outAff: usize, inJac: usize, count: usize, prefix: usize): void {
   memory.copy(prefix, inJac + 2 * FE, FE);
-  for (let i: usize = 1; i < count; i++) fe_mul(prefix + FE * i, prefix + FE * (i - 1), inJac + JAC * i + 2 * FE);
-  fe_inv(BATCH_INV, prefix + FE * (count - 1));
+  for (let i: usize = 1; i < count; i++) fe_mul(cv, prefix + FE * i, prefix + FE * (i - 1), inJac + JAC * i + 2 * FE);
+  fe_inv(cv, BATCH_INV, prefix + FE * (count - 1));
   for (let i = <isize>count - 1; i >= 0; i--) {
     let zi = BATCH_INV + FE;
     let p = inJac + JAC * <usize>i;
     if (i > 0) {
-      fe_mul(zi, BATCH_INV, prefix + FE * <usize>(i - 1));
-      fe_mul(BATCH_INV, BATCH_INV, p + 2 * FE);
+      fe_mul(cv, zi, BATCH_INV, prefix + FE * <usize>(i - 1));
+      fe_mul(cv, BATCH_INV, BATCH_INV, p + 2 * FE);
     } else memory.copy(zi, BATCH_INV, FE);
-    pt_toAffineWithInv(outAff + AFF * <usize>i, p, zi);
+    pt_toAffineWithInv(cv, outAff + AFF * <usize>i, p, zi);
   }
 }
 
@@ -249,56 +249,56 @@ export function pt_batchToAffine(outAff: usize, inJac: usize, count: usize, pref
 
 /** r = p + q (q affine, not infinity), handling every case. r may alias p.
  *  Returns 1 if the result is infinity (p = −q), else 0. */
-export function pt_madd_var(r: usize, p: usize, q: usize): u32 {
-  if (fe_isZero(p + 2 * FE)) {
-    pt_fromAffine(r, q);
+export function pt_madd_var(cv: usize, r: usize, p: usize, q: usize): u32 {
+  if (fe_isZero(cv, p + 2 * FE)) {
+    pt_fromAffine(cv, r, q);
     return 0;
   }
-  maddStart(p, q);
-  if (fe_isZero(t1)) {
-    if (fe_isZero(t2)) {
-      pt_dbl(r, p); //   p = q (no point of order 2 exists, so never infinity)
+  maddStart(cv, p, q);
+  if (fe_isZero(cv, t1)) {
+    if (fe_isZero(cv, t2)) {
+      pt_dbl(cv, r, p); //   p = q (no point of order 2 exists, so never infinity)
       return 0;
     }
-    pt_setInf(r);
+    pt_setInf(cv, r);
     return 1;
   }
-  maddFinish(r, p);
+  maddFinish(cv, r, p);
   return 0;
 }
 
 /** r = p + q (both Jacobian), handling every case. r may alias p or q. */
-export function pt_add_var(r: usize, p: usize, q: usize): void {
-  if (fe_isZero(q + 2 * FE)) {
+export function pt_add_var(cv: usize, r: usize, p: usize, q: usize): void {
+  if (fe_isZero(cv, q + 2 * FE)) {
     if (r != p) pt_copy(r, p);
     return;
   }
-  if (fe_isZero(p + 2 * FE)) {
+  if (fe_isZero(cv, p + 2 * FE)) {
     if (r != q) pt_copy(r, q);
     return;
   }
   // U1 = X1·Z2², U2 = X2·Z1²
-  fe_sqr(u0, q + 2 * FE);
-  fe_mul(u0, p, u0);
-  fe_sqr(u1, p + 2 * FE);
-  fe_mul(u1, q, u1);
-  if (fe_equal(u0, u1)) {
+  fe_sqr(cv, u0, q + 2 * FE);
+  fe_mul(cv, u0, p, u0);
+  fe_sqr(cv, u1, p + 2 * FE);
+  fe_mul(cv, u1, q, u1);
+  if (fe_equal(cv, u0, u1)) {
     // S1 = Y1·Z2³, S2 = Y2·Z1³
-    fe_sqr(u0, q + 2 * FE);
-    fe_mul(u0, u0, q + 2 * FE);
-    fe_mul(u0, u0, p + FE);
-    fe_sqr(u1, p + 2 * FE);
-    fe_mul(u1, u1, p + 2 * FE);
-    fe_mul(u1, u1, q + FE);
-    if (fe_equal(u0, u1)) pt_dbl(r, p);
-    else pt_setInf(r);
+    fe_sqr(cv, u0, q + 2 * FE);
+    fe_mul(cv, u0, u0, q + 2 * FE);
+    fe_mul(cv, u0, u0, p + FE);
+    fe_sqr(cv, u1, p + 2 * FE);
+    fe_mul(cv, u1, u1, p + 2 * FE);
+    fe_mul(cv, u1, u1, q + FE);
+    if (fe_equal(cv, u0, u1)) pt_dbl(cv, r, p);
+    else pt_setInf(cv, r);
     return;
   }
-  pt_add(r, p, q);
+  pt_add(cv, r, p, q);
 }
 
 /** affine r = −a */
-export function pt_negAffine(r: usize, a: usize): void {
+export function pt_negAffine(cv: usize, r: usize, a: usize): void {
   if (r != a) copy40(r, a);
-  fe_neg(r + FE, a + FE);
+  fe_neg(cv, r + FE, a + FE);
 }

@@ -16,53 +16,53 @@ import {
 import { DEBUG } from './debug';
 
 /** Sign the digest at dig with the key at key. Writes r‖s (64) at outSig and the recovery id at outRec. */
-export function ecdsaSign(
+export function ecdsaSign(cv: usize, 
   dig: usize, key: usize, extra: usize, extraLen: u32, lowS: bool, outSig: usize, outRec: usize,
 ): u32 {
-  if (!loadPrivateKey(D, key)) return E_PRIVATE_KEY;
-  sc_fromBytes(E, dig);
+  if (!loadPrivateKey(cv, D, key)) return E_PRIVATE_KEY;
+  sc_fromBytes(cv, E, dig);
   sc_toBytes(EB, E);
   drbgInit(key, EB, extra, extraLen);
   for (let attempt = 0; attempt < 64; attempt++) {
     drbgNext(KB);
-    let over = sc_fromBytes(K, KB);
+    let over = sc_fromBytes(cv, K, KB);
     if (over | sc_isZero(K)) continue; // k ∉ [1, n): next candidate (public event, ~2^-128)
     if (DEBUG) assert(sc_isZero(D) == 0, 'signing with key 0');
-    if (signWithNonce(outSig, outRec, lowS)) return OK;
+    if (signWithNonce(cv, outSig, outRec, lowS)) return OK;
   }
   return E_SIGN_FAILED;
 }
 
 /** r, s, recovery id from D, E, K/KB. Returns false if r or s is 0 (caller retries). */
-function signWithNonce(outSig: usize, outRec: usize, lowS: bool): bool {
-  mulG(PJ, KB);
-  pt_toAffine(PA, PJ);
-  fe_toBytes(XB, PA);
-  let xOver = sc_fromBytes(RS, XB); // r = x mod n
+function signWithNonce(cv: usize, outSig: usize, outRec: usize, lowS: bool): bool {
+  mulG(cv, PJ, KB);
+  pt_toAffine(cv, PA, PJ);
+  fe_toBytes(cv, XB, PA);
+  let xOver = sc_fromBytes(cv, RS, XB); // r = x mod n
   if (sc_isZero(RS)) return false;
-  let rec = fe_isOdd(PA + FE) | (xOver << 1);
+  let rec = fe_isOdd(cv, PA + FE) | (xOver << 1);
   // s = k⁻¹ (e + r d)
-  sc_toMont(W1, K);
-  sc_invMont(W1, W1); //       k⁻¹·R
-  sc_toMont(W2, RS);
-  sc_mul(W2, W2, D); //        r·d
-  sc_add(W2, W2, E); //        e + r·d
-  sc_mul(SS, W1, W2); //       s
+  sc_toMont(cv, W1, K);
+  sc_invMont(cv, W1, W1); //       k⁻¹·R
+  sc_toMont(cv, W2, RS);
+  sc_mul(cv, W2, W2, D); //        r·d
+  sc_add(cv, W2, W2, E); //        e + r·d
+  sc_mul(cv, SS, W1, W2); //       s
   if (sc_isZero(SS)) return false;
-  return finishSig(outSig, outRec, rec, lowS);
+  return finishSig(cv, outSig, outRec, rec, lowS);
 }
 
 /** finishSig for r, s held elsewhere (batch signing). */
-export function finishSigFrom(r: usize, s: usize, outSig: usize, outRec: usize, rec: u32, lowS: bool): void {
+export function finishSigFrom(cv: usize, r: usize, s: usize, outSig: usize, outRec: usize, rec: u32, lowS: bool): void {
   sc_copy(RS, r);
   sc_copy(SS, s);
-  finishSig(outSig, outRec, rec, lowS);
+  finishSig(cv, outSig, outRec, rec, lowS);
 }
 
 /** Low-s normalisation (constant time) and output of RS, SS. */
-export function finishSig(outSig: usize, outRec: usize, rec: u32, lowS: bool): bool {
-  let flip = sc_isHigh(SS) & (lowS ? 1 : 0);
-  sc_neg(W3, SS);
+export function finishSig(cv: usize, outSig: usize, outRec: usize, rec: u32, lowS: bool): bool {
+  let flip = sc_isHigh(cv, SS) & (lowS ? 1 : 0);
+  sc_neg(cv, W3, SS);
   cmov40(SS, W3, flip);
   sc_toBytes(outSig, RS);
   sc_toBytes(outSig + 32, SS);

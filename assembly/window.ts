@@ -37,11 +37,11 @@ export function lookupAff(out: usize, table: usize, count: u32, d: u32): void {
  *  Exceptional additions (acc = ±entry) cannot occur for scalars in [1, n) (see callers). */
 // @ts-ignore: decorator
 @inline
-export function addDigit(acc: usize, d: u32, inf: u32): u32 {
+export function addDigit(cv: usize, acc: usize, d: u32, inf: u32): u32 {
   let nz = 1 ^ eqMask(d, 0);
-  pt_madd(TMP, acc, ENTRY);
+  pt_madd(cv, TMP, acc, ENTRY);
   pt_cmov(acc, TMP, nz & (inf ^ 1));
-  pt_fromAffine(ENTRYJ, ENTRY);
+  pt_fromAffine(cv, ENTRYJ, ENTRY);
   pt_cmov(acc, ENTRYJ, nz & inf);
   return inf & (nz ^ 1);
 }

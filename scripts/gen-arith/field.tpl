@@ -1,5 +1,6 @@
 // GENERATED from scripts/gen-arith/field.tpl by `npm run gen:arith`: edit the template, not this file.
-// Field arithmetic modulo p of the selected curve, 9 x 29-bit limbs.
+// Field arithmetic modulo p of the curve cv (a constants block of curve.ts, first argument of every
+// function that needs the curve), 9 x 29-bit limbs.
 //
 // Representation invariant ("weakly normalised"), kept by every function here: limbs
 // non-negative and < 2^29 (on secp256k1 limbs 0..2 may exceed that by < 2^15 after the short
@@ -13,7 +14,7 @@
 // Everything in this file is constant time (no secret-dependent branch or index).
 //
 // (The unrolled column code was generated mechanically from the schoolbook definition.)
-import { IS_K1, FP_P, FP_BIAS, FP_ONE, FP_B, FP_R2, FP_R3, FP_P30, FP_PINV30 } from './curve';
+import { isK1, fpP, fpBias, fpOne, fpB, fpR2, fpR3, fpP30, fpPinv30 } from './curve';
 import { modinv } from './modinv';
 import { M, M24, FE, limbsFromBytes, limbsToBytes, limbsLess, limbsCondSub, limbsIsZero, copy40 } from './limbs';
 import { S_FIELD } from './layout';
@@ -78,8 +79,8 @@ function carryStoreP256(r: usize, c0: i64, c1: i64, c2: i64, c3: i64, c4: i64, c
 
 /** Strict weak normalisation for both curves (all limbs < 2^29, value < 2^256 + 2^40 for
  *  secp256k1, < 2^256 + 2^224 for P-256); input value ≥ 0 and < 2^260. */
-function carryFull(r: usize, c0: i64, c1: i64, c2: i64, c3: i64, c4: i64, c5: i64, c6: i64, c7: i64, c8: i64): void {
-  if (!IS_K1) {
+function carryFull(cv: usize, r: usize, c0: i64, c1: i64, c2: i64, c3: i64, c4: i64, c5: i64, c6: i64, c7: i64, c8: i64): void {
+  if (!isK1(cv)) {
     carryStoreP256(r, c0, c1, c2, c3, c4, c5, c6, c7, c8);
     return;
   }
@@ -98,61 +99,61 @@ function carryFull(r: usize, c0: i64, c1: i64, c2: i64, c3: i64, c4: i64, c5: i6
 
 // @ts-ignore: decorator
 @inline
-function carryStore(r: usize, c0: i64, c1: i64, c2: i64, c3: i64, c4: i64, c5: i64, c6: i64, c7: i64, c8: i64): void {
-  if (IS_K1) carryStoreK1(r, c0, c1, c2, c3, c4, c5, c6, c7, c8);
+function carryStore(cv: usize, r: usize, c0: i64, c1: i64, c2: i64, c3: i64, c4: i64, c5: i64, c6: i64, c7: i64, c8: i64): void {
+  if (isK1(cv)) carryStoreK1(r, c0, c1, c2, c3, c4, c5, c6, c7, c8);
   else carryStoreP256(r, c0, c1, c2, c3, c4, c5, c6, c7, c8);
 }
 
 /** r = a · b (r may alias a or b). Column products two at a time with SIMD 32x32→64 multiplies. */
-export function fe_mul(r: usize, a: usize, b: usize): void {
+export function fe_mul(cv: usize, r: usize, a: usize, b: usize): void {
   if (DEBUG) {
-    verifyFe(a);
-    verifyFe(b);
+    verifyFe(cv, a);
+    verifyFe(cv, b);
   }
 @@SIMDCOLS@@
-  if (IS_K1) {
+  if (isK1(cv)) {
 @@REDK1@@
   } else {
 @@REDP256@@
   }
-  if (DEBUG) verifyFe(r);
+  if (DEBUG) verifyFe(cv, r);
 }
 
 /** r = a² (r may alias a). */
-export function fe_sqr(r: usize, a: usize): void {
-  if (DEBUG) verifyFe(a);
+export function fe_sqr(cv: usize, r: usize, a: usize): void {
+  if (DEBUG) verifyFe(cv, a);
 @@SQRCOLS@@
-  if (IS_K1) {
+  if (isK1(cv)) {
 @@REDK1@@
   } else {
 @@REDP256@@
   }
-  if (DEBUG) verifyFe(r);
+  if (DEBUG) verifyFe(cv, r);
 }
 
 /** r = a + b */
-export function fe_add(r: usize, a: usize, b: usize): void {
+export function fe_add(cv: usize, r: usize, a: usize, b: usize): void {
   if (DEBUG) {
-    verifyFe(a);
-    verifyFe(b);
+    verifyFe(cv, a);
+    verifyFe(cv, b);
   }
-  carryStore(r,
+  carryStore(cv, r,
     <i64>load<u32>(a, 0) + <i64>load<u32>(b, 0), <i64>load<u32>(a, 4) + <i64>load<u32>(b, 4),
     <i64>load<u32>(a, 8) + <i64>load<u32>(b, 8), <i64>load<u32>(a, 12) + <i64>load<u32>(b, 12),
     <i64>load<u32>(a, 16) + <i64>load<u32>(b, 16), <i64>load<u32>(a, 20) + <i64>load<u32>(b, 20),
     <i64>load<u32>(a, 24) + <i64>load<u32>(b, 24), <i64>load<u32>(a, 28) + <i64>load<u32>(b, 28),
     <i64>load<u32>(a, 32) + <i64>load<u32>(b, 32));
-  if (DEBUG) verifyFe(r);
+  if (DEBUG) verifyFe(cv, r);
 }
 
 /** r = a − b  (computed as a + 4p − b, which is positive for weakly normalised b) */
-export function fe_sub(r: usize, a: usize, b: usize): void {
+export function fe_sub(cv: usize, r: usize, a: usize, b: usize): void {
   if (DEBUG) {
-    verifyFe(a);
-    verifyFe(b);
+    verifyFe(cv, a);
+    verifyFe(cv, b);
   }
-  let q = FP_BIAS;
-  carryStore(r,
+  let q = fpBias(cv);
+  carryStore(cv, r,
     <i64>load<u32>(a, 0) - <i64>load<u32>(b, 0) + <i64>load<u32>(q, 0),
     <i64>load<u32>(a, 4) - <i64>load<u32>(b, 4) + <i64>load<u32>(q, 4),
     <i64>load<u32>(a, 8) - <i64>load<u32>(b, 8) + <i64>load<u32>(q, 8),
@@ -162,41 +163,41 @@ export function fe_sub(r: usize, a: usize, b: usize): void {
     <i64>load<u32>(a, 24) - <i64>load<u32>(b, 24) + <i64>load<u32>(q, 24),
     <i64>load<u32>(a, 28) - <i64>load<u32>(b, 28) + <i64>load<u32>(q, 28),
     <i64>load<u32>(a, 32) - <i64>load<u32>(b, 32) + <i64>load<u32>(q, 32));
-  if (DEBUG) verifyFe(r);
+  if (DEBUG) verifyFe(cv, r);
 }
 
 /** r = −a */
-export function fe_neg(r: usize, a: usize): void {
-  if (DEBUG) verifyFe(a);
-  let q = FP_BIAS;
-  carryStore(r,
+export function fe_neg(cv: usize, r: usize, a: usize): void {
+  if (DEBUG) verifyFe(cv, a);
+  let q = fpBias(cv);
+  carryStore(cv, r,
     <i64>load<u32>(q, 0) - <i64>load<u32>(a, 0), <i64>load<u32>(q, 4) - <i64>load<u32>(a, 4),
     <i64>load<u32>(q, 8) - <i64>load<u32>(a, 8), <i64>load<u32>(q, 12) - <i64>load<u32>(a, 12),
     <i64>load<u32>(q, 16) - <i64>load<u32>(a, 16), <i64>load<u32>(q, 20) - <i64>load<u32>(a, 20),
     <i64>load<u32>(q, 24) - <i64>load<u32>(a, 24), <i64>load<u32>(q, 28) - <i64>load<u32>(a, 28),
     <i64>load<u32>(q, 32) - <i64>load<u32>(a, 32));
-  if (DEBUG) verifyFe(r);
+  if (DEBUG) verifyFe(cv, r);
 }
 
 /** r = a · k for a small constant k ≤ 8 */
-export function fe_mulInt(r: usize, a: usize, k: i64): void {
+export function fe_mulInt(cv: usize, r: usize, a: usize, k: i64): void {
   if (DEBUG) {
-    verifyFe(a);
+    verifyFe(cv, a);
     assert(k >= 0 && k <= 8, 'fe_mulInt: k out of [0, 8]');
   }
-  carryStore(r,
+  carryStore(cv, r,
     <i64>load<u32>(a, 0) * k, <i64>load<u32>(a, 4) * k, <i64>load<u32>(a, 8) * k,
     <i64>load<u32>(a, 12) * k, <i64>load<u32>(a, 16) * k, <i64>load<u32>(a, 20) * k,
     <i64>load<u32>(a, 24) * k, <i64>load<u32>(a, 28) * k, <i64>load<u32>(a, 32) * k);
-  if (DEBUG) verifyFe(r);
+  if (DEBUG) verifyFe(cv, r);
 }
 
 export function fe_copy(r: usize, a: usize): void {
   copy40(r, a);
 }
 
-export function fe_setOne(r: usize): void {
-  copy40(r, FP_ONE);
+export function fe_setOne(cv: usize, r: usize): void {
+  copy40(r, fpOne(cv));
 }
 
 export function fe_setZero(r: usize): void {
@@ -204,121 +205,121 @@ export function fe_setZero(r: usize): void {
 }
 
 /** r = the canonical representative (< p) of a's internal value (still Montgomery form for P-256). */
-export function fe_normalize(r: usize, a: usize): void {
-  if (DEBUG) verifyFe(a);
+export function fe_normalize(cv: usize, r: usize, a: usize): void {
+  if (DEBUG) verifyFe(cv, a);
   // one more fold brings the value below 2^256 + 2^40 (< 2p), then one conditional subtraction
-  carryFull(r,
+  carryFull(cv, r,
     <i64>load<u32>(a, 0), <i64>load<u32>(a, 4), <i64>load<u32>(a, 8), <i64>load<u32>(a, 12),
     <i64>load<u32>(a, 16), <i64>load<u32>(a, 20), <i64>load<u32>(a, 24), <i64>load<u32>(a, 28),
     <i64>load<u32>(a, 32));
-  limbsCondSub(r, r, FP_P);
-  if (DEBUG) verifyFeNormal(r);
+  limbsCondSub(r, r, fpP(cv));
+  if (DEBUG) verifyFeNormal(cv, r);
 }
 
 /** 1 if a ≡ 0 (mod p), else 0. Constant time. */
-export function fe_isZero(a: usize): u32 {
-  fe_normalize(T1, a);
+export function fe_isZero(cv: usize, a: usize): u32 {
+  fe_normalize(cv, T1, a);
   return limbsIsZero(T1);
 }
 
 /** 1 if a ≡ b (mod p), else 0. Constant time. */
-export function fe_equal(a: usize, b: usize): u32 {
-  fe_sub(T2, a, b);
-  return fe_isZero(T2);
+export function fe_equal(cv: usize, a: usize, b: usize): u32 {
+  fe_sub(cv, T2, a, b);
+  return fe_isZero(cv, T2);
 }
 
 /** Parity (lowest bit) of the canonical value of a. */
-export function fe_isOdd(a: usize): u32 {
-  fe_fromMont(T1, a);
+export function fe_isOdd(cv: usize, a: usize): u32 {
+  fe_fromMont(cv, T1, a);
   return load<u32>(T1) & 1;
 }
 
 /** r = canonical plain value of a (leaves Montgomery form for P-256). */
-export function fe_fromMont(r: usize, a: usize): void {
-  if (IS_K1) fe_normalize(r, a);
+export function fe_fromMont(cv: usize, r: usize, a: usize): void {
+  if (isK1(cv)) fe_normalize(cv, r, a);
   else {
-    fe_mul(r, a, PLAIN_ONE);
-    fe_normalize(r, r);
+    fe_mul(cv, r, a, PLAIN_ONE);
+    fe_normalize(cv, r, r);
   }
 }
 
 /** 32 big-endian bytes → r. Returns 1 if the value is < p (canonical), 0 otherwise (r then unusable). */
-export function fe_fromBytes(r: usize, p: usize): u32 {
+export function fe_fromBytes(cv: usize, r: usize, p: usize): u32 {
   limbsFromBytes(r, p);
-  let ok = limbsLess(r, FP_P);
-  if (!IS_K1) fe_mul(r, r, FP_R2);
+  let ok = limbsLess(r, fpP(cv));
+  if (!isK1(cv)) fe_mul(cv, r, r, fpR2(cv));
   return ok;
 }
 
 /** a → 32 big-endian bytes of its canonical value. */
-export function fe_toBytes(p: usize, a: usize): void {
-  fe_fromMont(T3, a);
+export function fe_toBytes(cv: usize, p: usize, a: usize): void {
+  fe_fromMont(cv, T3, a);
   limbsToBytes(p, T3);
 }
 
 /** r = a⁻¹ (a⁻¹ of 0 is 0). Constant time (safegcd). */
-export function fe_inv(r: usize, a: usize): void {
-  if (DEBUG) verifyFe(a);
-  fe_normalize(T1, a);
-  modinv(r, T1, FP_P30, load<u32>(FP_PINV30));
+export function fe_inv(cv: usize, r: usize, a: usize): void {
+  if (DEBUG) verifyFe(cv, a);
+  fe_normalize(cv, T1, a);
+  modinv(r, T1, fpP30(cv), load<u32>(fpPinv30(cv)));
   // Montgomery form: (aR)⁻¹ · R³ · R⁻¹ = a⁻¹R
-  if (!IS_K1) fe_mul(r, r, FP_R3);
-  if (DEBUG) verifyFe(r);
+  if (!isK1(cv)) fe_mul(cv, r, r, fpR3(cv));
+  if (DEBUG) verifyFe(cv, r);
 }
 
 /** r = a^(2^n) · m */
-function sqrMul(r: usize, a: usize, n: i32, m: usize): void {
-  fe_sqr(r, a);
-  for (let i = 1; i < n; i++) fe_sqr(r, r);
-  fe_mul(r, r, m);
+function sqrMul(cv: usize, r: usize, a: usize, n: i32, m: usize): void {
+  fe_sqr(cv, r, a);
+  for (let i = 1; i < n; i++) fe_sqr(cv, r, r);
+  fe_mul(cv, r, r, m);
 }
 
 /** r = √a if it exists, via a^((p+1)/4) (both primes are 3 mod 4) with a per-prime addition
  *  chain; returns 1 if a is a square. r must not alias a. */
-export function fe_sqrt(r: usize, a: usize): u32 {
+export function fe_sqrt(cv: usize, r: usize, a: usize): u32 {
   let x2 = POW_T, x3 = POW_T + FE, x6 = POW_T + 2 * FE, x9 = POW_T + 3 * FE, x11 = POW_T + 4 * FE;
   let x22 = POW_T + 5 * FE, x44 = POW_T + 6 * FE, t = POW_T + 7 * FE;
-  if (IS_K1) {
+  if (isK1(cv)) {
     // (p+1)/4 = 2^254 − 2^30 − 244: 253 squarings, 13 multiplications
-    sqrMul(x2, a, 1, a);
-    sqrMul(x3, x2, 1, a);
-    sqrMul(x6, x3, 3, x3);
-    sqrMul(x9, x6, 3, x3);
-    sqrMul(x11, x9, 2, x2);
-    sqrMul(x22, x11, 11, x11);
-    sqrMul(x44, x22, 22, x22);
-    sqrMul(t, x44, 44, x44); //   x88
-    sqrMul(x6, t, 88, t); //      x176
-    sqrMul(t, x6, 44, x44); //    x220
-    sqrMul(x6, t, 3, x3); //      x223
-    sqrMul(t, x6, 23, x22);
-    sqrMul(t, t, 6, x2);
-    fe_sqr(t, t);
-    fe_sqr(r, t);
+    sqrMul(cv, x2, a, 1, a);
+    sqrMul(cv, x3, x2, 1, a);
+    sqrMul(cv, x6, x3, 3, x3);
+    sqrMul(cv, x9, x6, 3, x3);
+    sqrMul(cv, x11, x9, 2, x2);
+    sqrMul(cv, x22, x11, 11, x11);
+    sqrMul(cv, x44, x22, 22, x22);
+    sqrMul(cv, t, x44, 44, x44); //   x88
+    sqrMul(cv, x6, t, 88, t); //      x176
+    sqrMul(cv, t, x6, 44, x44); //    x220
+    sqrMul(cv, x6, t, 3, x3); //      x223
+    sqrMul(cv, t, x6, 23, x22);
+    sqrMul(cv, t, t, 6, x2);
+    fe_sqr(cv, t, t);
+    fe_sqr(cv, r, t);
   } else {
     // (p+1)/4 = (2^32 − 1)·2^222 + 2^190 + 2^94: 253 squarings, 7 multiplications
-    sqrMul(x2, a, 1, a); //        2^2 − 1
-    sqrMul(x3, x2, 2, x2); //      2^4 − 1
-    sqrMul(x6, x3, 4, x3); //      2^8 − 1
-    sqrMul(x9, x6, 8, x6); //      2^16 − 1
-    sqrMul(t, x9, 16, x9); //      2^32 − 1
-    sqrMul(t, t, 32, a);
-    sqrMul(t, t, 96, a);
-    fe_sqr(r, t);
-    for (let i = 1; i < 94; i++) fe_sqr(r, r);
+    sqrMul(cv, x2, a, 1, a); //        2^2 − 1
+    sqrMul(cv, x3, x2, 2, x2); //      2^4 − 1
+    sqrMul(cv, x6, x3, 4, x3); //      2^8 − 1
+    sqrMul(cv, x9, x6, 8, x6); //      2^16 − 1
+    sqrMul(cv, t, x9, 16, x9); //      2^32 − 1
+    sqrMul(cv, t, t, 32, a);
+    sqrMul(cv, t, t, 96, a);
+    fe_sqr(cv, r, t);
+    for (let i = 1; i < 94; i++) fe_sqr(cv, r, r);
   }
-  fe_sqr(T2, r);
-  fe_sub(T2, T2, a);
-  return fe_isZero(T2);
+  fe_sqr(cv, T2, r);
+  fe_sub(cv, T2, T2, a);
+  return fe_isZero(cv, T2);
 }
 
 /** r = x³ + a·x + b (the curve equation's right-hand side). */
-export function fe_curveRhs(r: usize, x: usize): void {
-  fe_sqr(T2, x);
-  fe_mul(T2, T2, x);
-  if (!IS_K1) {
-    fe_mulInt(T3, x, 3);
-    fe_sub(T2, T2, T3);
+export function fe_curveRhs(cv: usize, r: usize, x: usize): void {
+  fe_sqr(cv, T2, x);
+  fe_mul(cv, T2, T2, x);
+  if (!isK1(cv)) {
+    fe_mulInt(cv, T3, x, 3);
+    fe_sub(cv, T2, T2, T3);
   }
-  fe_add(r, T2, FP_B);
+  fe_add(cv, r, T2, fpB(cv));
 }

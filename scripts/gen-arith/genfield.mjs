@@ -51,7 +51,7 @@ function redScalar() {
     for (let j = 1; j < L; j++) t.push(`c${i + j} += m * n${j};`);
     s.push('  ' + t.join(' '));
   }
-  s.push(`  scCarryStore(r, c9, c10, c11, c12, c13, c14, c15, c16, c17);`);
+  s.push(`  scCarryStore(cv, r, c9, c10, c11, c12, c13, c14, c15, c16, c17);`);
   return s.join('\n');
 }
 const what = process.argv[2];
