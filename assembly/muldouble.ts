@@ -11,7 +11,7 @@ import { glvSplit_var, FP_BETA } from './glv';
 import { fe_mul } from './field';
 import {
   JAC, AFF, pt_dbl, pt_setInf, pt_fromAffine, pt_madd_var, pt_add_var, pt_negAffine, pt_toAffine, pt_copy,
-  pt_batchToAffine,
+  pt_batchToAffine, pt_maddFinite_var,
 } from './point';
 import { FE } from './limbs';
 import { PUBLIC } from './layout';
@@ -33,13 +33,17 @@ const PREFIX: usize = PUBLIC + 3328; //      8 prefix products of the batch inve
 /** r += sign(d)·table[(|d| − 1)/2] (affine odd multiples), negated again if neg. Variable time. */
 // @ts-ignore: decorator
 @inline
-function addWnaf_var(cv: usize, r: usize, d: i32, table: usize, neg: bool): bool {
+function addWnaf_var(cv: usize, r: usize, d: i32, table: usize, neg: bool, inf: bool): bool {
   let e = table + AFF * <usize>(((d < 0 ? -d : d) - 1) >> 1);
   if ((d < 0) != neg) {
     pt_negAffine(cv, NEGA, e);
     e = NEGA;
   }
-  return pt_madd_var(cv, r, r, e) != 0;
+  if (inf) {
+    pt_fromAffine(cv, r, e);
+    return false;
+  }
+  return pt_maddFinite_var(cv, r, r, e) != 0;
 }
 
 let gLamReady = false;
@@ -142,14 +146,14 @@ export function mulDouble_var(cv: usize, r: usize, u1: usize, u2: usize, ctx: us
   for (let i = top - 1; i >= 0; i--) {
     if (!inf) pt_dbl(cv, r, r);
     let d = <i32>load<i8>(WNAF1 + <usize>i);
-    if (d != 0) inf = addWnaf_var(cv, r, d, gWnaf(cv), neg1);
+    if (d != 0) inf = addWnaf_var(cv, r, d, gWnaf(cv), neg1, inf);
     d = <i32>load<i8>(WNAF2 + <usize>i);
-    if (d != 0) inf = addWnaf_var(cv, r, d, t1, neg2);
+    if (d != 0) inf = addWnaf_var(cv, r, d, t1, neg2, inf);
     if (streams == 4) {
       d = <i32>load<i8>(WNAF3 + <usize>i);
-      if (d != 0) inf = addWnaf_var(cv, r, d, g2, neg3);
+      if (d != 0) inf = addWnaf_var(cv, r, d, g2, neg3, inf);
       d = <i32>load<i8>(WNAF4 + <usize>i);
-      if (d != 0) inf = addWnaf_var(cv, r, d, t2, neg4);
+      if (d != 0) inf = addWnaf_var(cv, r, d, t2, neg4, inf);
     }
   }
 }

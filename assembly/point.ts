@@ -7,10 +7,11 @@
 import { isK1 } from './curve';
 import {
   fe_mul, fe_sqr, fe_add, fe_sub, fe_neg, fe_mulInt, fe_setOne, fe_setZero, fe_isZero, fe_inv, fe_equal,
-  fe_curveRhs,
+  fe_curveRhs, fe_subMul, fe_mulSub, fe_addMul, fe_subSubMul, fe_isZero_var,
 } from './field';
 import { FE, copy40, cmov40 } from './limbs';
 import { S_POINT, PUBLIC } from './layout';
+import { DEBUG } from './debug';
 
 export const JAC: usize = 120;
 export const AFF: usize = 80;
@@ -31,52 +32,40 @@ const t12: usize = S_POINT + 480;
 const u0: usize = S_POINT + 520; // scratch of the _var wrappers / conversions
 const u1: usize = S_POINT + 560;
 
-/** r = 2p (r may alias p). Doubling infinity gives infinity (Z stays 0); no point of order 2 exists. */
+/** r = 2p (r may alias p). Doubling infinity gives infinity (Z stays 0); no point of order 2 exists.
+ *  The linear steps are fused (field.ts fe_subMul, fe_mulSub, fe_addMul): one carry pass each. */
 export function pt_dbl(cv: usize, r: usize, p: usize): void {
   let X = p, Y = p + FE, Z = p + 2 * FE;
   if (isK1(cv)) {
-    // a = 0: dbl-2009-l
-    fe_sqr(cv, t0, X); //                A = X²
+    // a = 0: X3 = (3X²)² − 8XY², Y3 = 3X²(4XY² − X3) − 8Y⁴, Z3 = 2YZ (3M + 4S)
     fe_sqr(cv, t1, Y); //                B = Y²
+    fe_mul(cv, t3, X, t1); //            X·B (D = 4XB)
     fe_sqr(cv, t2, t1); //               C = B²
-    fe_add(cv, t3, X, t1);
-    fe_sqr(cv, t3, t3);
-    fe_sub(cv, t3, t3, t0);
-    fe_sub(cv, t3, t3, t2);
-    fe_add(cv, t3, t3, t3); //           D = 2((X+B)² − A − C)
+    fe_sqr(cv, t0, X); //                A = X²
     fe_mulInt(cv, t4, t0, 3); //         E = 3A
     fe_sqr(cv, t5, t4); //               F = E²
     fe_mul(cv, t6, Y, Z); //             Y·Z
-    fe_add(cv, t7, t3, t3);
-    fe_sub(cv, r, t5, t7); //            X3 = F − 2D
-    fe_sub(cv, t3, t3, r);
+    fe_subMul(cv, r, t5, t3, 8); //      X3 = F − 8XB
+    fe_mulSub(cv, t3, 4, t3, r); //      D − X3
     fe_mul(cv, t3, t4, t3);
-    fe_mulInt(cv, t2, t2, 8);
-    fe_sub(cv, r + FE, t3, t2); //       Y3 = E(D − X3) − 8C
+    fe_subMul(cv, r + FE, t3, t2, 8); // Y3 = E(D − X3) − 8C
     fe_add(cv, r + 2 * FE, t6, t6); //   Z3 = 2YZ
   } else {
-    // a = −3: dbl-2001-b
+    // a = −3: α = 3(X − Z²)(X + Z²), β = XY², X3 = α² − 8β, Y3 = α(4β − X3) − 8Y⁴, Z3 = 2YZ (4M + 4S)
     fe_sqr(cv, t0, Z); //                delta
     fe_sqr(cv, t1, Y); //                gamma
     fe_mul(cv, t2, X, t1); //            beta
+    fe_mul(cv, t5, Y, Z); //             Y·Z
     fe_sub(cv, t3, X, t0);
-    fe_add(cv, t4, X, t0);
-    fe_mul(cv, t3, t3, t4);
-    fe_mulInt(cv, t3, t3, 3); //         alpha = 3(X − delta)(X + delta)
-    fe_add(cv, t5, Y, Z);
-    fe_sqr(cv, t5, t5);
-    fe_sub(cv, t5, t5, t1);
-    fe_sub(cv, t5, t5, t0); //           Z3 = (Y + Z)² − gamma − delta
+    fe_addMul(cv, t4, X, t0, 3);
+    fe_mul(cv, t3, t3, t4); //           alpha = 3(X − delta)(X + delta)
     fe_sqr(cv, t6, t3);
-    fe_mulInt(cv, t7, t2, 8);
-    fe_sub(cv, r, t6, t7); //            X3 = alpha² − 8 beta
-    fe_mulInt(cv, t2, t2, 4);
-    fe_sub(cv, t2, t2, r);
+    fe_subMul(cv, r, t6, t2, 8); //      X3 = alpha² − 8 beta
+    fe_mulSub(cv, t2, 4, t2, r);
     fe_mul(cv, t2, t3, t2);
     fe_sqr(cv, t1, t1);
-    fe_mulInt(cv, t1, t1, 8);
-    fe_sub(cv, r + FE, t2, t1); //       Y3 = alpha(4 beta − X3) − 8 gamma²
-    copy40(r + 2 * FE, t5);
+    fe_subMul(cv, r + FE, t2, t1, 8); // Y3 = alpha(4 beta − X3) − 8 gamma²
+    fe_add(cv, r + 2 * FE, t5, t5); //   Z3 = 2YZ
   }
 }
 
@@ -109,10 +98,8 @@ function maddFinish(cv: usize, r: usize, p: usize): void {
   fe_mul(cv, t3, t4, t1); //             H³
   fe_mul(cv, t4, t4, X1); //             X1·H²
   fe_mul(cv, t5, Y1, t3); //             Y1·H³
-  fe_add(cv, t1, t4, t4);
-  fe_add(cv, t1, t1, t3); //             H³ + 2·X1·H²
   fe_sqr(cv, t6, t2);
-  fe_sub(cv, r, t6, t1); //              X3 = R² − H³ − 2·X1·H²
+  fe_subSubMul(cv, r, t6, t3, t4, 2); // X3 = R² − H³ − 2·X1·H²
   fe_sub(cv, t4, t4, r);
   fe_mul(cv, t4, t4, t2);
   fe_sub(cv, r + FE, t4, t5); //         Y3 = R(X1·H² − X3) − Y1·H³
@@ -250,13 +237,20 @@ export function pt_batchToAffine(cv: usize, outAff: usize, inJac: usize, count: 
 /** r = p + q (q affine, not infinity), handling every case. r may alias p.
  *  Returns 1 if the result is infinity (p = −q), else 0. */
 export function pt_madd_var(cv: usize, r: usize, p: usize, q: usize): u32 {
-  if (fe_isZero(cv, p + 2 * FE)) {
+  if (fe_isZero_var(cv, p + 2 * FE)) {
     pt_fromAffine(cv, r, q);
     return 0;
   }
+  return pt_maddFinite_var(cv, r, p, q);
+}
+
+/** pt_madd_var for a p known not to be infinity (a caller that tracks it, as the multi-scalar
+ *  loops do, skips the test; checked in the debug build). */
+export function pt_maddFinite_var(cv: usize, r: usize, p: usize, q: usize): u32 {
+  if (DEBUG) assert(!fe_isZero(cv, p + 2 * FE), 'pt_maddFinite_var: p is infinity');
   maddStart(cv, p, q);
-  if (fe_isZero(cv, t1)) {
-    if (fe_isZero(cv, t2)) {
+  if (fe_isZero_var(cv, t1)) {
+    if (fe_isZero_var(cv, t2)) {
       pt_dbl(cv, r, p); //   p = q (no point of order 2 exists, so never infinity)
       return 0;
     }
@@ -269,11 +263,11 @@ export function pt_madd_var(cv: usize, r: usize, p: usize, q: usize): u32 {
 
 /** r = p + q (both Jacobian), handling every case. r may alias p or q. */
 export function pt_add_var(cv: usize, r: usize, p: usize, q: usize): void {
-  if (fe_isZero(cv, q + 2 * FE)) {
+  if (fe_isZero_var(cv, q + 2 * FE)) {
     if (r != p) pt_copy(r, p);
     return;
   }
-  if (fe_isZero(cv, p + 2 * FE)) {
+  if (fe_isZero_var(cv, p + 2 * FE)) {
     if (r != q) pt_copy(r, q);
     return;
   }
@@ -282,7 +276,8 @@ export function pt_add_var(cv: usize, r: usize, p: usize, q: usize): void {
   fe_mul(cv, u0, p, u0);
   fe_sqr(cv, u1, p + 2 * FE);
   fe_mul(cv, u1, q, u1);
-  if (fe_equal(cv, u0, u1)) {
+  fe_sub(cv, u0, u0, u1);
+  if (fe_isZero_var(cv, u0)) {
     // S1 = Y1·Z2³, S2 = Y2·Z1³
     fe_sqr(cv, u0, q + 2 * FE);
     fe_mul(cv, u0, u0, q + 2 * FE);
@@ -290,7 +285,8 @@ export function pt_add_var(cv: usize, r: usize, p: usize, q: usize): void {
     fe_sqr(cv, u1, p + 2 * FE);
     fe_mul(cv, u1, u1, p + 2 * FE);
     fe_mul(cv, u1, u1, q + FE);
-    if (fe_equal(cv, u0, u1)) pt_dbl(cv, r, p);
+    fe_sub(cv, u0, u0, u1);
+    if (fe_isZero_var(cv, u0)) pt_dbl(cv, r, p);
     else pt_setInf(cv, r);
     return;
   }

@@ -58,7 +58,8 @@ function carryStoreMont(r: usize, c0: i64, c1: i64, c2: i64, c3: i64, c4: i64, c
 }
 
 /** P-256: carry, fold (2^256 ≡ 2^224 − 2^192 − 2^96 + 1), carry. Strict output.
- *  Precondition: the value is ≥ 0 and < 2^260 (top < 16), which holds for every caller. */
+ *  Precondition: the value is ≥ 0 and < 2^262 (top < 64; the fused linear combinations reach
+ *  2^261.2), which holds for every caller: the fold subtracts top·p, leaving a value < 2^257. */
 // @ts-ignore: decorator
 @inline
 function carryStoreP256(r: usize, c0: i64, c1: i64, c2: i64, c3: i64, c4: i64, c5: i64, c6: i64, c7: i64, c8: i64): void {
@@ -192,6 +193,93 @@ export function fe_mulInt(cv: usize, r: usize, a: usize, k: i64): void {
   if (DEBUG) verifyFe(cv, r);
 }
 
+// Fused linear combinations: one carry pass (and one fold) for what would otherwise be two or three
+// operations, each with its own. Subtracted terms are biased by as many multiples of 4p (FP_BIAS)
+// as they are subtracted, so the total stays ≥ 0 (individual columns may go negative; the carry
+// pass's arithmetic shifts propagate the borrows). The total stays < 2^262, inside what the
+// carry-and-fold of both reductions handles (top bits < 64) while giving weakly normalised output.
+
+/** r = a − k·b for a small constant k ≤ 8 (r may alias a or b). */
+export function fe_subMul(cv: usize, r: usize, a: usize, b: usize, k: i64): void {
+  if (DEBUG) {
+    verifyFe(cv, a);
+    verifyFe(cv, b);
+    assert(k >= 1 && k <= 8, 'fe_subMul: k out of [1, 8]');
+  }
+  let q = fpBias(cv);
+  carryStore(cv, r,
+    <i64>load<u32>(a, 0) + k * (<i64>load<u32>(q, 0) - <i64>load<u32>(b, 0)),
+    <i64>load<u32>(a, 4) + k * (<i64>load<u32>(q, 4) - <i64>load<u32>(b, 4)),
+    <i64>load<u32>(a, 8) + k * (<i64>load<u32>(q, 8) - <i64>load<u32>(b, 8)),
+    <i64>load<u32>(a, 12) + k * (<i64>load<u32>(q, 12) - <i64>load<u32>(b, 12)),
+    <i64>load<u32>(a, 16) + k * (<i64>load<u32>(q, 16) - <i64>load<u32>(b, 16)),
+    <i64>load<u32>(a, 20) + k * (<i64>load<u32>(q, 20) - <i64>load<u32>(b, 20)),
+    <i64>load<u32>(a, 24) + k * (<i64>load<u32>(q, 24) - <i64>load<u32>(b, 24)),
+    <i64>load<u32>(a, 28) + k * (<i64>load<u32>(q, 28) - <i64>load<u32>(b, 28)),
+    <i64>load<u32>(a, 32) + k * (<i64>load<u32>(q, 32) - <i64>load<u32>(b, 32)));
+  if (DEBUG) verifyFe(cv, r);
+}
+
+/** r = k·a − b for a small constant k ≤ 8 (r may alias a or b). */
+export function fe_mulSub(cv: usize, r: usize, k: i64, a: usize, b: usize): void {
+  if (DEBUG) {
+    verifyFe(cv, a);
+    verifyFe(cv, b);
+    assert(k >= 1 && k <= 8, 'fe_mulSub: k out of [1, 8]');
+  }
+  let q = fpBias(cv);
+  carryStore(cv, r,
+    k * <i64>load<u32>(a, 0) - <i64>load<u32>(b, 0) + <i64>load<u32>(q, 0),
+    k * <i64>load<u32>(a, 4) - <i64>load<u32>(b, 4) + <i64>load<u32>(q, 4),
+    k * <i64>load<u32>(a, 8) - <i64>load<u32>(b, 8) + <i64>load<u32>(q, 8),
+    k * <i64>load<u32>(a, 12) - <i64>load<u32>(b, 12) + <i64>load<u32>(q, 12),
+    k * <i64>load<u32>(a, 16) - <i64>load<u32>(b, 16) + <i64>load<u32>(q, 16),
+    k * <i64>load<u32>(a, 20) - <i64>load<u32>(b, 20) + <i64>load<u32>(q, 20),
+    k * <i64>load<u32>(a, 24) - <i64>load<u32>(b, 24) + <i64>load<u32>(q, 24),
+    k * <i64>load<u32>(a, 28) - <i64>load<u32>(b, 28) + <i64>load<u32>(q, 28),
+    k * <i64>load<u32>(a, 32) - <i64>load<u32>(b, 32) + <i64>load<u32>(q, 32));
+  if (DEBUG) verifyFe(cv, r);
+}
+
+/** r = k·(a + b) for a small constant k ≤ 4 (r may alias a or b). */
+export function fe_addMul(cv: usize, r: usize, a: usize, b: usize, k: i64): void {
+  if (DEBUG) {
+    verifyFe(cv, a);
+    verifyFe(cv, b);
+    assert(k >= 1 && k <= 4, 'fe_addMul: k out of [1, 4]');
+  }
+  carryStore(cv, r,
+    k * (<i64>load<u32>(a, 0) + <i64>load<u32>(b, 0)), k * (<i64>load<u32>(a, 4) + <i64>load<u32>(b, 4)),
+    k * (<i64>load<u32>(a, 8) + <i64>load<u32>(b, 8)), k * (<i64>load<u32>(a, 12) + <i64>load<u32>(b, 12)),
+    k * (<i64>load<u32>(a, 16) + <i64>load<u32>(b, 16)), k * (<i64>load<u32>(a, 20) + <i64>load<u32>(b, 20)),
+    k * (<i64>load<u32>(a, 24) + <i64>load<u32>(b, 24)), k * (<i64>load<u32>(a, 28) + <i64>load<u32>(b, 28)),
+    k * (<i64>load<u32>(a, 32) + <i64>load<u32>(b, 32)));
+  if (DEBUG) verifyFe(cv, r);
+}
+
+/** r = a − b − k·c for a small constant k ≤ 4 (r may alias any input). */
+export function fe_subSubMul(cv: usize, r: usize, a: usize, b: usize, c: usize, k: i64): void {
+  if (DEBUG) {
+    verifyFe(cv, a);
+    verifyFe(cv, b);
+    verifyFe(cv, c);
+    assert(k >= 1 && k <= 4, 'fe_subSubMul: k out of [1, 4]');
+  }
+  let q = fpBias(cv);
+  let kq = k + 1;
+  carryStore(cv, r,
+    <i64>load<u32>(a, 0) - <i64>load<u32>(b, 0) + kq * <i64>load<u32>(q, 0) - k * <i64>load<u32>(c, 0),
+    <i64>load<u32>(a, 4) - <i64>load<u32>(b, 4) + kq * <i64>load<u32>(q, 4) - k * <i64>load<u32>(c, 4),
+    <i64>load<u32>(a, 8) - <i64>load<u32>(b, 8) + kq * <i64>load<u32>(q, 8) - k * <i64>load<u32>(c, 8),
+    <i64>load<u32>(a, 12) - <i64>load<u32>(b, 12) + kq * <i64>load<u32>(q, 12) - k * <i64>load<u32>(c, 12),
+    <i64>load<u32>(a, 16) - <i64>load<u32>(b, 16) + kq * <i64>load<u32>(q, 16) - k * <i64>load<u32>(c, 16),
+    <i64>load<u32>(a, 20) - <i64>load<u32>(b, 20) + kq * <i64>load<u32>(q, 20) - k * <i64>load<u32>(c, 20),
+    <i64>load<u32>(a, 24) - <i64>load<u32>(b, 24) + kq * <i64>load<u32>(q, 24) - k * <i64>load<u32>(c, 24),
+    <i64>load<u32>(a, 28) - <i64>load<u32>(b, 28) + kq * <i64>load<u32>(q, 28) - k * <i64>load<u32>(c, 28),
+    <i64>load<u32>(a, 32) - <i64>load<u32>(b, 32) + kq * <i64>load<u32>(q, 32) - k * <i64>load<u32>(c, 32));
+  if (DEBUG) verifyFe(cv, r);
+}
+
 export function fe_copy(r: usize, a: usize): void {
   copy40(r, a);
 }
@@ -220,6 +308,17 @@ export function fe_normalize(cv: usize, r: usize, a: usize): void {
 export function fe_isZero(cv: usize, a: usize): u32 {
   fe_normalize(cv, T1, a);
   return limbsIsZero(T1);
+}
+
+/** 1 if a ≡ 0 (mod p), else 0. Variable time in a (public values only): a weakly normalised a is
+ *  < 4p, so a ≡ 0 only if a ∈ {0, p, 2p, 3p}, and its low 29 bits (limb 0 mod 2^29: every other
+ *  limb counts multiples of 2^29) must then be those of one of them; almost every nonzero a is
+ *  told apart by that alone, without fe_normalize. */
+export function fe_isZero_var(cv: usize, a: usize): u32 {
+  let l = load<u32>(a) & <u32>M;
+  let pl = load<u32>(fpP(cv)); //  p mod 2^29
+  if (l != 0 && l != pl && l != ((pl << 1) & <u32>M) && l != ((pl * 3) & <u32>M)) return 0;
+  return fe_isZero(cv, a);
 }
 
 /** 1 if a ≡ b (mod p), else 0. Constant time. */
