@@ -6,9 +6,9 @@
 //   mulDoubleHot_var  the same over a key's full fixed-window table (hotBuild_var): no doublings
 // It also owns the layout of a verification context (a decoded key and its tables), which the
 // key cache (keycache.ts) stores. Scalars are 32 big-endian bytes < n (checked in the debug build).
-import { gComb, gWnaf, g128Wnaf, isK1 } from './curve';
+import { gComb, gWnaf, g128Wnaf, isK1, curveId } from './curve';
 import { glvSplit_var, FP_BETA } from './glv';
-import { fe_mul } from './field';
+import { fe_mul, fe_equal } from './field';
 import {
   JAC, AFF, pt_dbl, pt_setInf, pt_fromAffine, pt_madd_var, pt_add_var, pt_negAffine, pt_toAffine, pt_copy,
   pt_batchToAffine, pt_maddFinite_var,
@@ -19,15 +19,14 @@ import { DEBUG, verifyScBytes } from './debug';
 import { SCW, comb6Digits, wnaf_var, split128 } from './recode';
 
 // public scratch
-const WNAF1: usize = PUBLIC + 4096; //        260 digits (i8)
-const WNAF2: usize = PUBLIC + 4416; //        260
+const WNAF1: usize = memory.data(520, 16); //  260 digits (i16)
+const WNAF2: usize = memory.data(520, 16);
 const QODD: usize = PUBLIC + 4800; //         8 Jacobian odd multiples of Q (960)
 const NEGA: usize = PUBLIC + 5824; //         80
 const ACCV: usize = PUBLIC + 6144; //         120
-const WNAF3: usize = PUBLIC + 6400; //        260
-const WNAF4: usize = PUBLIC + 6720; //        260
+const WNAF3: usize = memory.data(520, 16);
+const WNAF4: usize = memory.data(520, 16);
 const SPLIT: usize = PUBLIC + 8320; //        4 x 32 bytes of split scalars (ends 8448)
-const G_LAM: usize = PUBLIC + 9216; //        64 affine odd multiples of λG (5120)
 const PREFIX: usize = PUBLIC + 3328; //      8 prefix products of the batch inversion (shared with mulp.ts's table scratch, never live at once)
 
 /** r += sign(d)·table[(|d| − 1)/2] (affine odd multiples), negated again if neg. Variable time. */
@@ -46,7 +45,59 @@ function addWnaf_var(cv: usize, r: usize, d: i32, table: usize, neg: bool, inf: 
   return pt_maddFinite_var(cv, r, r, e) != 0;
 }
 
-let gLamReady = false;
+// ---- the G streams' tables: 512 odd multiples (wNAF window 11), built at first use ----
+// The wider the window of a G stream, the fewer its additions (a 128-bit stream: ≈ 14 at window 8,
+// ≈ 11 at 11); the doublings are shared with the Q streams and do not change. Wider windows
+// stopped paying here (window 14, 320 KB per table, measured no better than 11: the random reads
+// miss the caches), and 40 KB per table is still more than the module should ship, so they are
+// computed from G on the first verification on each curve (512 mixed additions and 8 batch
+// inversions, well under a millisecond, once per instance); the first 64 entries must equal the
+// generated G_WNAF (checked in the debug build). secp256k1 also gets λ·(that table) = (β·x, y)
+// for its GLV stream.
+const GW: u32 = 11;
+const GBIG: usize = <usize>1 << (GW - 2);
+const GBIG_K1: usize = memory.data(<i32>(GBIG * AFF), 16);
+const GBIG_LAM: usize = memory.data(<i32>(GBIG * AFF), 16);
+const GBIG_P256: usize = memory.data(<i32>(GBIG * AFF), 16);
+const GB_CHUNK: usize = 64;
+const GB_J: usize = memory.data(<i32>(GB_CHUNK * JAC), 16); //  one chunk, Jacobian
+const GB_PRE: usize = memory.data(<i32>(GB_CHUNK * FE), 16); // its batch-inversion prefix products
+const GB_ACC: usize = memory.data(<i32>JAC, 16);
+const GB_D: usize = memory.data(<i32>AFF, 16); //               2G, affine
+let gBigReady: u32 = 0; //                                      bit (curve id): built
+
+/** The table of odd multiples (2j + 1)·G, j < 512, of curve cv (built on first use). */
+function gBig_var(cv: usize): usize {
+  let t = isK1(cv) ? GBIG_K1 : GBIG_P256;
+  let bit: u32 = 1 << curveId(cv);
+  if ((gBigReady & bit) != 0) return t;
+  let g = gWnaf(cv); //                           entry 0 is G
+  pt_fromAffine(cv, GB_ACC, g);
+  pt_dbl(cv, GB_ACC, GB_ACC);
+  pt_toAffine(cv, GB_D, GB_ACC);
+  pt_fromAffine(cv, GB_ACC, g);
+  for (let c: usize = 0; c < GBIG; c += GB_CHUNK) {
+    for (let i: usize = 0; i < GB_CHUNK; i++) {
+      pt_copy(GB_J + JAC * i, GB_ACC);
+      pt_maddFinite_var(cv, GB_ACC, GB_ACC, GB_D); // (2j + 1)·G + 2G: never ±2G, never infinity (j ≪ n)
+    }
+    pt_batchToAffine(cv, t + AFF * c, GB_J, GB_CHUNK, GB_PRE);
+  }
+  if (DEBUG) {
+    for (let j: usize = 0; j < 64; j++) {
+      assert(fe_equal(cv, t + AFF * j, g + AFF * j) && fe_equal(cv, t + AFF * j + FE, g + AFF * j + FE),
+        'runtime G table differs from the generated G_WNAF');
+    }
+  }
+  if (isK1(cv)) {
+    for (let j: usize = 0; j < GBIG; j++) {
+      fe_mul(cv, GBIG_LAM + AFF * j, t + AFF * j, FP_BETA);
+      memory.copy(GBIG_LAM + AFF * j + FE, t + AFF * j + FE, FE);
+    }
+  }
+  gBigReady |= bit;
+  return t;
+}
 
 // ---- public-key contexts for verification ----
 // A Q context holds everything verification needs about one public key (public data):
@@ -112,16 +163,10 @@ export function mulDouble_var(cv: usize, r: usize, u1: usize, u2: usize, ctx: us
   let streams = 2;
   let n1: i32, n2: i32, n3: i32 = 0, n4: i32 = 0;
   let f1: u32 = 0, f2: u32 = 0;
-  let g2 = g128Wnaf(cv);
+  let g1 = gBig_var(cv), g2 = g128Wnaf(cv), w3: u32 = 8;
   if (isK1(cv)) {
-    if (!gLamReady) {
-      for (let j: usize = 0; j < 64; j++) {
-        fe_mul(cv, G_LAM + AFF * j, gWnaf(cv) + AFF * j, FP_BETA);
-        memory.copy(G_LAM + AFF * j + FE, gWnaf(cv) + AFF * j + FE, FE);
-      }
-      gLamReady = true;
-    }
-    g2 = G_LAM;
+    g2 = GBIG_LAM;
+    w3 = GW;
     f1 = glvSplit_var(cv, u1, SPLIT, SPLIT + 32);
     f2 = glvSplit_var(cv, u2, SPLIT + 64, SPLIT + 96);
     streams = 4;
@@ -131,12 +176,12 @@ export function mulDouble_var(cv: usize, r: usize, u1: usize, u2: usize, ctx: us
     streams = 4;
   }
   if (streams == 4) {
-    n1 = wnaf_var(WNAF1, SPLIT, 8);
-    n3 = wnaf_var(WNAF3, SPLIT + 32, 8);
+    n1 = wnaf_var(WNAF1, SPLIT, GW);
+    n3 = wnaf_var(WNAF3, SPLIT + 32, w3);
     n2 = wnaf_var(WNAF2, SPLIT + 64, 5);
     n4 = wnaf_var(WNAF4, SPLIT + 96, 5);
   } else {
-    n1 = wnaf_var(WNAF1, u1, 8);
+    n1 = wnaf_var(WNAF1, u1, GW);
     n2 = wnaf_var(WNAF2, u2, 5);
   }
   let top = max(max(n1, n2), max(n3, n4));
@@ -145,14 +190,14 @@ export function mulDouble_var(cv: usize, r: usize, u1: usize, u2: usize, ctx: us
   let neg1 = (f1 & 1) != 0, neg3 = (f1 & 2) != 0, neg2 = (f2 & 1) != 0, neg4 = (f2 & 2) != 0;
   for (let i = top - 1; i >= 0; i--) {
     if (!inf) pt_dbl(cv, r, r);
-    let d = <i32>load<i8>(WNAF1 + <usize>i);
-    if (d != 0) inf = addWnaf_var(cv, r, d, gWnaf(cv), neg1, inf);
-    d = <i32>load<i8>(WNAF2 + <usize>i);
+    let d = <i32>load<i16>(WNAF1 + 2 * <usize>i);
+    if (d != 0) inf = addWnaf_var(cv, r, d, g1, neg1, inf);
+    d = <i32>load<i16>(WNAF2 + 2 * <usize>i);
     if (d != 0) inf = addWnaf_var(cv, r, d, t1, neg2, inf);
     if (streams == 4) {
-      d = <i32>load<i8>(WNAF3 + <usize>i);
+      d = <i32>load<i16>(WNAF3 + 2 * <usize>i);
       if (d != 0) inf = addWnaf_var(cv, r, d, g2, neg3, inf);
-      d = <i32>load<i8>(WNAF4 + <usize>i);
+      d = <i32>load<i16>(WNAF4 + 2 * <usize>i);
       if (d != 0) inf = addWnaf_var(cv, r, d, t2, neg4, inf);
     }
   }

@@ -43,10 +43,11 @@ export function comb6Digits(out: usize, k: usize, words: usize): void {
   }
 }
 
-/** wNAF digits of the 32-byte big-endian scalar k into out (i8[257]); returns the number of digits. */
+/** wNAF digits (window w ≤ 15) of the 32-byte big-endian scalar k into out (i16[260]); returns the
+ *  number of digits. */
 export function wnaf_var(out: usize, k: usize, w: u32): i32 {
   scalarWords(SCW, k);
-  memory.fill(out, 0, 260);
+  memory.fill(out, 0, 520);
   let carry: u32 = 0;
   let bit: u32 = 0;
   let last: i32 = -1;
@@ -62,13 +63,14 @@ export function wnaf_var(out: usize, k: usize, w: u32): i32 {
     let word = <i32>(<u32>(load<u64>(SCW + 4 * <usize>(bit >> 5)) >> <u64>(bit & 31)) & ((1 << now) - 1)) + <i32>carry;
     carry = (<u32>word >> (w - 1)) & 1;
     word -= <i32>(carry << w);
-    store<i8>(out + <usize>bit, <i8>word);
+    store<i16>(out + 2 * <usize>bit, <i16>word);
     last = <i32>bit;
     bit += now;
   }
   if (DEBUG) {
+    assert(w >= 2 && w <= 15, 'wNAF window out of [2, 15]');
     for (let i: usize = 0; i < 260; i++) {
-      let d = <i32>load<i8>(out + i);
+      let d = <i32>load<i16>(out + 2 * i);
       assert(d == 0 || ((d & 1) != 0 && d < (1 << (w - 1)) && d > -(1 << (w - 1))), 'wNAF digit not odd or beyond the window');
     }
   }
