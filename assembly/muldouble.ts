@@ -8,10 +8,10 @@
 // key cache (keycache.ts) stores. Scalars are 32 big-endian bytes < n (checked in the debug build).
 import { gComb, gWnaf, g128Wnaf, isK1, curveId } from './curve';
 import { glvSplit_var, FP_BETA } from './glv';
-import { fe_mul, fe_equal } from './field';
+import { fe_mul, fe_sqr, fe_setOne, fe_equal } from './field';
 import {
   JAC, AFF, pt_dbl, pt_setInf, pt_fromAffine, pt_madd_var, pt_add_var, pt_negAffine, pt_toAffine, pt_copy,
-  pt_batchToAffine, pt_maddFinite_var,
+  pt_batchToAffine, pt_maddFinite_var, pt_madd, pt_isOnCurve,
 } from './point';
 import { FE } from './limbs';
 import { PUBLIC } from './layout';
@@ -24,6 +24,7 @@ const WNAF2: usize = memory.data(520, 16);
 const QODD: usize = PUBLIC + 4800; //         8 Jacobian odd multiples of Q (960)
 const NEGA: usize = PUBLIC + 5824; //         80
 const ACCV: usize = PUBLIC + 6144; //         120
+const ZPOW: usize = memory.data(80, 16); //    Z_D², Z_D³ of oddMultiples_var (q may be NEGA)
 const WNAF3: usize = memory.data(520, 16);
 const WNAF4: usize = memory.data(520, 16);
 const SPLIT: usize = PUBLIC + 8320; //        4 x 32 bytes of split scalars (ends 8448)
@@ -118,12 +119,28 @@ export const QCTX_Q: usize = 96;
 const QCTX_T1: usize = 176;
 const QCTX_T2: usize = 816;
 
-/** odd multiples of the affine point q into the affine table t (8 entries). */
+/** The odd multiples Q, 3Q, …, 15Q of the affine point q into the affine table t (8 entries).
+ *  D = 2Q = (X_D, Y_D, Z_D) is made affine without an inversion by moving to the isomorphic curve
+ *  (x, y) ↦ (Z_D²·x, Z_D³·y), where D is (X_D, Y_D) and Q is Q' = (Z_D²·x, Z_D³·y): the multiples
+ *  are built there with mixed additions (8M + 3S instead of full Jacobian ones; the addition
+ *  formulas involve neither a nor b, so they hold on the image curve), and a point (X, Y, Z) of
+ *  the image is (X, Y, Z·Z_D) on the curve. No exceptional case: (2i − 1)Q ≠ ±2Q for i < 8. */
 function oddMultiples_var(cv: usize, t: usize, q: usize): void {
-  pt_fromAffine(cv, QODD, q);
-  pt_dbl(cv, ACCV, QODD);
-  for (let i: usize = 1; i < 8; i++) pt_add_var(cv, QODD + JAC * i, QODD + JAC * (i - 1), ACCV);
+  let zd = ACCV + 2 * FE, z2 = ZPOW, z3 = ZPOW + FE;
+  pt_fromAffine(cv, ACCV, q);
+  pt_dbl(cv, ACCV, ACCV); //                        D = 2Q; (X_D, Y_D) at ACCV is D' (affine)
+  fe_sqr(cv, z2, zd);
+  fe_mul(cv, z3, z2, zd);
+  fe_mul(cv, QODD, q, z2); //                       Q' = (Z_D²·x, Z_D³·y, 1)
+  fe_mul(cv, QODD + FE, q + FE, z3);
+  fe_setOne(cv, QODD + 2 * FE);
+  for (let i: usize = 1; i < 8; i++) pt_madd(cv, QODD + JAC * i, QODD + JAC * (i - 1), ACCV);
+  for (let i: usize = 0; i < 8; i++) fe_mul(cv, QODD + JAC * i + 2 * FE, QODD + JAC * i + 2 * FE, zd);
   pt_batchToAffine(cv, t, QODD, 8, PREFIX);
+  if (DEBUG) {
+    assert(fe_equal(cv, t, q) && fe_equal(cv, t + FE, q + FE), 'odd multiples: the first entry is not Q');
+    for (let i: usize = 0; i < 8; i++) assert(pt_isOnCurve(cv, t + AFF * i), 'odd multiples: an entry is off the curve');
+  }
 }
 
 /** Fill T1 (and on secp256k1 T2 = λ·T1) for the affine point Q already stored in ctx. */
