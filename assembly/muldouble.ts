@@ -11,9 +11,9 @@ import { glvSplit_var, FP_BETA } from './glv';
 import { fe_mul, fe_sqr, fe_setOne, fe_equal } from './field';
 import {
   JAC, AFF, pt_dbl, pt_setInf, pt_fromAffine, pt_madd_var, pt_add_var, pt_negAffine, pt_toAffine, pt_copy,
-  pt_batchToAffine, pt_maddFinite_var, pt_madd, pt_isOnCurve,
+  pt_batchToAffine, pt_maddFinite_var, pt_madd, pt_isOnCurve, pt_maddZr, pt_maddZinv_var,
 } from './point';
-import { FE } from './limbs';
+import { FE, copy40 } from './limbs';
 import { PUBLIC } from './layout';
 import { DEBUG, verifyScBytes } from './debug';
 import { SCW, comb6Digits, wnaf_var, split128 } from './recode';
@@ -44,6 +44,28 @@ function addWnaf_var(cv: usize, r: usize, d: i32, table: usize, neg: bool, inf: 
     return false;
   }
   return pt_maddFinite_var(cv, r, r, e) != 0;
+}
+
+const UP: usize = memory.data(<i32>(2 * FE), 16); //  u², u³ of the image curve of a verification
+
+/** addWnaf_var for a plain-affine table (G's) while the sum runs on the image curve (x, y) ↦
+ *  (u²x, u³y) of an effective-affine Q table: the entry is carried over by pt_maddZinv_var, or by
+ *  u², u³ when the sum is still infinity. */
+// @ts-ignore: decorator
+@inline
+function addWnafIso_var(cv: usize, r: usize, d: i32, table: usize, neg: bool, inf: bool, u: usize): bool {
+  let e = table + AFF * <usize>(((d < 0 ? -d : d) - 1) >> 1);
+  if ((d < 0) != neg) {
+    pt_negAffine(cv, NEGA, e);
+    e = NEGA;
+  }
+  if (inf) {
+    fe_mul(cv, r, e, UP);
+    fe_mul(cv, r + FE, e + FE, UP + FE);
+    fe_setOne(cv, r + 2 * FE);
+    return false;
+  }
+  return pt_maddZinv_var(cv, r, r, e, u) != 0;
 }
 
 // ---- the G streams' tables: 512 odd multiples (wNAF window 11), built at first use ----
@@ -108,6 +130,9 @@ function gBig_var(cv: usize): usize {
 //   +96  Q (affine)
 //   +176 T1: affine odd multiples Q, 3Q, ..., 15Q
 //   +816 T2: affine odd multiples of λQ (secp256k1) or, once state = 2, of 2^128·Q (P-256)
+//   +1456 u (secp256k1): T1 and T2 hold the images of those multiples under the isomorphism
+//         (x, y) ↦ (u²x, u³y) ("effective affine": one Z for the whole table, no inversion);
+//         +92 is 1 then, 0 when the tables are plain affine (P-256)
 // state 1: T1 ready (P-256 verifies with 256 doublings); state 2: T2 ready as well.
 export const QCTX_SIZE: usize = 1536;
 export const QCTX_STATE: usize = 8;
@@ -118,6 +143,8 @@ export const QCTX_REF: usize = 88;
 export const QCTX_Q: usize = 96;
 const QCTX_T1: usize = 176;
 const QCTX_T2: usize = 816;
+const QCTX_ISO: usize = 92;
+const QCTX_U: usize = 1456;
 
 /** The odd multiples Q, 3Q, …, 15Q of the affine point q into the affine table t (8 entries).
  *  D = 2Q = (X_D, Y_D, Z_D) is made affine without an inversion by moving to the isomorphic curve
@@ -143,9 +170,51 @@ function oddMultiples_var(cv: usize, t: usize, q: usize): void {
   }
 }
 
+const ZR: usize = memory.data(<i32>(8 * FE), 16); //  Z ratios of oddMultiplesIso_var
+const SC: usize = memory.data(<i32>(3 * FE), 16); //  its running scale s, s², s³
+
+/** secp256k1: the odd multiples Q, 3Q, …, 15Q of the affine point q as one effective-affine table:
+ *  t[i] = (u²·x_i, u³·y_i), the image of (2i + 1)Q under (x, y) ↦ (u²x, u³y), with u written at u.
+ *  Built as in oddMultiples_var on the image curve of 2Q, then every entry is brought to the last
+ *  one's Z by the Z ratios of the additions (s = Z_7 / Z_i: X·s², Y·s³), so the entries share
+ *  u = Z_7·Z_D and no inversion is needed; verification runs on that image curve (its a is still
+ *  0) and multiplies the result's Z by u at the end. */
+function oddMultiplesIso_var(cv: usize, t: usize, q: usize, u: usize): void {
+  let zd = ACCV + 2 * FE, z2 = ZPOW, z3 = ZPOW + FE;
+  pt_fromAffine(cv, ACCV, q);
+  pt_dbl(cv, ACCV, ACCV); //                        D = 2Q; (X_D, Y_D) at ACCV is D' (affine)
+  fe_sqr(cv, z2, zd);
+  fe_mul(cv, z3, z2, zd);
+  fe_mul(cv, QODD, q, z2); //                       Q' = (Z_D²·x, Z_D³·y, 1)
+  fe_mul(cv, QODD + FE, q + FE, z3);
+  fe_setOne(cv, QODD + 2 * FE);
+  for (let i: usize = 1; i < 8; i++) pt_maddZr(cv, QODD + JAC * i, QODD + JAC * (i - 1), ACCV, ZR + FE * i);
+  memory.copy(t + AFF * 7, QODD + JAC * 7, AFF);
+  let sc = SC, s2 = SC + FE, s3 = SC + 2 * FE;
+  copy40(sc, ZR + FE * 7);
+  for (let i = 6; i >= 0; i--) {
+    let k = <usize>i;
+    if (i < 6) fe_mul(cv, sc, sc, ZR + FE * (k + 1));
+    fe_sqr(cv, s2, sc);
+    fe_mul(cv, s3, s2, sc);
+    fe_mul(cv, t + AFF * k, QODD + JAC * k, s2);
+    fe_mul(cv, t + AFF * k + FE, QODD + JAC * k + FE, s3);
+  }
+  fe_mul(cv, u, QODD + JAC * 7 + 2 * FE, zd);
+  if (DEBUG) {
+    fe_sqr(cv, s2, u);
+    fe_mul(cv, s3, s2, u);
+    fe_mul(cv, s2, s2, q);
+    fe_mul(cv, s3, s3, q + FE);
+    assert(fe_equal(cv, t, s2) && fe_equal(cv, t + FE, s3), 'effective-affine table: the first entry is not the image of Q');
+  }
+}
+
 /** Fill T1 (and on secp256k1 T2 = λ·T1) for the affine point Q already stored in ctx. */
 export function qctxPrepare_var(cv: usize, ctx: usize): void {
-  oddMultiples_var(cv, ctx + QCTX_T1, ctx + QCTX_Q);
+  if (isK1(cv)) oddMultiplesIso_var(cv, ctx + QCTX_T1, ctx + QCTX_Q, ctx + QCTX_U);
+  else oddMultiples_var(cv, ctx + QCTX_T1, ctx + QCTX_Q);
+  store<u32>(ctx + QCTX_ISO, isK1(cv) ? 1 : 0);
   if (isK1(cv)) {
     for (let j: usize = 0; j < 8; j++) {
       let e = ctx + QCTX_T1 + AFF * j, f = ctx + QCTX_T2 + AFF * j;
@@ -205,6 +274,25 @@ export function mulDouble_var(cv: usize, r: usize, u1: usize, u2: usize, ctx: us
   pt_setInf(cv, r);
   let inf = true;
   let neg1 = (f1 & 1) != 0, neg3 = (f1 & 2) != 0, neg2 = (f2 & 1) != 0, neg4 = (f2 & 2) != 0;
+  if (load<u32>(ctx + QCTX_ISO) != 0) {
+    // secp256k1: the sum runs on the image curve of the effective-affine Q tables (u at ctx)
+    let u = ctx + QCTX_U;
+    fe_sqr(cv, UP, u);
+    fe_mul(cv, UP + FE, UP, u);
+    for (let i = top - 1; i >= 0; i--) {
+      if (!inf) pt_dbl(cv, r, r);
+      let d = <i32>load<i16>(WNAF1 + 2 * <usize>i);
+      if (d != 0) inf = addWnafIso_var(cv, r, d, g1, neg1, inf, u);
+      d = <i32>load<i16>(WNAF2 + 2 * <usize>i);
+      if (d != 0) inf = addWnaf_var(cv, r, d, t1, neg2, inf);
+      d = <i32>load<i16>(WNAF3 + 2 * <usize>i);
+      if (d != 0) inf = addWnafIso_var(cv, r, d, g2, neg3, inf, u);
+      d = <i32>load<i16>(WNAF4 + 2 * <usize>i);
+      if (d != 0) inf = addWnaf_var(cv, r, d, t2, neg4, inf);
+    }
+    fe_mul(cv, r + 2 * FE, r + 2 * FE, u); //  (X, Y, Z) on the image is (X, Y, Z·u) on the curve
+    return;
+  }
   for (let i = top - 1; i >= 0; i--) {
     if (!inf) pt_dbl(cv, r, r);
     let d = <i32>load<i16>(WNAF1 + 2 * <usize>i);

@@ -105,6 +105,13 @@ function maddFinish(cv: usize, r: usize, p: usize): void {
   fe_sub(cv, r + FE, t4, t5); //         Y3 = R(X1·H² − X3) − Y1·H³
 }
 
+/** pt_madd that also leaves the Z ratio H = Z3 / Z1 at zr (for tables brought to one Z). */
+export function pt_maddZr(cv: usize, r: usize, p: usize, q: usize, zr: usize): void {
+  maddStart(cv, p, q);
+  copy40(zr, t1);
+  maddFinish(cv, r, p);
+}
+
 /** r = p + q, both Jacobian (add-2007-bl). Not valid when p = ±q or either is infinity. r may alias p or q. */
 export function pt_add(cv: usize, r: usize, p: usize, q: usize): void {
   let X1 = p, Y1 = p + FE, Z1 = p + 2 * FE, X2 = q, Y2 = q + FE, Z2 = q + 2 * FE;
@@ -258,6 +265,37 @@ export function pt_maddFinite_var(cv: usize, r: usize, p: usize, q: usize): u32 
     return 1;
   }
   maddFinish(cv, r, p);
+  return 0;
+}
+
+/** r = p + q' where q' = (u²·x, u³·y) is the affine point q = (x, y) carried to the isomorphic
+ *  curve (x, y) ↦ (u²x, u³y) on which p lives (q' as a Jacobian point is (x, y, 1/u)): the mixed
+ *  addition with Z1·u in place of Z1 for U2 and S2, one multiplication more, no inversion. p is
+ *  not infinity (the caller tracks it; checked in the debug build); every other case is handled.
+ *  Returns 1 if the result is infinity. r may alias p. Only for a = 0 (secp256k1): the doubling of
+ *  the exceptional case runs on the image curve, whose a is a·u⁴. */
+export function pt_maddZinv_var(cv: usize, r: usize, p: usize, q: usize, u: usize): u32 {
+  if (DEBUG) {
+    assert(!fe_isZero(cv, p + 2 * FE), 'pt_maddZinv_var: p is infinity');
+    assert(isK1(cv), 'pt_maddZinv_var: the image curve keeps a = 0 only on secp256k1');
+  }
+  let X1 = p, Y1 = p + FE, Z1 = p + 2 * FE;
+  fe_mul(cv, t0, Z1, u); //                 az = Z1·u
+  fe_sqr(cv, t1, t0);
+  fe_mul(cv, t2, t1, t0); //                az³
+  fe_mul(cv, t1, t1, q); //                 U2 = x·az²
+  fe_mul(cv, t2, t2, q + FE); //            S2 = y·az³
+  fe_sub(cv, t1, t1, X1); //                H
+  fe_sub(cv, t2, t2, Y1); //                R
+  if (fe_isZero_var(cv, t1)) {
+    if (fe_isZero_var(cv, t2)) {
+      pt_dbl(cv, r, p);
+      return 0;
+    }
+    pt_setInf(cv, r);
+    return 1;
+  }
+  maddFinish(cv, r, p); //                  Z3 = Z1·H with the Z1 of p
   return 0;
 }
 
