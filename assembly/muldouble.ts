@@ -8,7 +8,7 @@
 // key cache (keycache.ts) stores. Scalars are 32 big-endian bytes < n (checked in the debug build).
 import { gComb, gWnaf, g128Wnaf, isK1, curveId } from './curve';
 import { glvSplit_var, FP_BETA } from './glv';
-import { fe_mul, fe_sqr, fe_setOne, fe_equal } from './field';
+import { fe_mul, fe_sqr, fe_setOne, fe_equal, fe_neg } from './field';
 import {
   JAC, AFF, pt_dbl, pt_setInf, pt_fromAffine, pt_madd_var, pt_add_var, pt_negAffine, pt_toAffine, pt_copy,
   pt_batchToAffine, pt_maddFinite_var, pt_madd, pt_isOnCurve, pt_maddZr, pt_maddZinv_var,
@@ -35,15 +35,13 @@ const PREFIX: usize = PUBLIC + 3328; //      8 prefix products of the batch inve
 @inline
 function addWnaf_var(cv: usize, r: usize, d: i32, table: usize, neg: bool, inf: bool): bool {
   let e = table + AFF * <usize>(((d < 0 ? -d : d) - 1) >> 1);
-  if ((d < 0) != neg) {
-    pt_negAffine(cv, NEGA, e);
-    e = NEGA;
-  }
+  let flip = (d < 0) != neg;
   if (inf) {
     pt_fromAffine(cv, r, e);
+    if (flip) fe_neg(cv, r + FE, r + FE);
     return false;
   }
-  return pt_maddFinite_var(cv, r, r, e) != 0;
+  return pt_maddFinite_var(cv, r, r, e, flip) != 0; // −e folded into the addition
 }
 
 const UP: usize = memory.data(<i32>(2 * FE), 16); //  u², u³ of the image curve of a verification
@@ -55,17 +53,15 @@ const UP: usize = memory.data(<i32>(2 * FE), 16); //  u², u³ of the image curv
 @inline
 function addWnafIso_var(cv: usize, r: usize, d: i32, table: usize, neg: bool, inf: bool, u: usize): bool {
   let e = table + AFF * <usize>(((d < 0 ? -d : d) - 1) >> 1);
-  if ((d < 0) != neg) {
-    pt_negAffine(cv, NEGA, e);
-    e = NEGA;
-  }
+  let flip = (d < 0) != neg;
   if (inf) {
     fe_mul(cv, r, e, UP);
     fe_mul(cv, r + FE, e + FE, UP + FE);
+    if (flip) fe_neg(cv, r + FE, r + FE);
     fe_setOne(cv, r + 2 * FE);
     return false;
   }
-  return pt_maddZinv_var(cv, r, r, e, u) != 0;
+  return pt_maddZinv_var(cv, r, r, e, u, flip) != 0;
 }
 
 // ---- the G streams' tables: 512 odd multiples (wNAF window 11), built at first use ----

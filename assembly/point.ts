@@ -76,22 +76,24 @@ export function pt_madd(cv: usize, r: usize, p: usize, q: usize): void {
   maddFinish(cv, r, p);
 }
 
-/** t1 = H = X2·Z1² − X1, t2 = R = Y2·Z1³ − Y1 */
+/** t1 = H = X2·Z1² − X1, t2 = R = Y2·Z1³ − Y1; with neg (q taken as −q), t2 = −R = Y2·Z1³ + Y1,
+ *  which maddFinish(neg) accounts for (R enters X3 squared, and Y3 as R·(X1·H² − X3)). */
 // @ts-ignore: decorator
 @inline
-function maddStart(cv: usize, p: usize, q: usize): void {
+function maddStart(cv: usize, p: usize, q: usize, neg: bool = false): void {
   let X1 = p, Y1 = p + FE, Z1 = p + 2 * FE, X2 = q, Y2 = q + FE;
   fe_sqr(cv, t1, Z1); //                 Z1²
   fe_mul(cv, t2, t1, Z1); //             Z1³
   fe_mul(cv, t1, t1, X2); //             U2 = X2·Z1²
   fe_mul(cv, t2, t2, Y2); //             S2 = Y2·Z1³
   fe_sub(cv, t1, t1, X1); //             H
-  fe_sub(cv, t2, t2, Y1); //             R
+  if (neg) fe_add(cv, t2, t2, Y1); //    −R
+  else fe_sub(cv, t2, t2, Y1); //        R
 }
 
 // @ts-ignore: decorator
 @inline
-function maddFinish(cv: usize, r: usize, p: usize): void {
+function maddFinish(cv: usize, r: usize, p: usize, neg: bool = false): void {
   let X1 = p, Y1 = p + FE, Z1 = p + 2 * FE;
   fe_mul(cv, r + 2 * FE, Z1, t1); //     Z3 = Z1·H
   fe_sqr(cv, t4, t1); //                 H²
@@ -100,7 +102,8 @@ function maddFinish(cv: usize, r: usize, p: usize): void {
   fe_mul(cv, t5, Y1, t3); //             Y1·H³
   fe_sqr(cv, t6, t2);
   fe_subSubMul(cv, r, t6, t3, t4, 2); // X3 = R² − H³ − 2·X1·H²
-  fe_sub(cv, t4, t4, r);
+  if (neg) fe_sub(cv, t4, r, t4); //     (−R)(X3 − X1·H²) = R(X1·H² − X3)
+  else fe_sub(cv, t4, t4, r);
   fe_mul(cv, t4, t4, t2);
   fe_sub(cv, r + FE, t4, t5); //         Y3 = R(X1·H² − X3) − Y1·H³
 }
@@ -253,9 +256,9 @@ export function pt_madd_var(cv: usize, r: usize, p: usize, q: usize): u32 {
 
 /** pt_madd_var for a p known not to be infinity (a caller that tracks it, as the multi-scalar
  *  loops do, skips the test; checked in the debug build). */
-export function pt_maddFinite_var(cv: usize, r: usize, p: usize, q: usize): u32 {
+export function pt_maddFinite_var(cv: usize, r: usize, p: usize, q: usize, neg: bool = false): u32 {
   if (DEBUG) assert(!fe_isZero(cv, p + 2 * FE), 'pt_maddFinite_var: p is infinity');
-  maddStart(cv, p, q);
+  maddStart(cv, p, q, neg);
   if (fe_isZero_var(cv, t1)) {
     if (fe_isZero_var(cv, t2)) {
       pt_dbl(cv, r, p); //   p = q (no point of order 2 exists, so never infinity)
@@ -264,7 +267,7 @@ export function pt_maddFinite_var(cv: usize, r: usize, p: usize, q: usize): u32 
     pt_setInf(cv, r);
     return 1;
   }
-  maddFinish(cv, r, p);
+  maddFinish(cv, r, p, neg);
   return 0;
 }
 
@@ -272,9 +275,9 @@ export function pt_maddFinite_var(cv: usize, r: usize, p: usize, q: usize): u32 
  *  curve (x, y) ↦ (u²x, u³y) on which p lives (q' as a Jacobian point is (x, y, 1/u)): the mixed
  *  addition with Z1·u in place of Z1 for U2 and S2, one multiplication more, no inversion. p is
  *  not infinity (the caller tracks it; checked in the debug build); every other case is handled.
- *  Returns 1 if the result is infinity. r may alias p. Only for a = 0 (secp256k1): the doubling of
+ *  With neg, q is taken as −q. Returns 1 if the result is infinity. r may alias p. Only for a = 0 (secp256k1): the doubling of
  *  the exceptional case runs on the image curve, whose a is a·u⁴. */
-export function pt_maddZinv_var(cv: usize, r: usize, p: usize, q: usize, u: usize): u32 {
+export function pt_maddZinv_var(cv: usize, r: usize, p: usize, q: usize, u: usize, neg: bool = false): u32 {
   if (DEBUG) {
     assert(!fe_isZero(cv, p + 2 * FE), 'pt_maddZinv_var: p is infinity');
     assert(isK1(cv), 'pt_maddZinv_var: the image curve keeps a = 0 only on secp256k1');
@@ -286,7 +289,8 @@ export function pt_maddZinv_var(cv: usize, r: usize, p: usize, q: usize, u: usiz
   fe_mul(cv, t1, t1, q); //                 U2 = x·az²
   fe_mul(cv, t2, t2, q + FE); //            S2 = y·az³
   fe_sub(cv, t1, t1, X1); //                H
-  fe_sub(cv, t2, t2, Y1); //                R
+  if (neg) fe_add(cv, t2, t2, Y1); //       −R (q taken as −q, as in maddStart)
+  else fe_sub(cv, t2, t2, Y1); //           R
   if (fe_isZero_var(cv, t1)) {
     if (fe_isZero_var(cv, t2)) {
       pt_dbl(cv, r, p);
@@ -295,7 +299,7 @@ export function pt_maddZinv_var(cv: usize, r: usize, p: usize, q: usize, u: usiz
     pt_setInf(cv, r);
     return 1;
   }
-  maddFinish(cv, r, p); //                  Z3 = Z1·H with the Z1 of p
+  maddFinish(cv, r, p, neg); //             Z3 = Z1·H with the Z1 of p
   return 0;
 }
 

@@ -53,11 +53,16 @@ export function wnaf_var(out: usize, k: usize, w: u32): i32 {
   let last: i32 = -1;
   const len: u32 = 257;
   while (bit < len) {
-    let b = <u32>((load<u32>(SCW + 4 * <usize>(bit >> 5)) >> (bit & 31)) & 1);
-    if (b == carry) {
-      bit++;
+    // skip to the next bit that differs from the carry (a run of them costs one step per word)
+    let x = load<u32>(SCW + 4 * <usize>(bit >> 5));
+    if (carry) x = ~x;
+    x >>= bit & 31;
+    if (x == 0) {
+      bit = (bit | 31) + 1;
       continue;
     }
+    bit += ctz<u32>(x);
+    if (bit >= len) break;
     let now = w;
     if (now > len - bit) now = len - bit;
     let word = <i32>(<u32>(load<u64>(SCW + 4 * <usize>(bit >> 5)) >> <u64>(bit & 31)) & ((1 << now) - 1)) + <i32>carry;
