@@ -142,6 +142,20 @@ const QCTX_T2: usize = 816;
 const QCTX_ISO: usize = 92;
 const QCTX_U: usize = 1456;
 
+/** D = 2Q at ACCV (Jacobian; its Z = Z_D at ACCV + 2·FE) and, at QODD, Q' = (Z_D²·x, Z_D³·y, 1): the
+ *  image of the affine point q = (x, y) on the curve (x, y) ↦ (Z_D²x, Z_D³y), where D is the affine
+ *  point (X_D, Y_D) read at ACCV. Both tables below start from here. */
+function imageOf2Q_var(cv: usize, q: usize): void {
+  let zd = ACCV + 2 * FE, z2 = ZPOW, z3 = ZPOW + FE;
+  pt_fromAffine(cv, ACCV, q);
+  pt_dbl(cv, ACCV, ACCV);
+  fe_sqr(cv, z2, zd);
+  fe_mul(cv, z3, z2, zd);
+  fe_mul(cv, QODD, q, z2);
+  fe_mul(cv, QODD + FE, q + FE, z3);
+  fe_setOne(cv, QODD + 2 * FE);
+}
+
 /** The odd multiples Q, 3Q, …, 15Q of the affine point q into the affine table t (8 entries).
  *  D = 2Q = (X_D, Y_D, Z_D) is made affine without an inversion by moving to the isomorphic curve
  *  (x, y) ↦ (Z_D²·x, Z_D³·y), where D is (X_D, Y_D) and Q is Q' = (Z_D²·x, Z_D³·y): the multiples
@@ -149,14 +163,8 @@ const QCTX_U: usize = 1456;
  *  formulas involve neither a nor b, so they hold on the image curve), and a point (X, Y, Z) of
  *  the image is (X, Y, Z·Z_D) on the curve. No exceptional case: (2i − 1)Q ≠ ±2Q for i < 8. */
 function oddMultiples_var(cv: usize, t: usize, q: usize): void {
-  let zd = ACCV + 2 * FE, z2 = ZPOW, z3 = ZPOW + FE;
-  pt_fromAffine(cv, ACCV, q);
-  pt_dbl(cv, ACCV, ACCV); //                        D = 2Q; (X_D, Y_D) at ACCV is D' (affine)
-  fe_sqr(cv, z2, zd);
-  fe_mul(cv, z3, z2, zd);
-  fe_mul(cv, QODD, q, z2); //                       Q' = (Z_D²·x, Z_D³·y, 1)
-  fe_mul(cv, QODD + FE, q + FE, z3);
-  fe_setOne(cv, QODD + 2 * FE);
+  let zd = ACCV + 2 * FE;
+  imageOf2Q_var(cv, q);
   for (let i: usize = 1; i < 8; i++) pt_madd(cv, QODD + JAC * i, QODD + JAC * (i - 1), ACCV);
   for (let i: usize = 0; i < 8; i++) fe_mul(cv, QODD + JAC * i + 2 * FE, QODD + JAC * i + 2 * FE, zd);
   pt_batchToAffine(cv, t, QODD, 8, PREFIX);
@@ -176,14 +184,8 @@ const SC: usize = memory.data(<i32>(3 * FE), 16); //  its running scale s, s², 
  *  u = Z_7·Z_D and no inversion is needed; verification runs on that image curve (its a is still
  *  0) and multiplies the result's Z by u at the end. */
 function oddMultiplesIso_var(cv: usize, t: usize, q: usize, u: usize): void {
-  let zd = ACCV + 2 * FE, z2 = ZPOW, z3 = ZPOW + FE;
-  pt_fromAffine(cv, ACCV, q);
-  pt_dbl(cv, ACCV, ACCV); //                        D = 2Q; (X_D, Y_D) at ACCV is D' (affine)
-  fe_sqr(cv, z2, zd);
-  fe_mul(cv, z3, z2, zd);
-  fe_mul(cv, QODD, q, z2); //                       Q' = (Z_D²·x, Z_D³·y, 1)
-  fe_mul(cv, QODD + FE, q + FE, z3);
-  fe_setOne(cv, QODD + 2 * FE);
+  let zd = ACCV + 2 * FE;
+  imageOf2Q_var(cv, q);
   for (let i: usize = 1; i < 8; i++) pt_maddZr(cv, QODD + JAC * i, QODD + JAC * (i - 1), ACCV, ZR + FE * i);
   memory.copy(t + AFF * 7, QODD + JAC * 7, AFF);
   let sc = SC, s2 = SC + FE, s3 = SC + 2 * FE;
