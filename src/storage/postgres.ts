@@ -1,0 +1,220 @@
+/**
+ * The PostgreSQL adapter (DATABASE_URL=postgres://…): a pg (node-postgres) pool shared by the
+ * units of work of this node; other nodes use the same database at the same time, so every
+ * cross-node guarantee is a constraint, a row lock or an advisory lock of the database.
+ *
+ * - write(fn): one pooled connection, BEGIN … COMMIT at READ COMMITTED, ROLLBACK when fn throws.
+ *   A serialization failure or deadlock (SQLSTATE 40001, 40P01) runs the whole callback again on
+ *   a fresh transaction, a few times; any other error reaches the caller. afterCommit callbacks
+ *   run once COMMIT has returned (a PostgreSQL commit is durable then).
+ * - read(fn): BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY: one snapshot for the callback.
+ * - tx.lock(name, key): pg_advisory_xact_lock(hashtext(name), hashtext(key)), held until the
+ *   transaction ends.
+ * - tx.savepoint(fn): SAVEPOINT / RELEASE, ROLLBACK TO when fn throws.
+ * - The repositories (postgresRepos.ts) are built per unit of work over its connection; once the
+ *   unit has ended they refuse every call.
+ * Migrations (pgMigrations.ts) are applied at open under an advisory lock.
+ */
+import pg from 'pg';
+import type { Db, LockName, Tx } from './types.js';
+import { pgRepositories, type Queries, type Row } from './postgresRepos.js';
+import { migrateClient } from './pgMigrations.js';
+
+export interface PostgresOptions {
+  /** Connections in this node's pool (default 10). */
+  poolSize?: number;
+  /** Server-side limit on one statement (ms; default none). */
+  statementTimeoutMs?: number;
+  /** How long to wait for a new connection before giving up (ms; default 5000). */
+  connectTimeoutMs?: number;
+}
+
+/** Tries of a write that meets a serialization failure or a deadlock. */
+const MAX_WRITE_TRIES = 5;
+const RETRYABLE = new Set(['40001', '40P01']);
+/** isReady gives up after this long (a server that does not answer is not ready). */
+const READY_TIMEOUT_MS = 3000;
+
+const INT8_OID = 20;
+
+/**
+ * The pool's own type parsers: bigint columns (times, counters, seq) come back as numbers, as
+ * SQLite gives them (every value kmas stores is below 2^53). Nothing global is changed.
+ */
+function typeParsers(): pg.CustomTypesConfig {
+  const types = new pg.TypeOverrides();
+  types.setTypeParser(INT8_OID, 'text', (v: string) => Number(v));
+  return types as unknown as pg.CustomTypesConfig;
+}
+
+const noop = (): void => {};
+
+/** Runs a committed write's afterCommit callbacks; one that throws neither stops the others nor fails the write. */
+function runAfterCommit(after: (() => void)[]): void {
+  for (const f of after) {
+    try { f(); } catch (e) { process.emitWarning(`an afterCommit callback threw: ${e instanceof Error ? e.stack ?? e.message : String(e)}`); }
+  }
+}
+
+/** A failure the whole callback may be run again for. */
+function retryable(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && RETRYABLE.has((e as { code?: string }).code ?? '');
+}
+
+/** One unit of work on one connection: its Tx, refused once it has ended. */
+class Unit {
+  active = true;
+  after: (() => void)[] = [];
+  readonly tx: Tx;
+  #savepoints = 0;
+
+  constructor(private readonly client: pg.PoolClient) {
+    const refuse = () => Promise.reject(new Error('a repository was used outside db.read / db.write'));
+    const queries: Queries = {
+      all: (sql, args) => (this.active ? this.#query(sql, args).then((r) => r.rows) : refuse()),
+      get: (sql, args) => (this.active ? this.#query(sql, args).then((r) => r.rows[0]) : refuse()),
+      run: (sql, args) => (this.active ? this.#query(sql, args).then((r) => r.rowCount ?? 0) : refuse()),
+    };
+    const self = this;
+    this.tx = Object.assign(pgRepositories(queries), {
+      async lock(name: LockName, key: string): Promise<void> {
+        if (!self.active) return refuse();
+        await self.#query('SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))', [name, key]);
+      },
+      savepoint<T>(fn: () => Promise<T>): Promise<T> { return self.#savepoint(fn); },
+      afterCommit(fn: () => void): void {
+        if (!self.active) throw new Error('afterCommit was called outside db.write');
+        self.after.push(fn);
+      },
+    });
+  }
+
+  #query(sql: string, args: unknown[] = []): Promise<pg.QueryResult<Row>> {
+    return this.client.query<Row>(sql, args);
+  }
+
+  async #savepoint<T>(fn: () => Promise<T>): Promise<T> {
+    if (!this.active) throw new Error('a savepoint was taken outside db.read / db.write');
+    const name = `kmas_sp_${++this.#savepoints}`;
+    await this.client.query(`SAVEPOINT ${name}`);
+    const after = this.after.length;
+    let value: T;
+    try {
+      value = await fn();
+    } catch (e) {
+      this.after.length = after;
+      // If this fails too, the transaction is aborted and its COMMIT is refused (see write()).
+      await this.client.query(`ROLLBACK TO SAVEPOINT ${name}`).then(() => this.client.query(`RELEASE SAVEPOINT ${name}`)).catch(noop);
+      throw e;
+    }
+    await this.client.query(`RELEASE SAVEPOINT ${name}`);
+    return value;
+  }
+}
+
+/** Opens the pool, applies pending migrations (under an advisory lock), and returns the Db. */
+export async function openPostgresDb(url: string, opts: PostgresOptions = {}): Promise<Db> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.poolSize ?? 10,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
+    ...(opts.statementTimeoutMs !== undefined ? { statement_timeout: opts.statementTimeoutMs } : {}),
+    types: typeParsers(),
+  });
+  // An idle connection that breaks (the server restarted) is dropped by the pool; without a
+  // listener its error would end the process.
+  pool.on('error', noop);
+
+  try {
+    const client = await pool.connect();
+    try {
+      await migrateClient(client);
+    } finally {
+      client.release();
+    }
+  } catch (e) {
+    await pool.end().catch(noop);
+    throw e;
+  }
+
+  let closed = false;
+  const inFlight = new Set<Promise<unknown>>();
+  const track = <T>(p: Promise<T>): Promise<T> => {
+    inFlight.add(p);
+    const done = () => { inFlight.delete(p); };
+    p.then(done, done);
+    return p;
+  };
+  const closedError = () => new Error('the PostgreSQL store is closed');
+
+  /** One transaction on one connection: begin, fn, commit (or rollback). */
+  async function once<T>(begin: string, fn: (tx: Tx) => Promise<T>): Promise<{ value: T; after: (() => void)[] }> {
+    const client = await pool.connect();
+    let unit: Unit | undefined;
+    let broken: Error | undefined;
+    try {
+      await client.query(begin);
+      unit = new Unit(client);
+      const value = await fn(unit.tx);
+      const result = await client.query('COMMIT');
+      // COMMIT of a transaction that an error aborted (one the callback caught) rolls it back
+      // and says so only by its command tag: nothing may be reported as stored then.
+      if (result.command !== 'COMMIT') throw new Error('the transaction was rolled back: one of its statements failed (a caught error inside db.write needs tx.savepoint)');
+      unit.active = false;
+      return { value, after: unit.after };
+    } catch (e) {
+      if (unit) unit.active = false;
+      await client.query('ROLLBACK').catch((re: unknown) => { broken = re instanceof Error ? re : new Error(String(re)); });
+      throw e;
+    } finally {
+      if (unit) unit.active = false;
+      // A connection that could not roll back is not given to the next unit.
+      client.release(broken);
+    }
+  }
+
+  const db: Db = {
+    engine: 'postgres',
+    write<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+      if (closed) return Promise.reject(closedError());
+      return track((async () => {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            const { value, after } = await once('BEGIN', fn);
+            runAfterCommit(after);
+            return value;
+          } catch (e) {
+            if (!retryable(e) || attempt >= MAX_WRITE_TRIES) throw e;
+            await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
+          }
+        }
+      })());
+    },
+    read<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+      if (closed) return Promise.reject(closedError());
+      return track(once('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', fn).then((r) => r.value));
+    },
+    async isReady(): Promise<boolean> {
+      if (closed) return false;
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS); });
+      const ping = pool.query('SELECT 1 AS ok').then((r) => r.rows.length === 1, () => false);
+      try {
+        return await Promise.race([ping, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    async flush(): Promise<void> {
+      // A COMMIT that has returned is durable: waiting for the units under way is enough.
+      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+    },
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      await db.flush();
+      await pool.end();
+    },
+  };
+  return db;
+}

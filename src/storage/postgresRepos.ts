@@ -1,0 +1,575 @@
+/**
+ * The repositories of the PostgreSQL adapter, over one unit of work's connection (postgres.ts
+ * builds a set per unit). Same semantics as the SQLite adapter (sqlite.ts, keys.ts, paging.ts):
+ * the same orderings, filters, cursors, and "changed" meaning a row was affected. Rows come back
+ * with bigint columns as numbers and bytea as Buffers (postgres.ts sets the type parsers); the
+ * row mappers below make them the types.ts shapes.
+ */
+import type {
+  ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, ContractInterfaceRow, FeatureRow, InvitationRow, IpAllowlistRow, IpAllowlistRule,
+  OauthProviderRow, OrganizationRow, OtpRow, PendingActivityRow, PolicyEvaluationRow, PolicyRow, Repositories, SecretRow, SendTransactionRow,
+  SubOrgFilter, TagRow, TagType, UserRow, VoteRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
+} from './types.js';
+import { addressKey, type AddressEntry, type ImportTargetRow, type KeyStore, type ListPage, type PrivateKeyRow, type WalletAccountRow, type WalletRow } from './keys.js';
+
+export type Row = Record<string, unknown>;
+
+/** The queries of one unit of work (postgres.ts): every call refused once the unit has ended. */
+export interface Queries {
+  all(sql: string, args?: unknown[]): Promise<Row[]>;
+  get(sql: string, args?: unknown[]): Promise<Row | undefined>;
+  /** the number of rows the statement affected */
+  run(sql: string, args?: unknown[]): Promise<number>;
+}
+
+const bytes = (v: unknown): Uint8Array => new Uint8Array(v as Buffer);
+const buf = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+const num = (v: unknown): number => v as number;
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : (v as number));
+const str = (v: unknown): string => v as string;
+const strOrNull = (v: unknown): string | null => (v as string | null) ?? null;
+
+const orgFrom = (r: Row): OrganizationRow => ({
+  id: str(r.id), name: str(r.name), parentId: strOrNull(r.parent_id),
+  rootQuorumThreshold: num(r.root_quorum_threshold), createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
+});
+const userFrom = (r: Row): UserRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), name: str(r.name),
+  email: strOrNull(r.email), phoneNumber: strOrNull(r.phone_number),
+  isRoot: r.is_root === true, createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
+});
+const keyFrom = (r: Row): ApiKeyRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), userId: str(r.user_id), name: str(r.name),
+  publicKey: str(r.public_key), curve: r.curve as ApiKeyRow['curve'], credentialType: str(r.credential_type),
+  expirationSeconds: strOrNull(r.expiration_seconds), expiresAtMs: numOrNull(r.expires_at_ms),
+  createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
+});
+const tagFrom = (r: Row): TagRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), name: str(r.name), type: r.type as TagType,
+  createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
+});
+const authenticatorFrom = (r: Row): AuthenticatorRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), userId: str(r.user_id), name: str(r.name),
+  credentialId: str(r.credential_id), publicKey: str(r.public_key), rpId: str(r.rp_id), aaguid: str(r.aaguid),
+  attestationType: str(r.attestation_type), transports: JSON.parse(str(r.transports)) as string[],
+  signCount: num(r.sign_count), createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
+});
+const oauthProviderFrom = (r: Row): OauthProviderRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), userId: str(r.user_id), name: str(r.name),
+  issuer: str(r.issuer), audience: str(r.audience), subject: str(r.subject),
+  createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
+});
+const otpFrom = (r: Row): OtpRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), userId: strOrNull(r.user_id), otpType: str(r.otp_type),
+  contact: str(r.contact), sealedCode: bytes(r.sealed_code),
+  sealedTarget: r.sealed_target === null ? null : bytes(r.sealed_target), attempts: num(r.attempts),
+  expiresMs: num(r.expires_ms), createdMs: num(r.created_ms),
+});
+const endpointFrom = (r: Row): WebhookEndpointRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), url: str(r.url), name: str(r.name),
+  isActive: r.is_active === true, subscriptions: JSON.parse(str(r.subscriptions)) as WebhookSubscription[],
+  createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
+});
+const invitationFrom = (r: Row): InvitationRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), receiverUserName: str(r.receiver_user_name),
+  receiverEmail: str(r.receiver_email), receiverUserTags: JSON.parse(str(r.receiver_user_tags)) as string[],
+  accessType: str(r.access_type), status: r.status as InvitationRow['status'], senderUserId: str(r.sender_user_id),
+  createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
+});
+const sendTxFrom = (r: Row): SendTransactionRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), activityId: str(r.activity_id), caip2: str(r.caip2),
+  fromAddress: str(r.from_address), txHash: str(r.tx_hash), nonce: numOrNull(r.nonce), signedTransaction: str(r.signed_transaction),
+  status: r.status as SendTransactionRow['status'], error: strOrNull(r.error), blockNumber: strOrNull(r.block_number),
+  attempts: num(r.attempts), nextCheckMs: numOrNull(r.next_check_ms), createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
+});
+const secretFrom = (r: Row): SecretRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), name: strOrNull(r.name),
+  staticProperties: JSON.parse(str(r.static_properties)) as SecretRow['staticProperties'],
+  sealed: bytes(r.sealed), createdMs: num(r.created_ms),
+});
+const contractInterfaceFrom = (r: Row): ContractInterfaceRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), type: r.type as ContractInterfaceRow['type'],
+  address: str(r.address), addressKey: str(r.address_key), interface: str(r.interface),
+  label: str(r.label), notes: str(r.notes), createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
+});
+const allowlistFrom = (r: Row): IpAllowlistRow => ({
+  organizationId: str(r.organization_id), publicKey: str(r.public_key), enabled: r.enabled === true,
+  onEvaluationError: r.on_evaluation_error === 'ALLOW' ? 'ALLOW' : 'DENY', rules: JSON.parse(str(r.rules)) as IpAllowlistRule[],
+  createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
+});
+const deliveryFrom = (r: Row): WebhookDeliveryRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), activityId: str(r.activity_id), eventType: str(r.event_type),
+  url: str(r.url), body: str(r.body), attempts: num(r.attempts),
+  nextAttemptMs: num(r.next_attempt_ms), createdMs: num(r.created_ms),
+});
+const policyFrom = (r: Row): PolicyRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), name: str(r.name),
+  effect: r.effect as PolicyRow['effect'], condition: str(r.condition), consensus: str(r.consensus),
+  time: str(r.time), notes: str(r.notes), createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
+});
+const pendingFrom = (r: Row): PendingActivityRow => ({
+  activityId: str(r.activity_id), organizationId: str(r.organization_id), fingerprint: str(r.fingerprint),
+  path: str(r.path), userId: str(r.user_id), credentialId: str(r.credential_id), createdMs: num(r.created_ms),
+});
+const voteFrom = (r: Row): VoteRow => ({
+  id: str(r.id), activityId: str(r.activity_id), organizationId: str(r.organization_id),
+  userId: str(r.user_id), selection: r.selection as VoteRow['selection'],
+  record: JSON.parse(str(r.record)) as Record<string, unknown>, createdMs: num(r.created_ms),
+});
+const evaluationFrom = (r: Row): PolicyEvaluationRow => ({
+  id: str(r.id), activityId: str(r.activity_id), organizationId: str(r.organization_id), voteId: str(r.vote_id),
+  evaluations: JSON.parse(str(r.evaluations)) as PolicyEvaluationRow['evaluations'], createdMs: num(r.created_ms),
+});
+const activityFrom = (r: Row): ActivityRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), type: str(r.type), status: str(r.status),
+  fingerprint: str(r.fingerprint), requestMs: num(r.request_ms), createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
+  record: JSON.parse(str(r.record)) as Record<string, unknown>,
+  recordJson: str(r.record),
+});
+const pkFrom = (r: Row): PrivateKeyRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), name: str(r.name), curve: str(r.curve),
+  publicKey: str(r.public_key), addresses: JSON.parse(str(r.addresses)) as AddressEntry[], sealed: bytes(r.sealed),
+  imported: r.imported === true, exported: r.exported === true, createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
+});
+const walletFrom = (r: Row): WalletRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), name: str(r.name), sealedMnemonic: bytes(r.sealed_mnemonic),
+  imported: r.imported === true, exported: r.exported === true, createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
+});
+const accountFrom = (r: Row): WalletAccountRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), walletId: str(r.wallet_id), curve: str(r.curve),
+  pathFormat: str(r.path_format), path: str(r.path), addressFormat: str(r.address_format), address: str(r.address),
+  publicKey: str(r.public_key), sealed: bytes(r.sealed), name: strOrNull(r.name),
+  exported: r.exported === true, createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
+});
+const targetFrom = (r: Row): ImportTargetRow => ({
+  id: str(r.id), organizationId: str(r.organization_id), userId: str(r.user_id), kind: r.kind as ImportTargetRow['kind'],
+  sealed: bytes(r.sealed), createdMs: num(r.created_ms), expiresMs: num(r.expires_ms),
+});
+
+/** Builds a parameter list: `p(value)` appends it and gives its placeholder ($1, $2, …). */
+function params(): { args: unknown[]; p: (v: unknown) => string } {
+  const args: unknown[] = [];
+  return { args, p: (v) => { args.push(v); return `$${args.length}`; } };
+}
+
+/** Tables paged by seq (paging.ts); never taken from input. */
+type SeqTable = 'activities' | 'wallet_accounts' | 'org_secrets';
+
+/**
+ * paging.ts on PostgreSQL: an organization's rows newest first by seq; afterId = the older rows
+ * after that row, beforeId = the newer rows just before it (still newest first); undefined when
+ * a cursor names no row of the organization.
+ */
+async function pageBySeq(q: Queries, table: SeqTable, organizationId: string, page: ListPage, filter?: (p: (v: unknown) => string) => string[]): Promise<Row[] | undefined> {
+  const { args, p } = params();
+  const where = [`organization_id = ${p(organizationId)}`, ...(filter ? filter(p) : [])];
+  for (const [cursor, op] of [[page.afterId, '<'], [page.beforeId, '>']] as const) {
+    if (cursor === undefined) continue;
+    const r = await q.get(`SELECT seq FROM ${table} WHERE organization_id = $1 AND id = $2`, [organizationId, cursor]);
+    if (!r) return undefined;
+    where.push(`seq ${op} ${p(r.seq)}`);
+  }
+  const ascending = page.beforeId !== undefined && page.afterId === undefined;
+  const rows = await q.all(`SELECT * FROM ${table} WHERE ${where.join(' AND ')} ORDER BY seq ${ascending ? 'ASC' : 'DESC'} LIMIT ${p(page.limit)}`, args);
+  if (ascending) rows.reverse();
+  return rows;
+}
+
+// Children before parents (foreign keys); activities are kept.
+const ORG_DELETE = [
+  'DELETE FROM tag_members WHERE tag_id IN (SELECT id FROM tags WHERE organization_id = $1)',
+  'DELETE FROM api_keys WHERE organization_id = $1',
+  'DELETE FROM authenticators WHERE organization_id = $1',
+  'DELETE FROM oauth_providers WHERE organization_id = $1',
+  'DELETE FROM otps WHERE organization_id = $1',
+  'DELETE FROM verified_contacts WHERE organization_id = $1',
+  'DELETE FROM disabled_auth_flows WHERE organization_id = $1',
+  'DELETE FROM users WHERE organization_id = $1',
+  'DELETE FROM tags WHERE organization_id = $1',
+  'DELETE FROM features WHERE organization_id = $1',
+  'DELETE FROM wallet_accounts WHERE organization_id = $1',
+  'DELETE FROM wallets WHERE organization_id = $1',
+  'DELETE FROM private_key_addresses WHERE organization_id = $1',
+  'DELETE FROM private_keys WHERE organization_id = $1',
+  'DELETE FROM import_targets WHERE organization_id = $1',
+  'DELETE FROM webhook_endpoints WHERE organization_id = $1',
+  'DELETE FROM ip_allowlists WHERE organization_id = $1',
+  'DELETE FROM smart_contract_interfaces WHERE organization_id = $1',
+  'DELETE FROM org_secrets WHERE organization_id = $1',
+  'DELETE FROM invitations WHERE organization_id = $1',
+  'DELETE FROM send_transactions WHERE organization_id = $1',
+  'DELETE FROM policies WHERE organization_id = $1',
+  'DELETE FROM pending_activities WHERE organization_id = $1',
+  'DELETE FROM organizations WHERE id = $1',
+];
+
+/** list_suborgs filters (all but OAUTH_IDENTITY), given the value's placeholder. */
+const SUBORG_FILTER: Record<Exclude<SubOrgFilter['type'], 'OAUTH_IDENTITY'>, (v: string) => string> = {
+  NAME: (v) => `o.name = ${v}`,
+  USERNAME: (v) => `EXISTS (SELECT 1 FROM users u WHERE u.organization_id = o.id AND u.name = ${v})`,
+  EMAIL: (v) => `EXISTS (SELECT 1 FROM users u WHERE u.organization_id = o.id AND lower(u.email) = lower(${v}))`,
+  PHONE_NUMBER: (v) => `EXISTS (SELECT 1 FROM users u WHERE u.organization_id = o.id AND u.phone_number = ${v})`,
+  PUBLIC_KEY: (v) => `EXISTS (SELECT 1 FROM api_keys k WHERE k.organization_id = o.id AND k.public_key = lower(${v}))`,
+  CREDENTIAL_ID: (v) => `EXISTS (SELECT 1 FROM authenticators p WHERE p.organization_id = o.id AND p.credential_id = ${v})`,
+  VERIFIED_EMAIL: (v) => `EXISTS (SELECT 1 FROM users u JOIN verified_contacts c ON c.user_id = u.id AND c.contact_type = 'EMAIL' AND lower(c.contact) = lower(u.email)
+      WHERE u.organization_id = o.id AND lower(u.email) = lower(${v}))`,
+  VERIFIED_PHONE_NUMBER: (v) => `EXISTS (SELECT 1 FROM users u JOIN verified_contacts c ON c.user_id = u.id AND c.contact_type = 'PHONE_NUMBER' AND c.contact = u.phone_number
+      WHERE u.organization_id = o.id AND u.phone_number = ${v})`,
+  WALLET_ACCOUNT_ADDRESS: (v) => `EXISTS (SELECT 1 FROM wallet_accounts a WHERE a.organization_id = o.id AND a.address_key = ${v})`,
+};
+
+/** Newest first (created_ms, then id). undefined when a cursor names no sub-organization of the parent. */
+async function subOrgIds(q: Queries, parentId: string, filter: SubOrgFilter | undefined, page: { limit: number; beforeId?: string; afterId?: string }): Promise<string[] | undefined> {
+  const { args, p } = params();
+  const where = [`o.parent_id = ${p(parentId)}`];
+  if (filter?.type === 'OAUTH_IDENTITY') {
+    where.push(`EXISTS (SELECT 1 FROM oauth_providers x WHERE x.organization_id = o.id AND x.issuer = ${p(filter.issuer)} AND x.subject = ${p(filter.subject)} AND x.audience = ${p(filter.audience)})`);
+  } else if (filter) {
+    where.push(SUBORG_FILTER[filter.type](p(filter.type === 'WALLET_ACCOUNT_ADDRESS' ? filter.addressKey : filter.value)));
+  }
+  let ascending = false;
+  const cursor = page.afterId ?? page.beforeId;
+  if (cursor !== undefined) {
+    const c = await q.get('SELECT created_ms, id FROM organizations WHERE parent_id = $1 AND id = $2', [parentId, cursor]);
+    if (!c) return undefined;
+    if (page.afterId !== undefined) where.push(`(o.created_ms, o.id) < (${p(c.created_ms)}, ${p(c.id)})`);
+    else { where.push(`(o.created_ms, o.id) > (${p(c.created_ms)}, ${p(c.id)})`); ascending = true; }
+  }
+  const order = ascending ? 'ASC' : 'DESC';
+  const rows = await q.all(`SELECT o.id FROM organizations o WHERE ${where.join(' AND ')} ORDER BY o.created_ms ${order}, o.id ${order} LIMIT ${p(page.limit)}`, args);
+  const ids = rows.map((r) => str(r.id));
+  if (ascending) ids.reverse();
+  return ids;
+}
+
+/** Newest first. undefined when a cursor names no activity of the organization. */
+async function listActivities(q: Queries, lq: ActivityListQuery): Promise<ActivityRow[] | undefined> {
+  const rows = await pageBySeq(q, 'activities', lq.organizationId, lq, (p) => {
+    const where: string[] = [];
+    if (lq.statuses && lq.statuses.length > 0) where.push(`status = ANY(${p(lq.statuses)}::text[])`);
+    if (lq.types && lq.types.length > 0) where.push(`type = ANY(${p(lq.types)}::text[])`);
+    return where;
+  });
+  return rows?.map(activityFrom);
+}
+
+function keyStore(q: Queries): KeyStore {
+  const pkGet = async (org: string, id: string) => { const r = await q.get('SELECT * FROM private_keys WHERE organization_id = $1 AND id = $2', [org, id]); return r ? pkFrom(r) : undefined; };
+  return {
+    privateKeys: {
+      get: pkGet,
+      byAddress: async (org, address) => {
+        const r = await q.get(`SELECT k.* FROM private_key_addresses a JOIN private_keys k ON k.id = a.private_key_id
+          WHERE a.organization_id = $1 AND a.address_key = $2 ORDER BY k.seq LIMIT 1`, [org, addressKey(address)]);
+        return r ? pkFrom(r) : undefined;
+      },
+      list: async (org) => (await q.all('SELECT * FROM private_keys WHERE organization_id = $1 ORDER BY seq DESC', [org])).map(pkFrom),
+      insert: async (k) => {
+        await q.run(`INSERT INTO private_keys (id, organization_id, name, curve, public_key, addresses, sealed, imported, exported, created_ms, updated_ms)
+          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+        [k.id, k.organizationId, k.name, k.curve, k.publicKey, JSON.stringify(k.addresses), buf(k.sealed), k.imported, k.exported, k.createdMs, k.updatedMs]);
+        for (const a of new Set(k.addresses.map((x) => addressKey(x.address)))) {
+          await q.run('INSERT INTO private_key_addresses (private_key_id, organization_id, address_key) VALUES ($1, $2, $3)', [k.id, k.organizationId, a]);
+        }
+      },
+      markExported: async (org, id, ms) => { await q.run('UPDATE private_keys SET exported = true, updated_ms = $1 WHERE organization_id = $2 AND id = $3', [ms, org, id]); },
+      delete: async (org, id) => {
+        await q.run('DELETE FROM private_key_addresses WHERE private_key_id = $1', [id]);
+        await q.run('DELETE FROM private_keys WHERE organization_id = $1 AND id = $2', [org, id]);
+      },
+      count: async (org) => num((await q.get('SELECT COUNT(*) AS n FROM private_keys WHERE organization_id = $1', [org]))!.n),
+    },
+    wallets: {
+      get: async (org, id) => { const r = await q.get('SELECT * FROM wallets WHERE organization_id = $1 AND id = $2', [org, id]); return r ? walletFrom(r) : undefined; },
+      list: async (org) => (await q.all('SELECT * FROM wallets WHERE organization_id = $1 ORDER BY seq DESC', [org])).map(walletFrom),
+      insert: async (w) => {
+        await q.run(`INSERT INTO wallets (id, organization_id, name, sealed_mnemonic, imported, exported, created_ms, updated_ms)
+          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [w.id, w.organizationId, w.name, buf(w.sealedMnemonic), w.imported, w.exported, w.createdMs, w.updatedMs]);
+      },
+      rename: async (org, id, name, ms) => { await q.run('UPDATE wallets SET name = $1, updated_ms = $2 WHERE organization_id = $3 AND id = $4', [name, ms, org, id]); },
+      markExported: async (org, id, ms) => { await q.run('UPDATE wallets SET exported = true, updated_ms = $1 WHERE organization_id = $2 AND id = $3', [ms, org, id]); },
+      delete: async (org, id) => {
+        await q.run('DELETE FROM wallet_accounts WHERE organization_id = $1 AND wallet_id = $2', [org, id]);
+        await q.run('DELETE FROM wallets WHERE organization_id = $1 AND id = $2', [org, id]);
+      },
+      count: async (org) => num((await q.get('SELECT COUNT(*) AS n FROM wallets WHERE organization_id = $1', [org]))!.n),
+    },
+    accounts: {
+      get: async (org, id) => { const r = await q.get('SELECT * FROM wallet_accounts WHERE organization_id = $1 AND id = $2', [org, id]); return r ? accountFrom(r) : undefined; },
+      byAddress: async (org, address) => {
+        const r = await q.get('SELECT * FROM wallet_accounts WHERE organization_id = $1 AND address_key = $2 ORDER BY seq LIMIT 1', [org, addressKey(address)]);
+        return r ? accountFrom(r) : undefined;
+      },
+      inWalletByAddress: async (org, w, address) => {
+        const r = await q.get('SELECT * FROM wallet_accounts WHERE organization_id = $1 AND wallet_id = $2 AND address_key = $3 ORDER BY seq LIMIT 1', [org, w, addressKey(address)]);
+        return r ? accountFrom(r) : undefined;
+      },
+      inWalletByPath: async (org, w, path) => (await q.all('SELECT * FROM wallet_accounts WHERE organization_id = $1 AND wallet_id = $2 AND path = $3 ORDER BY seq', [org, w, path])).map(accountFrom),
+      list: async (org, walletId, page) => (await pageBySeq(q, 'wallet_accounts', org, page, walletId === undefined ? undefined : (p) => [`wallet_id = ${p(walletId)}`]))?.map(accountFrom),
+      listAll: async (org, w) => (await q.all('SELECT * FROM wallet_accounts WHERE organization_id = $1 AND wallet_id = $2 ORDER BY seq', [org, w])).map(accountFrom),
+      insert: async (a) => {
+        await q.run(`INSERT INTO wallet_accounts (id, organization_id, wallet_id, curve, path_format, path, address_format, address, address_key,
+          public_key, sealed, name, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+        [a.id, a.organizationId, a.walletId, a.curve, a.pathFormat, a.path, a.addressFormat, a.address, addressKey(a.address),
+          a.publicKey, buf(a.sealed), a.name, a.createdMs, a.updatedMs]);
+      },
+      markExported: async (org, id, ms) => { await q.run('UPDATE wallet_accounts SET exported = true, updated_ms = $1 WHERE organization_id = $2 AND id = $3', [ms, org, id]); },
+      delete: async (org, id) => { await q.run('DELETE FROM wallet_accounts WHERE organization_id = $1 AND id = $2', [org, id]); },
+      count: async (org) => num((await q.get('SELECT COUNT(*) AS n FROM wallet_accounts WHERE organization_id = $1', [org]))!.n),
+    },
+    importTargets: {
+      listValid: async (org, user, kind, now) => (await q.all(`SELECT * FROM import_targets WHERE organization_id = $1 AND user_id = $2 AND kind = $3 AND expires_ms > $4
+        ORDER BY created_ms DESC, id`, [org, user, kind, now])).map(targetFrom),
+      insert: async (t) => {
+        await q.run('INSERT INTO import_targets (id, organization_id, user_id, kind, sealed, created_ms, expires_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+          [t.id, t.organizationId, t.userId, t.kind, buf(t.sealed), t.createdMs, t.expiresMs]);
+      },
+      delete: async (id) => { await q.run('DELETE FROM import_targets WHERE id = $1', [id]); },
+      purgeExpired: async (now) => { await q.run('DELETE FROM import_targets WHERE expires_ms <= $1', [now]); },
+    },
+    secrets: {
+      get: async (name) => {
+        const r = await q.get('SELECT * FROM server_secrets WHERE name = $1', [name]);
+        return r ? { sealed: bytes(r.sealed), publicKey: str(r.public_key) } : undefined;
+      },
+      insert: async (name, sealed, publicKey, ms) => {
+        await q.run('INSERT INTO server_secrets (name, sealed, public_key, created_ms) VALUES ($1, $2, $3, $4)', [name, buf(sealed), publicKey, ms]);
+      },
+    },
+  };
+}
+
+/** The repositories over one unit of work's queries. */
+export function pgRepositories(q: Queries): Repositories {
+  const one = async <T>(sql: string, args: unknown[], from: (r: Row) => T): Promise<T | undefined> => {
+    const r = await q.get(sql, args);
+    return r ? from(r) : undefined;
+  };
+  const many = async <T>(sql: string, args: unknown[], from: (r: Row) => T): Promise<T[]> => (await q.all(sql, args)).map(from);
+  const exec = async (sql: string, args: unknown[]): Promise<void> => { await q.run(sql, args); };
+  const changed = async (sql: string, args: unknown[]): Promise<boolean> => (await q.run(sql, args)) > 0;
+  const keys = keyStore(q);
+
+  return {
+    organizations: {
+      get: (id) => one('SELECT * FROM organizations WHERE id = $1', [id], orgFrom),
+      insert: (o) => exec('INSERT INTO organizations (id, name, parent_id, root_quorum_threshold, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6)',
+        [o.id, o.name, o.parentId, o.rootQuorumThreshold, o.createdMs, o.updatedMs]),
+      childrenOf: (id) => many('SELECT * FROM organizations WHERE parent_id = $1 ORDER BY created_ms, id', [id], orgFrom),
+      roots: () => many('SELECT * FROM organizations WHERE parent_id IS NULL ORDER BY created_ms, id', [], orgFrom),
+      touch: (id, ms) => exec('UPDATE organizations SET updated_ms = $1 WHERE id = $2', [ms, id]),
+      setRootQuorumThreshold: (id, threshold, ms) => exec('UPDATE organizations SET root_quorum_threshold = $1, updated_ms = $2 WHERE id = $3', [threshold, ms, id]),
+      rename: (id, name, ms) => exec('UPDATE organizations SET name = $1, updated_ms = $2 WHERE id = $3', [name, ms, id]),
+      disableFlows: async (id, flags) => {
+        for (const f of flags) await q.run('INSERT INTO disabled_auth_flows (organization_id, flag) VALUES ($1, $2) ON CONFLICT DO NOTHING', [id, f]);
+      },
+      disabledFlows: async (id) => (await q.all('SELECT flag FROM disabled_auth_flows WHERE organization_id = $1 ORDER BY flag', [id])).map((r) => str(r.flag)),
+      count: async () => num((await q.get('SELECT COUNT(*) AS n FROM organizations'))!.n),
+      subOrgIds: (parentId, filter, page) => subOrgIds(q, parentId, filter, page),
+      delete: async (id) => { for (const sql of ORG_DELETE) await q.run(sql, [id]); },
+    },
+    users: {
+      get: (org, id) => one('SELECT * FROM users WHERE organization_id = $1 AND id = $2', [org, id], userFrom),
+      list: (org) => many('SELECT * FROM users WHERE organization_id = $1 ORDER BY created_ms, id', [org], userFrom),
+      insert: (u) => exec('INSERT INTO users (id, organization_id, name, email, phone_number, is_root, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+        [u.id, u.organizationId, u.name, u.email, u.phoneNumber, u.isRoot, u.createdMs, u.updatedMs]),
+      update: (u) => exec('UPDATE users SET name = $1, email = $2, phone_number = $3, is_root = $4, updated_ms = $5 WHERE organization_id = $6 AND id = $7',
+        [u.name, u.email, u.phoneNumber, u.isRoot, u.updatedMs, u.organizationId, u.id]),
+      delete: (org, id) => exec('DELETE FROM users WHERE organization_id = $1 AND id = $2', [org, id]),
+      rootUserIds: async (org) => (await q.all('SELECT id FROM users WHERE organization_id = $1 AND is_root ORDER BY created_ms, id', [org])).map((r) => str(r.id)),
+    },
+    apiKeys: {
+      get: (org, id) => one('SELECT * FROM api_keys WHERE organization_id = $1 AND id = $2', [org, id], keyFrom),
+      byPublicKey: (pk) => many('SELECT * FROM api_keys WHERE public_key = $1', [pk], keyFrom),
+      listByUser: (org, user) => many('SELECT * FROM api_keys WHERE organization_id = $1 AND user_id = $2 ORDER BY created_ms, id', [org, user], keyFrom),
+      listByOrganization: (org) => many('SELECT * FROM api_keys WHERE organization_id = $1 ORDER BY created_ms, id', [org], keyFrom),
+      insert: (k) => exec(`INSERT INTO api_keys (id, organization_id, user_id, name, public_key, curve, credential_type, expiration_seconds, expires_at_ms, created_ms, updated_ms)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      [k.id, k.organizationId, k.userId, k.name, k.publicKey, k.curve, k.credentialType, k.expirationSeconds, k.expiresAtMs, k.createdMs, k.updatedMs]),
+      delete: async (org, id) => {
+        const gone = await q.get('DELETE FROM api_keys WHERE organization_id = $1 AND id = $2 RETURNING public_key', [org, id]);
+        // A key's IP allowlist goes with the last API key of the organization that has its public key.
+        if (gone) {
+          await q.run(`DELETE FROM ip_allowlists WHERE organization_id = $1 AND public_key = $2 AND public_key != ''
+            AND NOT EXISTS (SELECT 1 FROM api_keys WHERE organization_id = $1 AND public_key = $2)`, [org, gone.public_key]);
+        }
+      },
+    },
+    authenticators: {
+      get: (org, id) => one('SELECT * FROM authenticators WHERE organization_id = $1 AND id = $2', [org, id], authenticatorFrom),
+      byCredentialId: (cred) => many('SELECT * FROM authenticators WHERE credential_id = $1 ORDER BY seq', [cred], authenticatorFrom),
+      listByUser: (org, user) => many('SELECT * FROM authenticators WHERE organization_id = $1 AND user_id = $2 ORDER BY seq', [org, user], authenticatorFrom),
+      listByOrganization: (org) => many('SELECT * FROM authenticators WHERE organization_id = $1 ORDER BY seq', [org], authenticatorFrom),
+      insert: (a) => exec(`INSERT INTO authenticators (id, organization_id, user_id, name, credential_id, public_key, rp_id, aaguid, attestation_type, transports, sign_count, created_ms, updated_ms)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+      [a.id, a.organizationId, a.userId, a.name, a.credentialId, a.publicKey, a.rpId, a.aaguid, a.attestationType, JSON.stringify(a.transports), a.signCount, a.createdMs, a.updatedMs]),
+      delete: (org, id) => exec('DELETE FROM authenticators WHERE organization_id = $1 AND id = $2', [org, id]),
+      setSignCount: (id, n) => exec('UPDATE authenticators SET sign_count = $1 WHERE id = $2', [n, id]),
+    },
+    tags: {
+      get: (org, id) => one('SELECT * FROM tags WHERE organization_id = $1 AND id = $2', [org, id], tagFrom),
+      byName: (org, type, name) => one('SELECT * FROM tags WHERE organization_id = $1 AND type = $2 AND name = $3', [org, type, name], tagFrom),
+      list: (org, type) => many('SELECT * FROM tags WHERE organization_id = $1 AND type = $2 ORDER BY created_ms, id', [org, type], tagFrom),
+      insert: (t) => exec('INSERT INTO tags (id, organization_id, name, type, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6)',
+        [t.id, t.organizationId, t.name, t.type, t.createdMs, t.updatedMs]),
+      update: (t) => exec('UPDATE tags SET name = $1, updated_ms = $2 WHERE organization_id = $3 AND id = $4', [t.name, t.updatedMs, t.organizationId, t.id]),
+      delete: (org, id) => exec('DELETE FROM tags WHERE organization_id = $1 AND id = $2', [org, id]),
+      tagsOf: async (member, type) => (type === undefined
+        ? await q.all('SELECT m.tag_id FROM tag_members m JOIN tags t ON t.id = m.tag_id WHERE m.member_id = $1 ORDER BY t.created_ms, t.id', [member])
+        : await q.all('SELECT m.tag_id FROM tag_members m JOIN tags t ON t.id = m.tag_id WHERE m.member_id = $1 AND t.type = $2 ORDER BY t.created_ms, t.id', [member, type])
+      ).map((r) => str(r.tag_id)),
+      members: async (tag) => (await q.all('SELECT member_id FROM tag_members WHERE tag_id = $1 ORDER BY member_id', [tag])).map((r) => str(r.member_id)),
+      memberships: async (org, type) => (await q.all(`SELECT m.tag_id, m.member_id FROM tag_members m JOIN tags t ON t.id = m.tag_id
+        WHERE t.organization_id = $1 AND t.type = $2 ORDER BY t.created_ms, t.id, m.member_id`, [org, type])).map((r) => ({ tagId: str(r.tag_id), memberId: str(r.member_id) })),
+      attach: (tag, member) => exec('INSERT INTO tag_members (tag_id, member_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [tag, member]),
+      detach: (tag, member) => exec('DELETE FROM tag_members WHERE tag_id = $1 AND member_id = $2', [tag, member]),
+      detachAll: (member) => exec('DELETE FROM tag_members WHERE member_id = $1', [member]),
+    },
+    privateKeys: {
+      exists: async (org, id) => (await q.get('SELECT 1 AS ok FROM private_keys WHERE organization_id = $1 AND id = $2', [org, id])) !== undefined,
+    },
+    keys,
+    features: {
+      get: async (org, name) => { const r = await q.get('SELECT value FROM features WHERE organization_id = $1 AND name = $2', [org, name]); return r ? str(r.value) : undefined; },
+      list: (org) => many<FeatureRow>('SELECT name, value FROM features WHERE organization_id = $1 ORDER BY name', [org], (r) => ({ name: str(r.name), value: str(r.value) })),
+      set: (org, name, value) => exec('INSERT INTO features (organization_id, name, value) VALUES ($1, $2, $3) ON CONFLICT (organization_id, name) DO UPDATE SET value = excluded.value',
+        [org, name, value]),
+      remove: (org, name) => changed('DELETE FROM features WHERE organization_id = $1 AND name = $2', [org, name]),
+    },
+    sendTransactions: {
+      get: (org, id) => one('SELECT * FROM send_transactions WHERE organization_id = $1 AND id = $2', [org, id], sendTxFrom),
+      insert: (t) => exec(`INSERT INTO send_transactions (id, organization_id, activity_id, caip2, from_address, tx_hash, nonce, signed_transaction, status, error, block_number, attempts, next_check_ms, created_ms, updated_ms)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+      [t.id, t.organizationId, t.activityId, t.caip2, t.fromAddress, t.txHash, t.nonce, t.signedTransaction, t.status, t.error,
+        t.blockNumber, t.attempts, t.nextCheckMs, t.createdMs, t.updatedMs]),
+      due: (nowMs, limit) => many('SELECT * FROM send_transactions WHERE next_check_ms IS NOT NULL AND next_check_ms <= $1 ORDER BY next_check_ms, seq LIMIT $2', [nowMs, limit], sendTxFrom),
+      claim: (id, dueMs, untilMs) => changed('UPDATE send_transactions SET next_check_ms = $1 WHERE id = $2 AND next_check_ms = $3', [untilMs, id, dueMs]),
+      update: (t) => exec('UPDATE send_transactions SET status = $1, error = $2, block_number = $3, attempts = $4, next_check_ms = $5, updated_ms = $6 WHERE id = $7',
+        [t.status, t.error, t.blockNumber, t.attempts, t.nextCheckMs, t.updatedMs, t.id]),
+      nextDueMs: async () => {
+        const r = await q.get('SELECT MIN(next_check_ms) AS ms FROM send_transactions WHERE next_check_ms IS NOT NULL');
+        return numOrNull(r?.ms) ?? undefined;
+      },
+      pending: async () => {
+        const r = (await q.get('SELECT COUNT(*) AS n, MIN(created_ms) AS oldest FROM send_transactions WHERE next_check_ms IS NOT NULL'))!;
+        return { count: num(r.n), oldestMs: numOrNull(r.oldest) ?? undefined };
+      },
+      highestPendingNonce: async (caip2, from) => {
+        const r = await q.get(`SELECT MAX(nonce) AS n FROM send_transactions WHERE caip2 = $1 AND from_address = $2 AND status IN ('INITIALIZED', 'BROADCASTING')`, [caip2, from]);
+        return numOrNull(r?.n) ?? undefined;
+      },
+    },
+    invitations: {
+      get: (org, id) => one('SELECT * FROM invitations WHERE organization_id = $1 AND id = $2', [org, id], invitationFrom),
+      list: (org) => many('SELECT * FROM invitations WHERE organization_id = $1 ORDER BY seq', [org], invitationFrom),
+      insert: (r) => exec(`INSERT INTO invitations (id, organization_id, receiver_user_name, receiver_email, receiver_user_tags, access_type, status, sender_user_id, created_ms, updated_ms)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      [r.id, r.organizationId, r.receiverUserName, r.receiverEmail, JSON.stringify(r.receiverUserTags), r.accessType, r.status, r.senderUserId, r.createdMs, r.updatedMs]),
+      delete: (org, id) => changed('DELETE FROM invitations WHERE organization_id = $1 AND id = $2', [org, id]),
+    },
+    orgSecrets: {
+      get: (org, id) => one('SELECT * FROM org_secrets WHERE organization_id = $1 AND id = $2', [org, id], secretFrom),
+      byName: (org, name) => one('SELECT * FROM org_secrets WHERE organization_id = $1 AND name = $2', [org, name], secretFrom),
+      list: async (org, page) => (await pageBySeq(q, 'org_secrets', org, page))?.map(secretFrom),
+      insert: (r) => exec('INSERT INTO org_secrets (id, organization_id, name, static_properties, sealed, created_ms) VALUES ($1, $2, $3, $4, $5, $6)',
+        [r.id, r.organizationId, r.name, JSON.stringify(r.staticProperties), buf(r.sealed), r.createdMs]),
+    },
+    contractInterfaces: {
+      get: (org, id) => one('SELECT * FROM smart_contract_interfaces WHERE organization_id = $1 AND id = $2', [org, id], contractInterfaceFrom),
+      list: (org) => many('SELECT * FROM smart_contract_interfaces WHERE organization_id = $1 ORDER BY seq DESC', [org], contractInterfaceFrom),
+      byAddress: (org, type, key) => one('SELECT * FROM smart_contract_interfaces WHERE organization_id = $1 AND type = $2 AND address_key = $3', [org, type, key], contractInterfaceFrom),
+      insert: (r) => exec(`INSERT INTO smart_contract_interfaces (id, organization_id, type, address, address_key, interface, label, notes, created_ms, updated_ms)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      [r.id, r.organizationId, r.type, r.address, r.addressKey, r.interface, r.label, r.notes, r.createdMs, r.updatedMs]),
+      delete: (org, id) => changed('DELETE FROM smart_contract_interfaces WHERE organization_id = $1 AND id = $2', [org, id]),
+    },
+    ipAllowlists: {
+      get: (org, pk) => one('SELECT * FROM ip_allowlists WHERE organization_id = $1 AND public_key = $2', [org, pk], allowlistFrom),
+      set: (r) => exec(`INSERT INTO ip_allowlists (organization_id, public_key, enabled, on_evaluation_error, rules, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)
+        ON CONFLICT (organization_id, public_key) DO UPDATE SET enabled = excluded.enabled, on_evaluation_error = excluded.on_evaluation_error, rules = excluded.rules, updated_ms = excluded.updated_ms`,
+      [r.organizationId, r.publicKey, r.enabled, r.onEvaluationError, JSON.stringify(r.rules), r.createdMs, r.updatedMs]),
+      remove: (org, pk) => changed('DELETE FROM ip_allowlists WHERE organization_id = $1 AND public_key = $2', [org, pk]),
+    },
+    webhooks: {
+      endpoints: (org) => many('SELECT * FROM webhook_endpoints WHERE organization_id = $1 ORDER BY seq', [org], endpointFrom),
+      insertEndpoint: (e) => exec('INSERT INTO webhook_endpoints (id, organization_id, url, name, is_active, subscriptions, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+        [e.id, e.organizationId, e.url, e.name, e.isActive, JSON.stringify(e.subscriptions), e.createdMs, e.updatedMs]),
+      updateEndpoint: (e) => exec('UPDATE webhook_endpoints SET url = $1, name = $2, is_active = $3, subscriptions = $4, updated_ms = $5 WHERE organization_id = $6 AND id = $7',
+        [e.url, e.name, e.isActive, JSON.stringify(e.subscriptions), e.updatedMs, e.organizationId, e.id]),
+      deleteEndpoint: (org, id) => changed('DELETE FROM webhook_endpoints WHERE organization_id = $1 AND id = $2', [org, id]),
+      enqueue: (w) => exec('INSERT INTO webhook_deliveries (id, organization_id, activity_id, event_type, url, body, attempts, next_attempt_ms, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+        [w.id, w.organizationId, w.activityId, w.eventType, w.url, w.body, w.attempts, w.nextAttemptMs, w.createdMs]),
+      due: (nowMs, limit) => many('SELECT * FROM webhook_deliveries WHERE next_attempt_ms <= $1 ORDER BY next_attempt_ms, created_ms LIMIT $2', [nowMs, limit], deliveryFrom),
+      claim: (id, dueMs, untilMs) => changed('UPDATE webhook_deliveries SET next_attempt_ms = $1 WHERE id = $2 AND next_attempt_ms = $3', [untilMs, id, dueMs]),
+      remove: (id) => exec('DELETE FROM webhook_deliveries WHERE id = $1', [id]),
+      retryAt: (id, attempts, nextMs) => exec('UPDATE webhook_deliveries SET attempts = $1, next_attempt_ms = $2 WHERE id = $3', [attempts, nextMs, id]),
+      nextDueMs: async () => numOrNull((await q.get('SELECT MIN(next_attempt_ms) AS ms FROM webhook_deliveries'))?.ms) ?? undefined,
+      pending: async () => (await q.all(`SELECT (url LIKE 'mailto:%') AS mail, COUNT(*) AS n, MIN(created_ms) AS oldest FROM webhook_deliveries GROUP BY 1 ORDER BY 1`))
+        .map((r) => ({ kind: r.mail === true ? 'email' as const : 'webhook' as const, count: num(r.n), oldestMs: numOrNull(r.oldest) ?? undefined })),
+    },
+    oauthProviders: {
+      get: (org, id) => one('SELECT * FROM oauth_providers WHERE organization_id = $1 AND id = $2', [org, id], oauthProviderFrom),
+      listByUser: (org, user) => many('SELECT * FROM oauth_providers WHERE organization_id = $1 AND user_id = $2 ORDER BY seq', [org, user], oauthProviderFrom),
+      listByOrganization: (org) => many('SELECT * FROM oauth_providers WHERE organization_id = $1 ORDER BY seq', [org], oauthProviderFrom),
+      byIdentity: (org, iss, aud, sub) => one('SELECT * FROM oauth_providers WHERE organization_id = $1 AND issuer = $2 AND subject = $3 AND audience = $4', [org, iss, sub, aud], oauthProviderFrom),
+      insert: (p) => exec('INSERT INTO oauth_providers (id, organization_id, user_id, name, issuer, audience, subject, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+        [p.id, p.organizationId, p.userId, p.name, p.issuer, p.audience, p.subject, p.createdMs, p.updatedMs]),
+      delete: (org, id) => exec('DELETE FROM oauth_providers WHERE organization_id = $1 AND id = $2', [org, id]),
+    },
+    otps: {
+      get: (org, id) => one('SELECT * FROM otps WHERE organization_id = $1 AND id = $2', [org, id], otpFrom),
+      insert: (o) => exec('INSERT INTO otps (id, organization_id, user_id, otp_type, contact, sealed_code, sealed_target, attempts, expires_ms, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+        [o.id, o.organizationId, o.userId, o.otpType, o.contact, buf(o.sealedCode), o.sealedTarget === null ? null : buf(o.sealedTarget), o.attempts, o.expiresMs, o.createdMs]),
+      setAttempts: (id, n) => exec('UPDATE otps SET attempts = $1 WHERE id = $2', [n, id]),
+      delete: (id) => exec('DELETE FROM otps WHERE id = $1', [id]),
+      deleteByUser: (org, user) => exec('DELETE FROM otps WHERE organization_id = $1 AND user_id = $2', [org, user]),
+      deleteExpired: (ms) => exec('DELETE FROM otps WHERE expires_ms < $1', [ms]),
+    },
+    verifiedContacts: {
+      mark: (org, user, type, contact, ms) => exec(`INSERT INTO verified_contacts (organization_id, user_id, contact_type, contact, verified_ms) VALUES ($1, $2, $3, $4, $5)
+        ON CONFLICT (user_id, contact_type) DO UPDATE SET contact = excluded.contact, verified_ms = excluded.verified_ms`, [org, user, type, contact, ms]),
+      deleteByUser: (org, user) => exec('DELETE FROM verified_contacts WHERE organization_id = $1 AND user_id = $2', [org, user]),
+    },
+    verificationTokens: {
+      insert: async (id, org, expiresMs) => {
+        await q.run('DELETE FROM verification_tokens WHERE expires_ms < $1', [Date.now() - 86_400_000]);
+        await q.run('INSERT INTO verification_tokens (id, organization_id, expires_ms, used_ms) VALUES ($1, $2, $3, NULL)', [id, org, expiresMs]);
+      },
+      use: (id, nowMs) => changed('UPDATE verification_tokens SET used_ms = $1 WHERE id = $2 AND used_ms IS NULL AND expires_ms > $1', [nowMs, id]),
+    },
+    policies: {
+      get: (org, id) => one('SELECT * FROM policies WHERE organization_id = $1 AND id = $2', [org, id], policyFrom),
+      list: (org) => many('SELECT * FROM policies WHERE organization_id = $1 ORDER BY seq', [org], policyFrom),
+      insert: (p) => exec('INSERT INTO policies (id, organization_id, name, effect, condition, consensus, time, notes, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+        [p.id, p.organizationId, p.name, p.effect, p.condition, p.consensus, p.time, p.notes, p.createdMs, p.updatedMs]),
+      update: (p) => exec('UPDATE policies SET name = $1, effect = $2, condition = $3, consensus = $4, time = $5, notes = $6, updated_ms = $7 WHERE organization_id = $8 AND id = $9',
+        [p.name, p.effect, p.condition, p.consensus, p.time, p.notes, p.updatedMs, p.organizationId, p.id]),
+      delete: (org, id) => changed('DELETE FROM policies WHERE organization_id = $1 AND id = $2', [org, id]),
+    },
+    pending: {
+      byFingerprint: (org, fp) => one('SELECT * FROM pending_activities WHERE organization_id = $1 AND fingerprint = $2', [org, fp], pendingFrom),
+      insert: (p) => exec('INSERT INTO pending_activities (activity_id, organization_id, fingerprint, path, user_id, credential_id, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+        [p.activityId, p.organizationId, p.fingerprint, p.path, p.userId, p.credentialId, p.createdMs]),
+      delete: (id) => exec('DELETE FROM pending_activities WHERE activity_id = $1', [id]),
+    },
+    votes: {
+      list: (activityId) => many('SELECT * FROM votes WHERE activity_id = $1 ORDER BY created_ms, seq', [activityId], voteFrom),
+      insert: (v) => exec('INSERT INTO votes (id, activity_id, organization_id, user_id, selection, record, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+        [v.id, v.activityId, v.organizationId, v.userId, v.selection, JSON.stringify(v.record), v.createdMs]),
+    },
+    policyEvaluations: {
+      list: (activityId) => many('SELECT * FROM policy_evaluations WHERE activity_id = $1 ORDER BY seq', [activityId], evaluationFrom),
+      insert: (e) => exec('INSERT INTO policy_evaluations (id, activity_id, organization_id, vote_id, evaluations, created_ms) VALUES ($1, $2, $3, $4, $5, $6)',
+        [e.id, e.activityId, e.organizationId, e.voteId, JSON.stringify(e.evaluations), e.createdMs]),
+    },
+    activities: {
+      get: (org, id) => one('SELECT * FROM activities WHERE organization_id = $1 AND id = $2', [org, id], activityFrom),
+      byFingerprint: (fp, requestMs) => one('SELECT * FROM activities WHERE request_ms = $1 AND fingerprint = $2', [requestMs, fp], activityFrom),
+      insert: (a) => exec('INSERT INTO activities (id, organization_id, type, status, request_ms, fingerprint, created_ms, updated_ms, record) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+        [a.id, a.organizationId, a.type, a.status, a.requestMs, a.fingerprint, a.createdMs, a.updatedMs, a.recordJson ?? JSON.stringify(a.record)]),
+      update: (a) => exec('UPDATE activities SET status = $1, updated_ms = $2, record = $3 WHERE id = $4', [a.status, a.updatedMs, a.recordJson ?? JSON.stringify(a.record), a.id]),
+      list: (lq) => listActivities(q, lq),
+      count: async (org) => num((await q.get('SELECT COUNT(*) AS n FROM activities WHERE organization_id = $1', [org]))!.n),
+    },
+  };
+}
