@@ -1,0 +1,127 @@
+// PostgreSQL for the tests: KMAS_TEST_DATABASE_URL when set, else one throwaway cluster per test
+// process (initdb in a temp dir, a free port on 127.0.0.1, fsync off), stopped and deleted when
+// the process exits — also when it is killed: a watchdog shell outlives it for that. Without
+// binaries and without a URL, testDatabaseUrl() gives undefined and the suite skips LOUDLY
+// (missingPostgres prints the banner).
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+
+interface Binaries { initdb: string; pgCtl: string }
+
+/** initdb and pg_ctl from one directory: /usr/local/bin, Debian's newest /usr/lib/postgresql/N/bin, then PATH. */
+function findBinaries(): Binaries | undefined {
+  const dirs = ['/usr/local/bin'];
+  try {
+    const versions = fs.readdirSync('/usr/lib/postgresql').filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a));
+    dirs.push(...versions.map((v) => `/usr/lib/postgresql/${v}/bin`));
+  } catch { /* no Debian layout */ }
+  dirs.push(...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean));
+  for (const dir of dirs) {
+    const initdb = path.join(dir, 'initdb');
+    const pgCtl = path.join(dir, 'pg_ctl');
+    if (fs.existsSync(initdb) && fs.existsSync(pgCtl)) return { initdb, pgCtl };
+  }
+  return undefined;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+
+/** Runs a PostgreSQL binary, as the `postgres` system user when we are root (initdb and pg_ctl refuse root). */
+function runPg(bin: string, args: string[], timeout = 60_000): void {
+  const [cmd, argv] = isRoot ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args];
+  const r = spawnSync(cmd, argv, { encoding: 'utf8', timeout });
+  if (r.status !== 0) throw new Error(`${bin} ${args.join(' ')} failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
+}
+
+async function startCluster(bins: Binaries): Promise<string> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kmas-pg-'));
+  const data = path.join(dir, 'data');
+  const log = path.join(dir, 'postgres.log');
+  if (isRoot) {
+    const r = spawnSync('chown', ['postgres:', dir]);
+    if (r.status !== 0) throw new Error(`chown postgres ${dir} failed: ${r.stderr?.toString() ?? ''}`);
+  }
+  const stop = () => {
+    spawnSync(isRoot ? 'runuser' : bins.pgCtl, isRoot ? ['-u', 'postgres', '--', bins.pgCtl, 'stop', '-D', data, '-m', 'immediate'] : ['stop', '-D', data, '-m', 'immediate'], { timeout: 20_000 });
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    runPg(bins.initdb, ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C']);
+    const port = await freePort();
+    runPg(bins.pgCtl, ['start', '-w', '-t', '60', '-D', data, '-l', log, '-o', `-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c listen_addresses=127.0.0.1 -p ${port} -k ${dir}`]);
+    process.once('exit', stop);
+    // Should this process die without running its exit handlers (SIGKILL, a worker torn down),
+    // the watchdog stops the cluster and removes its directory once the process is gone.
+    const ctl = isRoot ? `runuser -u postgres -- '${bins.pgCtl}'` : `'${bins.pgCtl}'`;
+    const watchdog = spawn('sh', ['-c',
+      `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${ctl} stop -D '${data}' -m immediate >/dev/null 2>&1; rm -rf '${dir}'`],
+    { detached: true, stdio: 'ignore' });
+    watchdog.unref();
+    return `postgres://postgres@127.0.0.1:${port}/postgres`;
+  } catch (e) {
+    const logText = fs.existsSync(log) ? fs.readFileSync(log, 'utf8') : '';
+    stop();
+    throw new Error(`could not start a throwaway PostgreSQL cluster: ${(e as Error).message}\n${logText}`, { cause: e });
+  }
+}
+
+let cluster: Promise<string | undefined> | undefined;
+
+/**
+ * The server the PostgreSQL suites use (a URL of its maintenance database), or undefined when
+ * there is none: then the caller skips loudly (missingPostgres).
+ */
+export function testDatabaseUrl(): Promise<string | undefined> {
+  cluster ??= (async () => {
+    const url = process.env.KMAS_TEST_DATABASE_URL;
+    if (url) return url;
+    const bins = findBinaries();
+    return bins ? startCluster(bins) : undefined;
+  })();
+  return cluster;
+}
+
+/** A new, empty database (CREATE DATABASE kmas_t_<random>) on that server; its URL. */
+export async function freshDatabase(): Promise<string> {
+  const base = await testDatabaseUrl();
+  if (!base) throw new Error('no PostgreSQL for the tests (see testDatabaseUrl)');
+  const name = `kmas_t_${randomBytes(8).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const u = new URL(base);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+/** Prints the banner of a PostgreSQL suite that cannot run and returns the title of its skipped test. */
+export function missingPostgres(what: string): string {
+  const bar = '!'.repeat(100);
+  console.warn(
+    `\n${bar}\nWARNING: no PostgreSQL — ${what} is SKIPPED, NOT PASSED.\n` +
+      'Set KMAS_TEST_DATABASE_URL, or install the PostgreSQL server binaries (initdb, pg_ctl; apt-get install -y postgresql on Debian).\n' +
+      `${bar}\n`,
+  );
+  return `WARNING: ${what} NOT RUN — no PostgreSQL (set KMAS_TEST_DATABASE_URL or install postgresql)`;
+}
