@@ -56,9 +56,13 @@ function runAfterCommit(after: (() => void)[]): void {
   }
 }
 
-/** A failure the whole callback may be run again for. */
+/** A failure the whole callback may be run again for (also when the callback wrapped it as its cause). */
 function retryable(e: unknown): boolean {
-  return typeof e === 'object' && e !== null && RETRYABLE.has((e as { code?: string }).code ?? '');
+  for (let depth = 0; typeof e === 'object' && e !== null && depth < 5; depth++) {
+    if (RETRYABLE.has((e as { code?: unknown }).code as string)) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 /** One unit of work on one connection: its Tx, refused once it has ended. */
@@ -116,6 +120,7 @@ class Unit {
 export async function openPostgresDb(url: string, opts: PostgresOptions = {}): Promise<Db> {
   const pool = new pg.Pool({
     connectionString: url,
+    application_name: 'kmas',
     max: opts.poolSize ?? 10,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
     ...(opts.statementTimeoutMs !== undefined ? { statement_timeout: opts.statementTimeoutMs } : {}),
@@ -152,6 +157,11 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
     const client = await pool.connect();
     let unit: Unit | undefined;
     let broken: Error | undefined;
+    // The pool listens for errors of idle connections only: one that breaks while this unit holds
+    // it (the server went away between two statements) must not end the process. Its next query
+    // fails, and so does this unit.
+    const onError = (e: Error) => { broken = e; };
+    client.on('error', onError);
     try {
       await client.query(begin);
       unit = new Unit(client);
@@ -168,7 +178,8 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
       throw e;
     } finally {
       if (unit) unit.active = false;
-      // A connection that could not roll back is not given to the next unit.
+      client.removeListener('error', onError);
+      // A connection that broke or could not roll back is not given to the next unit.
       client.release(broken);
     }
   }

@@ -172,6 +172,20 @@ if (server === undefined) {
       expect(ran).toEqual(['second']);
     });
 
+    it('a connection that breaks inside a write fails that write only; the next one gets a new connection', async () => {
+      const url = await freshDatabase();
+      const db = track(await openPostgresDb(url));
+      await expect(db.write(async (tx) => {
+        await tx.organizations.count();
+        // The server ends this node's connections (as a restart would) while the write waits between statements.
+        await adminQuery('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [new URL(url).pathname.slice(1)]);
+        await new Promise((r) => setTimeout(r, 200));
+        return tx.organizations.count();
+      })).rejects.toThrow();
+      expect(await db.write((tx) => tx.organizations.count())).toBe(0);
+      expect(await db.isReady()).toBe(true);
+    });
+
     it('isReady: true while the database answers, false (not an error) once it is gone', async () => {
       const url = await freshDatabase();
       const db = track(await openPostgresDb(url));
