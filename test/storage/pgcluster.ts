@@ -83,6 +83,10 @@ async function startCluster(bins: Binaries): Promise<string> {
 }
 
 let cluster: Promise<string | undefined> | undefined;
+/** the throwaway cluster's URL (its databases go with it) */
+let throwaway: string | undefined;
+/** databases freshDatabase() made on a server given by KMAS_TEST_DATABASE_URL */
+const created: string[] = [];
 
 /**
  * The server the PostgreSQL suites use (a URL of its maintenance database), or undefined when
@@ -93,7 +97,9 @@ export function testDatabaseUrl(): Promise<string | undefined> {
     const url = process.env.KMAS_TEST_DATABASE_URL;
     if (url) return url;
     const bins = findBinaries();
-    return bins ? startCluster(bins) : undefined;
+    if (!bins) return undefined;
+    throwaway = await startCluster(bins);
+    return throwaway;
   })();
   return cluster;
 }
@@ -107,12 +113,29 @@ export async function freshDatabase(): Promise<string> {
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${name}`);
+    if (base !== throwaway) created.push(name);
   } finally {
     await admin.end();
   }
   const u = new URL(base);
   u.pathname = `/${name}`;
   return u.toString();
+}
+
+/**
+ * Drops the databases freshDatabase() made on a server of KMAS_TEST_DATABASE_URL (call it in
+ * afterAll, once their pools are closed); nothing to do on a throwaway cluster.
+ */
+export async function dropFreshDatabases(): Promise<void> {
+  const base = await testDatabaseUrl();
+  if (!base || created.length === 0) return;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  try {
+    for (const name of created.splice(0)) await admin.query(`DROP DATABASE IF EXISTS ${name}`);
+  } finally {
+    await admin.end();
+  }
 }
 
 /** Prints the banner of a PostgreSQL suite that cannot run and returns the title of its skipped test. */

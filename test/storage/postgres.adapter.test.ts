@@ -13,7 +13,7 @@ import { openSqliteDb } from '../../src/storage/sqlite.js';
 import { openPostgresDb } from '../../src/storage/postgres.js';
 import { migratePostgres, PG_MIGRATIONS } from '../../src/storage/pgMigrations.js';
 import type { Db } from '../../src/storage/types.js';
-import { freshDatabase, missingPostgres, testDatabaseUrl } from './pgcluster.js';
+import { dropFreshDatabases, freshDatabase, missingPostgres, testDatabaseUrl } from './pgcluster.js';
 
 const server = await testDatabaseUrl();
 
@@ -75,10 +75,13 @@ async function adminQuery(sql: string, args: unknown[] = []): Promise<pg.QueryRe
 }
 
 if (server === undefined) {
-  it.skip(missingPostgres('the PostgreSQL adapter tests'), () => undefined); // visible in the report as skipped, never as passed
+  it.skip(missingPostgres('the PostgreSQL adapter suite'), () => undefined); // visible in the report as skipped, never as passed
 } else {
   const open: Db[] = [];
-  afterAll(async () => { for (const d of open.splice(0)) await d.close(); });
+  afterAll(async () => {
+    for (const d of open.splice(0)) await d.close();
+    await dropFreshDatabases();
+  });
   const track = (d: Db) => { open.push(d); return d; };
 
   describe('PostgreSQL schema and migrations', () => {
@@ -153,6 +156,20 @@ if (server === undefined) {
         await tx.organizations.insert(o).catch(() => undefined); // duplicate key, swallowed
       })).rejects.toThrow(/rolled back/);
       expect((await db.read((tx) => tx.organizations.get('o1')))!.name).toBe('o');
+    });
+
+    it('a savepoint whose statement broke a constraint is undone, and the write goes on to commit', async () => {
+      const db = track(await openPostgresDb(await freshDatabase()));
+      const o = { id: 'o1', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 };
+      await db.write(async (tx) => {
+        await tx.organizations.insert(o);
+        await expect(tx.savepoint(async () => {
+          await tx.organizations.rename('o1', 'undone', 2);
+          await tx.organizations.insert(o); // duplicate key
+        })).rejects.toThrow();
+        await tx.organizations.touch('o1', 3);
+      });
+      expect(await db.read((tx) => tx.organizations.get('o1'))).toEqual({ ...o, updatedMs: 3 });
     });
 
     it('afterCommit callbacks run after the commit, and one that throws does not fail the write', async () => {
