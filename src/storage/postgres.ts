@@ -29,13 +29,34 @@ export interface PostgresOptions {
   connectTimeoutMs?: number;
 }
 
-/** Tries of a write that meets a serialization failure or a deadlock. */
-const MAX_WRITE_TRIES = 5;
+/** Tries of a unit that meets a serialization failure, a deadlock (writes) or a stale prepared statement. */
+const MAX_TRIES = 5;
 const RETRYABLE = new Set(['40001', '40P01']);
 /** isReady gives up after this long (a server that does not answer is not ready). */
 const READY_TIMEOUT_MS = 3000;
 
 const INT8_OID = 20;
+
+/**
+ * Every repository statement is a named prepared statement (parsed and planned once per
+ * connection, then only bound and run): its name stands for its text, the same in every pool of
+ * the process. The texts are a bounded set (values are always parameters).
+ */
+const statementNames = new Map<string, string>();
+function statementName(sql: string): string {
+  let name = statementNames.get(sql);
+  if (name === undefined) statementNames.set(sql, name = `kmas_${statementNames.size}`);
+  return name;
+}
+
+/**
+ * A prepared statement made before a migration changed its table's columns ("cached plan must
+ * not change result type", another node migrated while this one ran): the connection that holds
+ * it is dropped and the unit runs again on another.
+ */
+function stalePlan(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === '0A000' && /cached plan/.test((e as Error).message);
+}
 
 /**
  * The pool's own type parsers: bigint columns (times, counters, seq) come back as numbers, as
@@ -59,7 +80,7 @@ function runAfterCommit(after: (() => void)[]): void {
 /** A failure the whole callback may be run again for (also when the callback wrapped it as its cause). */
 function retryable(e: unknown): boolean {
   for (let depth = 0; typeof e === 'object' && e !== null && depth < 5; depth++) {
-    if (RETRYABLE.has((e as { code?: unknown }).code as string)) return true;
+    if (RETRYABLE.has((e as { code?: unknown }).code as string) || stalePlan(e)) return true;
     e = (e as { cause?: unknown }).cause;
   }
   return false;
@@ -94,7 +115,7 @@ class Unit {
   }
 
   #query(sql: string, args: unknown[] = []): Promise<pg.QueryResult<Row>> {
-    return this.client.query<Row>(sql, args);
+    return this.client.query<Row>({ name: statementName(sql), text: sql, values: args });
   }
 
   async #savepoint<T>(fn: () => Promise<T>): Promise<T> {
@@ -174,6 +195,7 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
       return { value, after: unit.after };
     } catch (e) {
       if (unit) unit.active = false;
+      if (stalePlan(e)) broken = e as Error;
       await client.query('ROLLBACK').catch((re: unknown) => { broken = re instanceof Error ? re : new Error(String(re)); });
       throw e;
     } finally {
@@ -184,26 +206,31 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
     }
   }
 
+  /** Runs a unit again, a few times, after a serialization failure, a deadlock or a stale plan. */
+  async function retrying<T>(unit: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await unit();
+      } catch (e) {
+        if (!retryable(e) || attempt >= MAX_TRIES) throw e;
+        await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
+      }
+    }
+  }
+
   const db: Db = {
     engine: 'postgres',
     write<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
       if (closed) return Promise.reject(closedError());
-      return track((async () => {
-        for (let attempt = 1; ; attempt++) {
-          try {
-            const { value, after } = await once('BEGIN', fn);
-            runAfterCommit(after);
-            return value;
-          } catch (e) {
-            if (!retryable(e) || attempt >= MAX_WRITE_TRIES) throw e;
-            await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
-          }
-        }
-      })());
+      return track(retrying(async () => {
+        const { value, after } = await once('BEGIN', fn);
+        runAfterCommit(after);
+        return value;
+      }));
     },
     read<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
       if (closed) return Promise.reject(closedError());
-      return track(once('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', fn).then((r) => r.value));
+      return track(retrying(async () => (await once('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', fn)).value));
     },
     async isReady(): Promise<boolean> {
       if (closed) return false;

@@ -203,6 +203,19 @@ if (server === undefined) {
       expect(await db.isReady()).toBe(true);
     });
 
+    it('statements prepared before another node changed a table are prepared again', async () => {
+      const url = await freshDatabase();
+      const db = track(await openPostgresDb(url, { poolSize: 1 }));
+      const o = { id: 'o1', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 };
+      await db.write((tx) => tx.organizations.insert(o));
+      expect(await db.read((tx) => tx.organizations.get('o1'))).toEqual(o);
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try { await c.query('ALTER TABLE organizations ADD COLUMN added_later text'); } finally { await c.end(); }
+      expect(await db.read((tx) => tx.organizations.get('o1'))).toEqual(o);
+      expect(await db.write(async (tx) => { await tx.organizations.touch('o1', 2); return tx.organizations.get('o1'); })).toEqual({ ...o, updatedMs: 2 });
+    });
+
     it('isReady: true while the database answers, false (not an error) once it is gone', async () => {
       const url = await freshDatabase();
       const db = track(await openPostgresDb(url));
