@@ -58,6 +58,13 @@ function stalePlan(e: unknown): boolean {
   return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === '0A000' && /cached plan/.test((e as Error).message);
 }
 
+/** A unit met a stale prepared statement (even if its callback caught the error): it runs again. */
+class StalePlanError extends Error {
+  constructor(cause: unknown) {
+    super('a prepared statement went stale (a table changed); the unit runs again on a new connection', { cause });
+  }
+}
+
 /**
  * The pool's own type parsers: bigint columns (times, counters, seq) come back as numbers, as
  * SQLite gives them (every value kmas stores is below 2^53). Nothing global is changed.
@@ -80,7 +87,7 @@ function runAfterCommit(after: (() => void)[]): void {
 /** A failure the whole callback may be run again for (also when the callback wrapped it as its cause). */
 function retryable(e: unknown): boolean {
   for (let depth = 0; typeof e === 'object' && e !== null && depth < 5; depth++) {
-    if (RETRYABLE.has((e as { code?: unknown }).code as string) || stalePlan(e)) return true;
+    if (e instanceof StalePlanError || RETRYABLE.has((e as { code?: unknown }).code as string)) return true;
     e = (e as { cause?: unknown }).cause;
   }
   return false;
@@ -89,6 +96,8 @@ function retryable(e: unknown): boolean {
 /** One unit of work on one connection: its Tx, refused once it has ended. */
 class Unit {
   active = true;
+  /** a statement of this unit met a stale plan: its connection must not be reused */
+  stale = false;
   after: (() => void)[] = [];
   readonly tx: Tx;
   #savepoints = 0;
@@ -115,7 +124,10 @@ class Unit {
   }
 
   #query(sql: string, args: unknown[] = []): Promise<pg.QueryResult<Row>> {
-    return this.client.query<Row>({ name: statementName(sql), text: sql, values: args });
+    return this.client.query<Row>({ name: statementName(sql), text: sql, values: args }).catch((e: unknown) => {
+      if (stalePlan(e)) this.stale = true;
+      throw e;
+    });
   }
 
   async #savepoint<T>(fn: () => Promise<T>): Promise<T> {
@@ -128,7 +140,7 @@ class Unit {
       value = await fn();
     } catch (e) {
       this.after.length = after;
-      // If this fails too, the transaction is aborted and its COMMIT is refused (see write()).
+      // If this fails too, the transaction is aborted and its COMMIT is refused (see once()).
       await this.client.query(`ROLLBACK TO SAVEPOINT ${name}`).then(() => this.client.query(`RELEASE SAVEPOINT ${name}`)).catch(noop);
       throw e;
     }
@@ -195,8 +207,11 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
       return { value, after: unit.after };
     } catch (e) {
       if (unit) unit.active = false;
-      if (stalePlan(e)) broken = e as Error;
       await client.query('ROLLBACK').catch((re: unknown) => { broken = re instanceof Error ? re : new Error(String(re)); });
+      if (unit?.stale) {
+        broken ??= new StalePlanError(e);
+        throw new StalePlanError(e);
+      }
       throw e;
     } finally {
       if (unit) unit.active = false;

@@ -214,6 +214,13 @@ if (server === undefined) {
       try { await c.query('ALTER TABLE organizations ADD COLUMN added_later text'); } finally { await c.end(); }
       expect(await db.read((tx) => tx.organizations.get('o1'))).toEqual(o);
       expect(await db.write(async (tx) => { await tx.organizations.touch('o1', 2); return tx.organizations.get('o1'); })).toEqual({ ...o, updatedMs: 2 });
+      // also when the callback catches the failure (and reports something else)
+      const c2 = new pg.Client({ connectionString: url });
+      await c2.connect();
+      try { await c2.query('ALTER TABLE organizations ADD COLUMN added_even_later text'); } finally { await c2.end(); }
+      let runs = 0;
+      expect(await db.read(async (tx) => { runs++; return tx.organizations.get('o1').catch(() => 'caught'); })).toEqual({ ...o, updatedMs: 2 });
+      expect(runs).toBe(2);
     });
 
     it('isReady: true while the database answers, false (not an error) once it is gone', async () => {
