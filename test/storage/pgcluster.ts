@@ -65,7 +65,12 @@ async function startCluster(bins: Binaries): Promise<string> {
   try {
     runPg(bins.initdb, ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C']);
     const port = await freePort();
-    runPg(bins.pgCtl, ['start', '-w', '-t', '60', '-D', data, '-l', log, '-o', `-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c listen_addresses=127.0.0.1 -p ${port} -k ${dir}`]);
+    // fsync=off loses nothing unless the machine itself crashes; commits stay synchronous, so a
+    // server stopped with -m immediate (the fault tests) keeps every acknowledged commit.
+    const start = () => runPg(bins.pgCtl, ['start', '-w', '-t', '60', '-D', data, '-l', log, '-o',
+      `-c fsync=off -c listen_addresses=127.0.0.1 -p ${port} -k ${dir}`]);
+    start();
+    control = { start, stop: () => runPg(bins.pgCtl, ['stop', '-D', data, '-m', 'immediate']) };
     process.once('exit', stop);
     // Should this process die without running its exit handlers (SIGKILL, a worker torn down),
     // the watchdog stops the cluster and removes its directory once the process is gone.
@@ -82,6 +87,8 @@ async function startCluster(bins: Binaries): Promise<string> {
   }
 }
 
+/** the throwaway cluster's pg_ctl start / stop -m immediate (same port and data) */
+let control: { start(): void; stop(): void } | undefined;
 let cluster: Promise<string | undefined> | undefined;
 /** the throwaway cluster's URL (its databases go with it) */
 let throwaway: string | undefined;
@@ -136,6 +143,17 @@ export async function dropFreshDatabases(): Promise<void> {
   } finally {
     await admin.end();
   }
+}
+
+/**
+ * Stops the throwaway cluster abruptly (pg_ctl stop -m immediate) or starts it again on the same
+ * port, for fault tests. false when the server is not ours (KMAS_TEST_DATABASE_URL) or there is none.
+ */
+export async function controlTestCluster(action: 'stop' | 'start'): Promise<boolean> {
+  const base = await testDatabaseUrl();
+  if (!base || base !== throwaway || !control) return false;
+  control[action]();
+  return true;
 }
 
 /** Prints the banner of a PostgreSQL suite that cannot run and returns the title of its skipped test. */

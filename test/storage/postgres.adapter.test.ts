@@ -13,7 +13,7 @@ import { openSqliteDb } from '../../src/storage/sqlite.js';
 import { openPostgresDb } from '../../src/storage/postgres.js';
 import { migratePostgres, PG_MIGRATIONS } from '../../src/storage/pgMigrations.js';
 import type { Db } from '../../src/storage/types.js';
-import { dropFreshDatabases, freshDatabase, missingPostgres, testDatabaseUrl } from './pgcluster.js';
+import { controlTestCluster, dropFreshDatabases, freshDatabase, missingPostgres, testDatabaseUrl } from './pgcluster.js';
 
 const server = await testDatabaseUrl();
 
@@ -230,6 +230,24 @@ if (server === undefined) {
       await adminQuery(`DROP DATABASE ${new URL(url).pathname.slice(1)} WITH (FORCE)`);
       expect(await db.isReady()).toBe(false);
       await expect(db.read((tx) => tx.organizations.count())).rejects.toThrow();
+    });
+
+    // Last: it stops the server (only when the server is this process's throwaway cluster).
+    it('the server stopped abruptly: units fail and isReady is false; started again: both recover without a reopen', async (ctx) => {
+      const db = track(await openPostgresDb(await freshDatabase(), { connectTimeoutMs: 1000 }));
+      const o = { id: 'o1', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 };
+      await db.write((tx) => tx.organizations.insert(o));
+      if (!(await controlTestCluster('stop'))) ctx.skip();
+      try {
+        expect(await db.isReady()).toBe(false);
+        await expect(db.write((tx) => tx.organizations.touch('o1', 2))).rejects.toThrow();
+        await expect(db.read((tx) => tx.organizations.get('o1'))).rejects.toThrow();
+      } finally {
+        await controlTestCluster('start');
+      }
+      expect(await db.isReady()).toBe(true);
+      await db.write((tx) => tx.organizations.touch('o1', 3));
+      expect((await db.read((tx) => tx.organizations.get('o1')))!.updatedMs).toBe(3);
     });
   });
 }
