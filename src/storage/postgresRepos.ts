@@ -203,16 +203,20 @@ const ORG_DELETE = [
   'DELETE FROM organizations WHERE id = $1',
 ];
 
-/** list_suborgs filters (all but OAUTH_IDENTITY), given the value's placeholder. */
+/**
+ * list_suborgs filters (all but OAUTH_IDENTITY), given the value's placeholder. A parameter
+ * folded with lower() is taken as COLLATE "C", as the columns are, so that both sides fold ASCII
+ * letters only, as SQLite's lower() does (the database's own locale might fold more).
+ */
 const SUBORG_FILTER: Record<Exclude<SubOrgFilter['type'], 'OAUTH_IDENTITY'>, (v: string) => string> = {
   NAME: (v) => `o.name = ${v}`,
   USERNAME: (v) => `EXISTS (SELECT 1 FROM users u WHERE u.organization_id = o.id AND u.name = ${v})`,
-  EMAIL: (v) => `EXISTS (SELECT 1 FROM users u WHERE u.organization_id = o.id AND lower(u.email) = lower(${v}))`,
+  EMAIL: (v) => `EXISTS (SELECT 1 FROM users u WHERE u.organization_id = o.id AND lower(u.email) = lower(${v} COLLATE "C"))`,
   PHONE_NUMBER: (v) => `EXISTS (SELECT 1 FROM users u WHERE u.organization_id = o.id AND u.phone_number = ${v})`,
-  PUBLIC_KEY: (v) => `EXISTS (SELECT 1 FROM api_keys k WHERE k.organization_id = o.id AND k.public_key = lower(${v}))`,
+  PUBLIC_KEY: (v) => `EXISTS (SELECT 1 FROM api_keys k WHERE k.organization_id = o.id AND k.public_key = lower(${v} COLLATE "C"))`,
   CREDENTIAL_ID: (v) => `EXISTS (SELECT 1 FROM authenticators p WHERE p.organization_id = o.id AND p.credential_id = ${v})`,
   VERIFIED_EMAIL: (v) => `EXISTS (SELECT 1 FROM users u JOIN verified_contacts c ON c.user_id = u.id AND c.contact_type = 'EMAIL' AND lower(c.contact) = lower(u.email)
-      WHERE u.organization_id = o.id AND lower(u.email) = lower(${v}))`,
+      WHERE u.organization_id = o.id AND lower(u.email) = lower(${v} COLLATE "C"))`,
   VERIFIED_PHONE_NUMBER: (v) => `EXISTS (SELECT 1 FROM users u JOIN verified_contacts c ON c.user_id = u.id AND c.contact_type = 'PHONE_NUMBER' AND c.contact = u.phone_number
       WHERE u.organization_id = o.id AND u.phone_number = ${v})`,
   WALLET_ACCOUNT_ADDRESS: (v) => `EXISTS (SELECT 1 FROM wallet_accounts a WHERE a.organization_id = o.id AND a.address_key = ${v})`,
@@ -504,7 +508,8 @@ export function pgRepositories(q: Queries): Repositories {
       remove: (id) => exec('DELETE FROM webhook_deliveries WHERE id = $1', [id]),
       retryAt: (id, attempts, nextMs) => exec('UPDATE webhook_deliveries SET attempts = $1, next_attempt_ms = $2 WHERE id = $3', [attempts, nextMs, id]),
       nextDueMs: async () => numOrNull((await q.get('SELECT MIN(next_attempt_ms) AS ms FROM webhook_deliveries'))?.ms) ?? undefined,
-      pending: async () => (await q.all(`SELECT (url LIKE 'mailto:%') AS mail, COUNT(*) AS n, MIN(created_ms) AS oldest FROM webhook_deliveries GROUP BY 1 ORDER BY 1`))
+      // SQLite's LIKE ignores the case of ASCII letters: lower() of a "C" column folds just those.
+      pending: async () => (await q.all(`SELECT (lower(url) LIKE 'mailto:%') AS mail, COUNT(*) AS n, MIN(created_ms) AS oldest FROM webhook_deliveries GROUP BY 1 ORDER BY 1`))
         .map((r) => ({ kind: r.mail === true ? 'email' as const : 'webhook' as const, count: num(r.n), oldestMs: numOrNull(r.oldest) ?? undefined })),
     },
     oauthProviders: {

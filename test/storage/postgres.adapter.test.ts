@@ -129,6 +129,53 @@ if (server === undefined) {
     });
   });
 
+  describe('PostgreSQL answers as SQLite does', () => {
+    it('sub-organization filters, case folding, outbox kinds: the same results on both engines', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kmas-diff-'));
+      const lite = openSqliteDb(path.join(dir, 'kmas.sqlite'));
+      const post = track(await openPostgresDb(await freshDatabase()));
+      try {
+        const parent = { id: 'p', name: 'parent', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 };
+        const emails = ['Ann@Example.com', 'ÉLODIE@example.com', 'élodie@example.com', 'bob@example.com'];
+        const fill = async (db: Db) => db.write(async (tx) => {
+          await tx.organizations.insert(parent);
+          for (const [i, email] of emails.entries()) {
+            const o = { id: `s${i}`, name: i % 2 ? 'Odd' : 'odd', parentId: 'p', rootQuorumThreshold: 1, createdMs: 10 + (i >> 1), updatedMs: 1 };
+            await tx.organizations.insert(o);
+            const u = { id: `u${i}`, organizationId: o.id, name: `user${i}`, email, phoneNumber: `+1555000${i}`, isRoot: true, createdMs: 1, updatedMs: 1 };
+            await tx.users.insert(u);
+            await tx.apiKeys.insert({ id: `k${i}`, organizationId: o.id, userId: u.id, name: 'k', publicKey: `02ab${i}`, curve: 'API_KEY_CURVE_P256', credentialType: 'c', expirationSeconds: null, expiresAtMs: null, createdMs: 1, updatedMs: 1 });
+            if (i < 2) await tx.verifiedContacts.mark(o.id, u.id, 'EMAIL', email.toLowerCase(), 1);
+            await tx.webhooks.enqueue({ id: `d${i}`, organizationId: o.id, activityId: 'a', eventType: 'ACTIVITY_UPDATES', url: ['mailto:a@x', 'MAILTO:b@x', 'https://x', 'Mailto:c@x'][i]!, body: '{}', attempts: 0, nextAttemptMs: 5, createdMs: i });
+          }
+        });
+        await fill(lite);
+        await fill(post);
+        const ask = (db: Db) => db.read(async (tx) => {
+          const out: unknown[] = [];
+          for (const filter of [
+            { type: 'NAME' as const, value: 'odd' }, { type: 'USERNAME' as const, value: 'user1' },
+            { type: 'EMAIL' as const, value: 'ann@example.COM' }, { type: 'EMAIL' as const, value: 'élodie@example.com' }, { type: 'EMAIL' as const, value: 'ÉLODIE@EXAMPLE.COM' },
+            { type: 'PHONE_NUMBER' as const, value: '+15550002' }, { type: 'PUBLIC_KEY' as const, value: '02AB3' },
+            { type: 'VERIFIED_EMAIL' as const, value: 'ANN@example.com' }, { type: 'VERIFIED_EMAIL' as const, value: 'ÉLODIE@example.com' },
+            undefined,
+          ]) {
+            out.push(await tx.organizations.subOrgIds('p', filter, { limit: 10 }));
+            out.push(await tx.organizations.subOrgIds('p', filter, { limit: 1, afterId: 's2' }));
+            out.push(await tx.organizations.subOrgIds('p', filter, { limit: 10, beforeId: 's1' }));
+          }
+          out.push((await tx.webhooks.pending()).sort((a, b) => a.kind.localeCompare(b.kind)));
+          out.push(await tx.organizations.childrenOf('p'));
+          return out;
+        });
+        expect(await ask(post)).toEqual(await ask(lite));
+      } finally {
+        await lite.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+
   describe('PostgreSQL unit of work', () => {
     it('a deadlock between two writes is retried: both commit', async () => {
       const db = track(await openPostgresDb(await freshDatabase()));
