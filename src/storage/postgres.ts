@@ -258,14 +258,13 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
         clearTimeout(timer);
       }
     },
-    async flush(): Promise<void> {
-      // A COMMIT that has returned is durable: waiting for the units under way now is enough.
-      await Promise.allSettled([...inFlight]);
-    },
+    // A COMMIT that has returned is durable: nothing committed waits for a sync here.
+    durable: () => Promise.resolve(),
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
-      await db.flush();
+      // the units under way end first
+      await Promise.allSettled([...inFlight]);
       await pool.end();
     },
   };
