@@ -1,21 +1,23 @@
-/** `kmas` command line: serve, init, backup, api-key, --help, --version. */
+/** `kmas` command line: serve, init, migrate, backup, api-key, --help, --version. */
 import fs from 'node:fs';
 import path from 'node:path';
 import { packageRoot } from './paths.js';
 import { ConfigError, loadConfig, settingsHelp } from './config.js';
 import { createLogger } from './log.js';
-import { openSqliteDb } from './storage/sqlite.js';
 import { backupDatabase } from './storage/backup.js';
 import { prepareDataDir } from './storage/datadir.js';
 import { ensureBootstrap } from './bootstrap.js';
 import { generateP256ApiKeyPair } from './domain/keypair.js';
-import { DB_FILE, startServer } from './server.js';
+import { DB_FILE, openDb, startServer } from './server.js';
 
 const USAGE = `kmas — self-hostable key-management service (Turnkey wire-compatible)
 
 Usage:
   kmas serve [options]     start the API server (creates the root organization on first start)
-  kmas init [options]      create DATA_DIR and the root organization, print bootstrap.json, exit
+  kmas init [options]      create DATA_DIR and the root organization (or find it: DATABASE_URL), print
+                           bootstrap.json, exit
+  kmas migrate [options]   apply the storage's pending migrations (DATABASE_URL, else DATA_DIR/kmas.sqlite)
+                           and print the schema version; a node does this itself at start
   kmas backup <file> [--data-dir <dir>]
                            copy DATA_DIR/kmas.sqlite to a new file while the server may keep
                            serving (SQLite online backup, integrity-checked); keep the master key
@@ -61,13 +63,27 @@ export async function main(argv: string[], env: Record<string, string | undefine
         const config = loadConfig({ env, argv: rest });
         const log = createLogger(config.logLevel, (l) => process.stderr.write(l));
         prepareDataDir(config.dataDir, DB_FILE, log);
-        const db = openSqliteDb(path.join(config.dataDir, DB_FILE), { synchronous: config.sqliteSynchronous, multiProcess: false });
+        const db = await openDb({ ...config, workers: 1 });
         try {
           const { info, vault } = await ensureBootstrap(db, config, log);
           vault.close();
           process.stdout.write(JSON.stringify(info, null, 2) + '\n');
         } finally {
           await db.close();
+        }
+        return 0;
+      }
+      case 'migrate': {
+        const config = loadConfig({ env, argv: rest });
+        if (config.databaseUrl !== undefined) {
+          const { migratePostgres } = await import('./storage/pgMigrations.js');
+          process.stdout.write(JSON.stringify({ storage: 'postgres', ...await migratePostgres(config.databaseUrl) }) + '\n');
+        } else {
+          const log = createLogger(config.logLevel, (l) => process.stderr.write(l));
+          prepareDataDir(config.dataDir, DB_FILE, log);
+          // opening the file applies its migrations
+          await (await openDb({ ...config, workers: 1 })).close();
+          process.stdout.write(JSON.stringify({ storage: 'sqlite', file: path.join(config.dataDir, DB_FILE) }) + '\n');
         }
         return 0;
       }

@@ -69,6 +69,12 @@ export interface Config {
   rateLimitOrganization: number;
   /** SIGTERM / SIGINT: how long requests in flight and outbox work may take to finish (ms). */
   shutdownTimeoutMs: number;
+  /** PostgreSQL shared by every node (postgres:// URL, TLS via sslmode); unset: SQLite in DATA_DIR. */
+  databaseUrl?: string;
+  /** PostgreSQL: connections per node. */
+  databasePoolSize: number;
+  /** PostgreSQL: longest a statement may run (ms). */
+  databaseStatementTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -141,6 +147,14 @@ const trustProxy = (raw: string, name: string): false | number | string[] => {
     }
   }
   return items;
+};
+
+const databaseUrl = (raw: string, name: string): string => {
+  const v = raw.trim();
+  let u: URL;
+  try { u = new URL(v); } catch { throw new ConfigError(`${name} must be a postgres:// URL (the value is not shown: it may hold a password)`); }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') throw new ConfigError(`${name} must be a postgres:// or postgresql:// URL, got a ${u.protocol} URL`);
+  return v;
 };
 
 const masterKeyText = (raw: string, name: string): string => {
@@ -239,6 +253,9 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'rateLimitApiKey', env: 'RATE_LIMIT_API_KEY', flag: '--rate-limit-api-key', def: '1000', doc: 'Requests per second one API key (or passkey) may make, in bursts of as many, counted per node; over it: 429 RESOURCE_EXHAUSTED with Retry-After; 0 = no limit', parse: int(0, 1_000_000) },
   { key: 'rateLimitOrganization', env: 'RATE_LIMIT_ORGANIZATION', flag: '--rate-limit-organization', def: '5000', doc: 'Requests per second for one organization (all its credentials), in bursts of as many, counted per node; 0 = no limit', parse: int(0, 1_000_000) },
   { key: 'shutdownTimeoutMs', env: 'SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', def: '10000', doc: 'On SIGTERM / SIGINT: how long requests in flight and outbox work may take to finish before the rest is cut off (ms)', parse: int(100, 600_000) },
+  { key: 'databaseUrl', env: 'DATABASE_URL', flag: '--database-url', def: undefined, doc: 'PostgreSQL shared by any number of kmas nodes, e.g. postgres://kmas:secret@db.internal:5432/kmas?sslmode=verify-full (KMAS_MASTER_KEY is then required); unset: SQLite in DATA_DIR (prefer the env variable: it holds a password)', parse: databaseUrl },
+  { key: 'databasePoolSize', env: 'DATABASE_POOL_SIZE', flag: '--database-pool-size', def: '10', doc: 'PostgreSQL: connections each node keeps', parse: int(1, 1000) },
+  { key: 'databaseStatementTimeoutMs', env: 'DATABASE_STATEMENT_TIMEOUT_MS', flag: '--database-statement-timeout-ms', def: '10000', doc: 'PostgreSQL: longest a statement may run (ms) before it is cancelled', parse: int(100, 3_600_000) },
   { key: 'mailDir', env: 'MAIL_DIR', flag: '--mail-dir', def: undefined, doc: 'Local development without an SMTP server: e-mails are written to this directory as .eml files (mode 0600; they hold login bundles and codes); SMTP_URL wins when both are set', parse: nonEmpty },
 ];
 
@@ -268,6 +285,10 @@ export function loadConfig(opts: {
   const cfg = out as unknown as Config;
   cfg.dataDir = path.resolve(cfg.dataDir);
   if (cfg.mailDir !== undefined) cfg.mailDir = path.resolve(cfg.mailDir);
+  if (cfg.databaseUrl !== undefined && cfg.masterKey === undefined) {
+    // DATA_DIR/master.key would be one node's own key: every node must open what another sealed.
+    throw new ConfigError('KMAS_MASTER_KEY is required with DATABASE_URL: every node must use the same master key (from your secret store); a DATA_DIR/master.key would be one node\'s own');
+  }
   return cfg;
 }
 

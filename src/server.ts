@@ -24,6 +24,7 @@ import { Mailer } from './mail.js';
 import { OidcVerifier } from './auth/oidc.js';
 import { Networks } from './chains/networks.js';
 import type { Services } from './activities/types.js';
+import type { Db } from './storage/types.js';
 import { Broadcaster } from './broadcaster.js';
 import { deadPolicies } from './policy/literalForms.js';
 
@@ -67,8 +68,7 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   // A port someone else holds is found before anything is created in a new data directory.
   if (config.port !== 0 && cluster.isPrimary) await probePort(config.host, config.port);
   prepareDataDir(config.dataDir, DB_FILE, log);
-  const db = openSqliteDb(path.join(config.dataDir, DB_FILE),
-    { synchronous: config.sqliteSynchronous, syncOffThread: true, multiProcess: config.workers > 1 || cluster.isWorker });
+  const db = await openDb(config);
   let boot: Awaited<ReturnType<typeof ensureBootstrap>>;
   try {
     // A pool's primary serves nothing: no signing threads there (each worker starts its own).
@@ -137,7 +137,7 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
     metricsUrl = `${urlOf(config.metricsHost ?? config.host, (metricsServer.address() as AddressInfo).port)}/metrics`;
   }
   const signThreads = vault.pool?.size ?? 0;
-  log.info('listening', { url, metricsUrl, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, stampVerifiers: VERIFIER_BACKENDS, stampThreads: verifier.threads, signThreads, networks: chains.configured });
+  log.info('listening', { url, metricsUrl, storage: db.engine, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, stampVerifiers: VERIFIER_BACKENDS, stampThreads: verifier.threads, signThreads, networks: chains.configured });
 
   let stopped: Promise<void> | undefined;
   return {
@@ -164,6 +164,19 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
       return stopped;
     },
   };
+}
+
+/**
+ * The configured storage: PostgreSQL shared by every node (DATABASE_URL), else the embedded SQLite
+ * file in DATA_DIR. Nothing past this line knows which.
+ */
+export async function openDb(config: Config): Promise<Db> {
+  if (config.databaseUrl !== undefined) {
+    const { openPostgresDb } = await import('./storage/postgres.js');
+    return openPostgresDb(config.databaseUrl, { poolSize: config.databasePoolSize, statementTimeoutMs: config.databaseStatementTimeoutMs });
+  }
+  return openSqliteDb(path.join(config.dataDir, DB_FILE),
+    { synchronous: config.sqliteSynchronous, syncOffThread: true, multiProcess: config.workers > 1 || cluster.isWorker });
 }
 
 function listen(server: http.Server, port: number, host: string): Promise<void> {
@@ -223,7 +236,7 @@ async function startPoolServer(
     await listen(metricsServer, config.metricsPort!, config.metricsHost ?? config.host).catch(async (e: unknown) => { await pool.stop(); throw e; });
     metricsUrl = `${urlOf(config.metricsHost ?? config.host, (metricsServer.address() as AddressInfo).port)}/metrics`;
   }
-  log.info('listening', { url, metricsUrl, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, workers: pool.workers, stampVerifiers: VERIFIER_BACKENDS });
+  log.info('listening', { url, metricsUrl, storage: config.databaseUrl !== undefined ? 'postgres' : 'sqlite', dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, workers: pool.workers, stampVerifiers: VERIFIER_BACKENDS });
   let stopped: Promise<void> | undefined;
   return {
     url, port: pool.port, dataDir: config.dataDir, bootstrap: boot.info, rootApiKey: boot.rootApiKey, config, signThreads: 0, metricsUrl, log,

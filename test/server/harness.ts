@@ -5,12 +5,12 @@
 //   - @turnkey/http 6.6.0 (`TurnkeyClient` + `ApiKeyStamper`, `createActivityPoller`),
 //   - a raw stamped fetch whose X-Stamp is built here with @noble/curves over the exact body bytes,
 //     for malformed and edge-case requests the clients cannot produce.
-import { mkdtempSync, rmSync, readFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, rmSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { afterEach, expect } from 'vitest';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -20,6 +20,7 @@ import { TurnkeyClient, createActivityPoller } from '@turnkey/http';
 import { ApiKeyStamper } from '@turnkey/api-key-stamper';
 import { startServer, type RunningServer, type StartOptions } from '../../src/server.js';
 import { swagger, validateReply, checkErrorBody } from './swagger.js';
+import { freshDatabase } from '../storage/pgcluster.js';
 
 export { createActivityPoller };
 
@@ -204,10 +205,24 @@ export function freshDataDir(): string {
   return mkdtempSync(join(tmpdir(), 'kmas-test-'));
 }
 
+/**
+ * KMAS_TEST_STORAGE=postgres (the vitest project "postgres"): the server keeps its state in a fresh
+ * database of the test PostgreSQL (test/storage/pgcluster.ts) with a master key of its own, both
+ * remembered beside the data dir so that a restart with the same data dir finds the same state.
+ */
+export async function testStorage(dataDir: string): Promise<Partial<StartOptions>> {
+  if (process.env.KMAS_TEST_STORAGE !== 'postgres') return {};
+  const file = `${dataDir}.storage.json`;
+  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as Partial<StartOptions>;
+  const storage = { databaseUrl: await freshDatabase(), masterKey: randomBytes(32).toString('hex') };
+  writeFileSync(file, JSON.stringify(storage), { mode: 0o600 });
+  return storage;
+}
+
 /** Starts the real server on 127.0.0.1:0 with a fresh (or the given) data dir. */
 export async function startTestServer(opts: Partial<StartOptions> = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? freshDataDir();
-  const server = await startServer({ host: '127.0.0.1', port: 0, logLevel: 'silent', ...opts, dataDir });
+  const server = await startServer({ host: '127.0.0.1', port: 0, logLevel: 'silent', ...await testStorage(dataDir), ...opts, dataDir });
   const rootKey: ApiKeyPair | undefined = server.rootApiKey ?? (existsSync(join(dataDir, 'root-api-key.json'))
     ? JSON.parse(readFileSync(join(dataDir, 'root-api-key.json'), 'utf8'))
     : undefined);
@@ -226,7 +241,7 @@ export async function startTestServer(opts: Partial<StartOptions> = {}): Promise
       stopped = true;
       await proxy.close();
       await server.stop();
-      if (!keep) rmSync(dataDir, { recursive: true, force: true });
+      if (!keep) { rmSync(dataDir, { recursive: true, force: true }); rmSync(`${dataDir}.storage.json`, { force: true }); }
     },
   };
 }
