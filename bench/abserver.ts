@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
-import { loadInChild, percentile, post, stampBody, startServerProcess, type Req, type ServerProcess } from './load.js';
+import { cpuSeconds, loadInChild, percentile, post, stampBody, startServerProcess, type Req, type ServerProcess } from './load.js';
 
 interface Target { name: string; server: ServerProcess; privateKeyId: string; seq: number }
 
@@ -67,7 +67,7 @@ const SCENARIOS: { name: string; unit: number; make: (t: Target, n: number) => R
   },
 ];
 
-interface Round { rate: number; p50: number; p99: number; errors: number }
+interface Round { rate: number; p50: number; p99: number; errors: number; cpuUs: number }
 
 export async function run(baseline: string): Promise<string> {
   const n = Number(process.env.BENCH_AB_REQUESTS ?? 2000);
@@ -84,7 +84,7 @@ export async function run(baseline: string): Promise<string> {
       await loadInChild(t.server.port, SCENARIOS[3]!.make(t, 10), 4, 0, COMPLETED);
     }
     out.push(`A/B of the server: ${targets[0]!.name} vs ${targets[1]!.name}; ${cpus().length} × ${cpus()[0]?.model ?? '?'}, node ${process.version}; ${rounds} rounds interleaved; load average ${load0.toFixed(2)} → ${loadavg()[0]!.toFixed(2)} (updated below)`, '');
-    out.push('| scenario | clients | old /s (spread) | old p50 / p99 ms | new /s (spread) | new p50 / p99 ms | new ÷ old |', '|---|---|---|---|---|---|---|');
+    out.push('| scenario | clients | old /s (spread) | old p50 / p99 ms | new /s (spread) | new p50 / p99 ms | new ÷ old | server CPU µs/request old → new (median round) |', '|---|---|---|---|---|---|---|---|');
     for (const s of SCENARIOS) {
       for (const c of [1, 16]) {
         const count = s.unit > 1 ? nb : n;
@@ -93,9 +93,12 @@ export async function run(baseline: string): Promise<string> {
         for (let r = 0; r < rounds; r++) {
           for (const [i, t] of targets.entries()) {
             const reqs = s.make(t, count + warm);
+            const cpu0 = cpuSeconds(t.server.pid);
             const res = await loadInChild(t.server.port, reqs, c, warm, s.expect);
+            // the server's CPU per request (warm-up included in both the time and the count)
+            const cpuUs = ((cpuSeconds(t.server.pid) - cpu0) * 1e6) / reqs.length;
             const lat = [...res.lat].sort((a, b) => a - b);
-            per[i]!.push({ rate: (count * s.unit / res.wallMs) * 1000, p50: percentile(lat, 50), p99: percentile(lat, 99), errors: res.errors });
+            per[i]!.push({ rate: (count * s.unit / res.wallMs) * 1000, p50: percentile(lat, 50), p99: percentile(lat, 99), errors: res.errors, cpuUs });
           }
         }
         const med = per.map((l) => [...l].sort((a, b) => a.rate - b.rate)[Math.floor(l.length / 2)]!);
@@ -103,7 +106,8 @@ export async function run(baseline: string): Promise<string> {
         const errors = per.flat().reduce((a, x) => a + x.errors, 0);
         const cell = (i: number) => `${Math.round(med[i]!.rate).toLocaleString('en-US')} (±${(spread[i]! * 50).toFixed(1)}%)`;
         const lat = (i: number) => `${med[i]!.p50.toFixed(2)} / ${med[i]!.p99.toFixed(2)}`;
-        out.push(`| ${s.name}${s.unit > 1 ? ' (signatures/s)' : ''} | ${c} | ${cell(0)} | ${lat(0)} | ${cell(1)} | ${lat(1)} | ${(med[1]!.rate / med[0]!.rate).toFixed(3)}${errors ? ` (${errors} errors)` : ''} |`);
+        const cpu = per.map((l) => [...l.map((x) => x.cpuUs)].sort((a, b) => a - b)[Math.floor(l.length / 2)]!);
+        out.push(`| ${s.name}${s.unit > 1 ? ' (signatures/s)' : ''} | ${c} | ${cell(0)} | ${lat(0)} | ${cell(1)} | ${lat(1)} | ${(med[1]!.rate / med[0]!.rate).toFixed(3)}${errors ? ` (${errors} errors)` : ''} | ${Math.round(cpu[0]!)} → ${Math.round(cpu[1]!)} (${(cpu[1]! / cpu[0]!).toFixed(3)}) |`);
         process.stderr.write(`${out[out.length - 1]}\n`);
       }
     }

@@ -172,6 +172,8 @@ export async function startTrivial(fixed: string, burnUs = 0): Promise<{ port: n
 /** A kmas server started as users start it (bin/kmas.js serve), in a process of its own. */
 export interface ServerProcess {
   port: number;
+  /** the server process (its CPU time: cpuSeconds) */
+  pid: number;
   dataDir: string;
   organizationId: string;
   rootKey: { publicKey: string; privateKey: string };
@@ -211,13 +213,23 @@ export async function startServerProcess(flags: string[] = [], bin = join(dirnam
   const boot = JSON.parse(readFileSync(join(dataDir, 'bootstrap.json'), 'utf8')) as { organizationId: string };
   const rootKey = JSON.parse(readFileSync(join(dataDir, 'root-api-key.json'), 'utf8')) as { publicKey: string; privateKey: string };
   return {
-    port, dataDir, organizationId: boot.organizationId, rootKey,
+    port, pid: child.pid!, dataDir, organizationId: boot.organizationId, rootKey,
     async stop() {
       if (child.exitCode === null) { child.kill('SIGTERM'); await exited; }
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
+
+/** CPU seconds a process has used so far, all its threads (user + system, from /proc; Linux). */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // fields after the command name, which is in parentheses and may hold spaces
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / CLOCK_TICKS;
+}
+/** USER_HZ: the unit of /proc's CPU times (100 on Linux's common configurations). */
+const CLOCK_TICKS = 100;
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

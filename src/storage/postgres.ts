@@ -15,6 +15,7 @@
  *   unit has ended they refuse every call.
  * Migrations (pgMigrations.ts) are applied at open under an advisory lock.
  */
+import { dbCommitDuration, secondsSince } from '../metrics.js';
 import pg from 'pg';
 import type { Db, LockName, Tx } from './types.js';
 import { pgRepositories, type Queries, type Row } from './postgresRepos.js';
@@ -195,6 +196,7 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
     // fails, and so does this unit.
     const onError = (e: Error) => { broken = e; };
     client.on('error', onError);
+    const start = performance.now();
     try {
       await client.query(begin);
       unit = new Unit(client);
@@ -203,6 +205,7 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
       // COMMIT of a transaction that an error aborted (one the callback caught) rolls it back
       // and says so only by its command tag: nothing may be reported as stored then.
       if (result.command !== 'COMMIT') throw new Error('the transaction was rolled back: one of its statements failed (a caught error inside db.write needs tx.savepoint)');
+      if (begin === 'BEGIN') dbCommitDuration.observe(secondsSince(start));
       unit.active = false;
       return { value, after: unit.after };
     } catch (e) {

@@ -7,7 +7,7 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { decryptExportBundle, encryptPrivateKeyToBundle, encryptWalletToBundle, generateP256KeyPair } from '@turnkey/crypto';
 import { publicKeyToAddress } from 'viem/accounts';
-import { startTestServer, type TestServer } from '../server/harness.js';
+import { startTestServer, type TestServer, onSqlite } from '../server/harness.js';
 
 const wellKnown = JSON.parse(readFileSync(new URL('../vectors/ethereum/well_known.json', import.meta.url), 'utf8'));
 const MNEMONIC: string = wellKnown.bip44Mnemonic.mnemonic;
@@ -39,7 +39,7 @@ describe('bundle signer', () => {
     expect(file.signerPublicKey).toBe(signer);
   });
 
-  it('survives a restart (same signer, master key file 0600); keys made before still sign; another master key is refused', async () => {
+  it.runIf(onSqlite)('survives a restart (same signer, master key file 0600); keys made before still sign; another master key is refused', async () => {
     const other = await startTestServer();
     const s1 = other.server.bootstrap.signerPublicKey;
     const made = await other.sdk.createPrivateKeys({ privateKeys: [{ privateKeyName: 'before', curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] }] });
@@ -166,7 +166,7 @@ describe('import_private_key / export_private_key', () => {
 });
 
 describe('at rest', () => {
-  it('the SQLite file, its WAL and SHM hold no private key bytes (raw or hex) and no mnemonic text', async () => {
+  it.runIf(onSqlite)('the SQLite file, its WAL and SHM hold no private key bytes (raw or hex) and no mnemonic text', async () => {
     // Material the server has seen: the imported mnemonic and keys, and keys it generated (exported here to learn them).
     await importKnownWallet('scan');
     const init = await ts.sdk.initImportPrivateKey({ userId: ts.rootUserId });

@@ -7,7 +7,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { decryptSecretBundle, encryptSecretToBundle, generateP256KeyPair } from '@turnkey/crypto';
-import { startTestServer, newP256Key, submitBody, allActivities, uniqueName, type TestServer, type RawKey } from '../server/harness.js';
+import { startTestServer, newP256Key, submitBody, allActivities, uniqueName, type TestServer, type RawKey, onSqlite } from '../server/harness.js';
 import { checkAwaitsConsensus, checkError, expectFieldViolation, QUERY, SUBMIT } from '../server/checks.js';
 
 const SUITE = 'TRANSPORT_ENCRYPTION_SUITE_ENCLAVE_ENCRYPT_V1';
@@ -65,7 +65,7 @@ describe('secrets', () => {
     expect(await exportOne(noteId)).toBe(note);
   });
 
-  it('the secret is not in the SQLite files (nor in the activity log)', async () => {
+  it.runIf(onSqlite)('the secret is not in the SQLite files (nor in the activity log)', async () => {
     const files = readdirSync(ts.dataDir).filter((f) => f.startsWith('kmas.sqlite'));
     expect(files).toContain('kmas.sqlite-wal');
     for (const f of files) {

@@ -2,6 +2,7 @@
 // with tsc when it is missing or older than src/.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { storageEnv } from './teststorage.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
@@ -45,9 +46,10 @@ export interface ServeProcess {
  * on the child's output events, not a polling timer, and a failure says how the child ended (code
  * or signal, after its output was read to the end) and how long it had run.
  */
-export function spawnServe(dataDir: string, opts: { timeoutMs?: number; bin?: string; cwd?: string; env?: Record<string, string> } = {}): Promise<ServeProcess> {
+export async function spawnServe(dataDir: string, opts: { timeoutMs?: number; bin?: string; cwd?: string; env?: Record<string, string> } = {}): Promise<ServeProcess> {
   const timeoutMs = opts.timeoutMs ?? 45_000;
-  const child = spawn(process.execPath, [opts.bin ?? kmasBin, 'serve'], { cwd: opts.cwd ?? root, env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...opts.env } });
+  const storage = await storageEnv(dataDir);
+  const child = spawn(process.execPath, [opts.bin ?? kmasBin, 'serve'], { cwd: opts.cwd ?? root, env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...storage, ...opts.env } });
   const t0 = Date.now();
   let out = '';
   const ended = new Promise<void>((r) => child.once('exit', () => r()));

@@ -2,11 +2,12 @@
 // on a checksummed eth.tx.to) keeps its row; the server names it in its log at start, so the
 // operator learns that the deny never fired.
 import { describe, it, expect } from 'vitest';
-import { join } from 'node:path';
 import { rmSync } from 'node:fs';
 import { startTestServer, freshDataDir } from './harness.js';
 import { ensureBuilt, spawnServe } from './build.js';
-import { openSqliteDb } from '../../src/storage/sqlite.js';
+import { openDb } from '../../src/server.js';
+import { loadConfig } from '../../src/config.js';
+import { testStorage } from './teststorage.js';
 
 describe('stored policies that can never match', () => {
   it('are named in the start-up log (organization, policy, why), live ones are not', async (ctx) => {
@@ -18,7 +19,7 @@ describe('stored policies that can never match', () => {
       const live: any = await ts.sdk.createPolicy({ policyName: 'live', effect: 'EFFECT_DENY', condition: "eth.tx.to == '0x6f72edb2429820c2a0606a9fc3ca364f5e9b2375'", consensus: '', notes: '' });
       await ts.stop(true);
       // what an older kmas stored without complaint
-      const db = openSqliteDb(join(dataDir, 'kmas.sqlite'));
+      const db = await openDb(loadConfig({ overrides: { dataDir, ...await testStorage(dataDir) } }));
       await db.write((tx) => tx.policies.insert({ id: '11111111-1111-4111-8111-111111111111', organizationId: ts.orgId, name: 'dead deny', effect: 'EFFECT_DENY',
         condition: "eth.tx.to == '0x6F72eDB2429820c2A0606a9FC3cA364f5E9b2375'", consensus: '', time: '', notes: '', createdMs: Date.now(), updatedMs: Date.now() }));
       await db.close();

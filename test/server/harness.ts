@@ -20,7 +20,8 @@ import { TurnkeyClient, createActivityPoller } from '@turnkey/http';
 import { ApiKeyStamper } from '@turnkey/api-key-stamper';
 import { startServer, type RunningServer, type StartOptions } from '../../src/server.js';
 import { swagger, validateReply, checkErrorBody } from './swagger.js';
-import { freshDatabase } from '../storage/pgcluster.js';
+import { testStorage } from './teststorage.js';
+export { onSqlite, testStorage } from './teststorage.js';
 
 export { createActivityPoller };
 
@@ -203,20 +204,6 @@ export interface TestServer {
 
 export function freshDataDir(): string {
   return mkdtempSync(join(tmpdir(), 'kmas-test-'));
-}
-
-/**
- * KMAS_TEST_STORAGE=postgres (the vitest project "postgres"): the server keeps its state in a fresh
- * database of the test PostgreSQL (test/storage/pgcluster.ts) with a master key of its own, both
- * remembered beside the data dir so that a restart with the same data dir finds the same state.
- */
-export async function testStorage(dataDir: string): Promise<Partial<StartOptions>> {
-  if (process.env.KMAS_TEST_STORAGE !== 'postgres') return {};
-  const file = `${dataDir}.storage.json`;
-  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as Partial<StartOptions>;
-  const storage = { databaseUrl: await freshDatabase(), masterKey: randomBytes(32).toString('hex') };
-  writeFileSync(file, JSON.stringify(storage), { mode: 0o600 });
-  return storage;
 }
 
 /** Starts the real server on 127.0.0.1:0 with a fresh (or the given) data dir. */

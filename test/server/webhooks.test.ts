@@ -6,10 +6,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openDb } from '../../src/server.js';
+import { loadConfig } from '../../src/config.js';
 import { verifyTurnkeyWebhookSignature, type TurnkeyWebhookVerificationKey } from '@turnkey/crypto';
-import { freshDataDir, newP256Key, sdkClient, sleep, startTestServer, uniqueName, type TestServer } from './harness.js';
+import { freshDataDir, newP256Key, sdkClient, sleep, startTestServer, testStorage, uniqueName, type TestServer } from './harness.js';
 import { checkAwaitsConsensus } from './checks.js';
 
 interface Received { headers: http.IncomingHttpHeaders; body: Buffer; path: string }
@@ -72,10 +72,10 @@ afterEach(() => { rx.got.length = 0; rx.replies = []; });
 const verify = (r: Received, body: Buffer = r.body) =>
   verifyTurnkeyWebhookSignature({ headers: r.headers as Record<string, string>, body: new Uint8Array(body), verificationKeys: keys, maxTimestampAgeMs: 60_000 });
 
-/** Rows still waiting in the outbox. */
-function outbox(dataDir: string): number {
-  const db = new Database(join(dataDir, 'kmas.sqlite'), { readonly: true });
-  try { return (db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries').get() as { n: number }).n; } finally { db.close(); }
+/** Rows still waiting in the outbox (read through a storage handle of its own, as another process would). */
+async function outbox(dataDir: string): Promise<number> {
+  const db = await openDb(loadConfig({ overrides: { dataDir, ...await testStorage(dataDir) } }));
+  try { return (await db.read((tx) => tx.webhooks.pending())).reduce((n, p) => n + p.count, 0); } finally { await db.close(); }
 }
 
 describe('webhooks', () => {
@@ -150,14 +150,14 @@ describe('webhooks', () => {
     for (const r of got) expect(verify(r).ok).toBe(true);
     await sleep(300);
     expect(rx.got).toHaveLength(3);
-    expect(outbox(ts.dataDir)).toBe(0);
+    expect(await outbox(ts.dataDir)).toBe(0);
 
     // Addresses fetch refuses outright are given up too (credentials in the URL, a blocked port).
     rx.got.length = 0;
     for (const bad of ['http://user:secret@127.0.0.1:9/x', 'http://127.0.0.1:9/x']) {
       const e: any = await ts.sdk.createWebhookEndpoint({ url: bad, name: 'unusable', subscriptions: [{ eventType: 'ACTIVITY_UPDATES' }] } as any);
       await sleep(300);
-      expect(outbox(ts.dataDir)).toBe(0);
+      expect(await outbox(ts.dataDir)).toBe(0);
       await ts.sdk.deleteWebhookEndpoint({ endpointId: e.endpointId } as any);
     }
     // The feature's address got both activities of both rounds.
@@ -173,7 +173,7 @@ describe('webhooks', () => {
       await rx.waitFor(1);
       await sleep(300);
       expect(rx.got.map((r) => r.path), String(status)).toEqual(['/hook']);
-      expect(outbox(ts.dataDir)).toBe(0);
+      expect(await outbox(ts.dataDir)).toBe(0);
     }
   });
 
@@ -182,7 +182,7 @@ describe('webhooks', () => {
     await ts.sdk.createWallet({ walletName: uniqueName('quiet'), accounts: [] } as any);
     await sleep(300);
     expect(rx.got).toHaveLength(0);
-    expect(outbox(ts.dataDir)).toBe(0);
+    expect(await outbox(ts.dataDir)).toBe(0);
   });
 });
 
@@ -200,7 +200,7 @@ describe('webhook outbox across a restart', () => {
       const [, hung] = await rx2.waitFor(2);
       await first.stop(true);
       first = undefined;
-      expect(outbox(dataDir)).toBe(1);
+      expect(await outbox(dataDir)).toBe(1);
 
       second = await startTestServer({ dataDir, webhookRetryMs: 50, webhookTimeoutMs: 300 });
       const got = await rx2.waitFor(3, 15_000);
@@ -209,7 +209,7 @@ describe('webhook outbox across a restart', () => {
       expect(JSON.parse(again.body.toString('utf8')).id).toBe(w.activity.id);
       expect(verifyTurnkeyWebhookSignature({ headers: again.headers as any, body: new Uint8Array(again.body), verificationKeys: await jwksOf(second), maxTimestampAgeMs: 60_000 }).ok).toBe(true);
       await sleep(200);
-      expect(outbox(dataDir)).toBe(0);
+      expect(await outbox(dataDir)).toBe(0);
     } finally {
       await first?.stop();
       await second?.stop();
@@ -332,7 +332,7 @@ describe('webhook backlog', () => {
       expect(slow.got).toHaveLength(31);
       const ids = got.slice(1).map((r) => JSON.parse(r.body.toString('utf8')).id).sort();
       expect(ids).toEqual(made.map((m) => m.activity.id).sort());
-      expect(outbox(t.dataDir)).toBe(0);
+      expect(await outbox(t.dataDir)).toBe(0);
     } finally {
       await t.stop();
       await slow.close();
