@@ -29,6 +29,11 @@ function findBinaries(): Binaries | undefined {
   return undefined;
 }
 
+/** Whether the tests can have a PostgreSQL: a URL given, or binaries to start a cluster from. */
+export function postgresAvailable(): boolean {
+  return (process.env.KMAS_TEST_DATABASE_URL ?? '') !== '' || findBinaries() !== undefined;
+}
+
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
