@@ -47,31 +47,31 @@ async function ensureBootstrapState(db: Db, config: Config, log: Logger): Promis
   const bootstrapFile = path.join(config.dataDir, BOOTSTRAP_FILE);
   const keyFile = path.join(config.dataDir, ROOT_KEY_FILE);
 
-  if (await db.read((tx) => tx.organizations.count()) > 0) {
+  /** The root organization exists (made by an earlier start, or by another node): its bootstrap.json. */
+  const existing = async (): Promise<{ info: BootstrapInfo; rootApiKey?: ApiKeyPair }> => {
     let info = readBootstrapFile(bootstrapFile);
     if (!info) {
-      // A crash between the first commit and writing bootstrap.json: rebuild it from the database.
+      // A node of a shared database that did not create it, or a crash between the first commit
+      // and writing bootstrap.json: written from the database.
       info = await db.read(bootstrapFromStore);
       if (!info) throw new Error(`${bootstrapFile} is missing and the database holds no root organization with a root API key`);
       writeFileAtomic(bootstrapFile, JSON.stringify(info, null, 2) + '\n', 0o644);
-      log.warn('bootstrap.json was missing and has been rebuilt from the database', { bootstrapFile });
+      if (db.engine === 'sqlite') log.warn('bootstrap.json was missing and has been rebuilt from the database', { bootstrapFile });
+      else log.info('bootstrap.json written from the database', { bootstrapFile, organizationId: info.organizationId });
     }
     if (config.rootApiPublicKey && config.rootApiPublicKey !== info.apiPublicKey) {
       log.warn('ROOT_API_PUBLIC_KEY differs from the registered root key and is ignored (it applies on first start only)');
     }
     const rootApiKey = readKeyFile(keyFile);
     return { info, rootApiKey: rootApiKey && rootApiKey.publicKey === info.apiPublicKey ? rootApiKey : undefined };
-  }
+  };
 
-  let rootApiKey: ApiKeyPair | undefined;
-  let publicKey: string;
-  if (config.rootApiPublicKey) {
-    publicKey = config.rootApiPublicKey;
-  } else {
-    rootApiKey = generateP256ApiKeyPair();
-    publicKey = rootApiKey.publicKey;
-    writeFileAtomic(keyFile, JSON.stringify(rootApiKey, null, 2) + '\n', 0o600);
-  }
+  if (await db.read((tx) => tx.organizations.count()) > 0) return existing();
+
+  const rootApiKey = config.rootApiPublicKey ? undefined : generateP256ApiKeyPair();
+  const publicKey = config.rootApiPublicKey ?? rootApiKey!.publicKey;
+  // Written before the commit: a crash after it must not leave a root key nobody holds.
+  if (rootApiKey) writeFileAtomic(keyFile, JSON.stringify(rootApiKey, null, 2) + '\n', 0o600);
   const now = Date.now();
   const info: BootstrapInfo = {
     organizationId: randomUUID(),
@@ -80,8 +80,10 @@ async function ensureBootstrapState(db: Db, config: Config, log: Logger): Promis
     apiKeyId: randomUUID(),
     apiPublicKey: publicKey,
   };
-  await db.write(async (tx) => {
+  // Nodes starting at once on one database: the first to take the lock creates it, the others find it.
+  const created = await db.write(async (tx) => {
     await tx.lock('bootstrap', 'root-organization');
+    if (await tx.organizations.count() > 0) return false;
     await tx.organizations.insert({ id: info.organizationId, name: info.organizationName, parentId: null, rootQuorumThreshold: 1, createdMs: now, updatedMs: now });
     await tx.users.insert({ id: info.userId, organizationId: info.organizationId, name: config.rootUserName, email: null, phoneNumber: null, isRoot: true, createdMs: now, updatedMs: now });
     await tx.apiKeys.insert({
@@ -89,7 +91,13 @@ async function ensureBootstrapState(db: Db, config: Config, log: Logger): Promis
       curve: 'API_KEY_CURVE_P256', credentialType: 'CREDENTIAL_TYPE_API_KEY_P256', expirationSeconds: null, expiresAtMs: null,
       createdMs: now, updatedMs: now,
     });
+    return true;
   });
+  if (!created) {
+    // another node's root key is the one registered: this one was never used
+    if (rootApiKey) fs.rmSync(keyFile, { force: true });
+    return existing();
+  }
   writeFileAtomic(bootstrapFile, JSON.stringify(info, null, 2) + '\n', 0o644);
   log.info('bootstrap: created the root organization', {
     ...info,

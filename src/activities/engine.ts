@@ -116,8 +116,9 @@ export async function submitInTransaction(tx: Tx, input: SubmitInput): Promise<S
   }
   const keys = op.types[env.type]!;
   const requestMs = Number(env.timestampMs);
-  // Two writers with one body (other nodes) are taken one after the other, so only one stores it.
-  await tx.lock('activity-log', organization.id);
+  // Two writers with one body (on other nodes) are taken one after the other: the second finds
+  // what the first stored. Writes of other bodies do not wait for each other.
+  await tx.lock('request', fingerprint);
   // Identical body → the activity it already created (checked before re-validating, so a
   // resubmission returns the same activity even if the state has moved on since).
   const existing = await tx.activities.byFingerprint(fingerprint, requestMs);

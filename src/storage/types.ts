@@ -534,8 +534,8 @@ export interface Repositories {
  * as a transaction-scoped lock on (name, key), held until commit or rollback.
  */
 export type LockName =
-  /** an organization's activities: the idempotency check by fingerprint, then the insert */
-  | 'activity-log'
+  /** one request body (keyed by its fingerprint): the idempotency check, then the insert */
+  | 'request'
   /** one activity awaiting consensus (keyed by its fingerprint): votes are counted one at a time */
   | 'approval'
   /** one sender's nonces on one network (eth_send_transaction) */

@@ -134,9 +134,9 @@ export function storageContract(target: ContractTarget): void {
       it('named locks can be taken in a write (and cost a single writer nothing)', async () => {
         const { o } = await seed();
         await db.write(async (tx) => {
-          await tx.lock('activity-log', o.id);
+          await tx.lock('request', o.id);
           await tx.lock('approval', 'sha256:00');
-          await tx.lock('activity-log', o.id); // again in the same transaction
+          await tx.lock('request', o.id); // again in the same transaction
         });
       });
 
