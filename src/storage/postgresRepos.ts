@@ -458,8 +458,8 @@ export function pgRepositories(q: Queries): Repositories {
         const r = (await q.get('SELECT COUNT(*) AS n, MIN(created_ms) AS oldest FROM send_transactions WHERE next_check_ms IS NOT NULL'))!;
         return { count: num(r.n), oldestMs: numOrNull(r.oldest) ?? undefined };
       },
-      highestPendingNonce: async (caip2, from) => {
-        const r = await q.get(`SELECT MAX(nonce) AS n FROM send_transactions WHERE caip2 = $1 AND from_address = $2 AND status IN ('INITIALIZED', 'BROADCASTING')`, [caip2, from]);
+      highestUsedNonce: async (caip2, from) => {
+        const r = await q.get(`SELECT MAX(nonce) AS n FROM send_transactions WHERE caip2 = $1 AND from_address = $2 AND (status IN ('INITIALIZED', 'BROADCASTING', 'INCLUDED') OR block_number IS NOT NULL)`, [caip2, from]);
         return numOrNull(r?.n) ?? undefined;
       },
     },

@@ -226,7 +226,7 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     stxGet: q('SELECT * FROM send_transactions WHERE organization_id = ? AND id = ?'),
     stxInsert: q(`INSERT INTO send_transactions (id, organization_id, activity_id, caip2, from_address, tx_hash, nonce, signed_transaction, status, error, block_number, attempts, next_check_ms, created_ms, updated_ms)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-    stxPendingNonce: q<{ n: number | null }>(`SELECT MAX(nonce) AS n FROM send_transactions WHERE caip2 = ? AND from_address = ? AND status IN ('INITIALIZED', 'BROADCASTING')`),
+    stxUsedNonce: q<{ n: number | null }>(`SELECT MAX(nonce) AS n FROM send_transactions WHERE caip2 = ? AND from_address = ? AND (status IN ('INITIALIZED', 'BROADCASTING', 'INCLUDED') OR block_number IS NOT NULL)`),
     stxDue: q('SELECT * FROM send_transactions WHERE next_check_ms IS NOT NULL AND next_check_ms <= ? ORDER BY next_check_ms, seq LIMIT ?'),
     stxClaim: q('UPDATE send_transactions SET next_check_ms = ? WHERE id = ? AND next_check_ms = ?'),
     stxUpdate: q('UPDATE send_transactions SET status = ?, error = ?, block_number = ?, attempts = ?, next_check_ms = ?, updated_ms = ? WHERE id = ?'),
@@ -387,7 +387,7 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       update: (t) => { s.stxUpdate.run(t.status, t.error, t.blockNumber, t.attempts, t.nextCheckMs, t.updatedMs, t.id); },
       nextDueMs: () => s.stxNext.get()?.ms ?? undefined,
       pending: () => { const r = s.stxPending.get()!; return { count: r.n, oldestMs: r.oldest ?? undefined }; },
-      highestPendingNonce: (caip2, from) => s.stxPendingNonce.get(caip2, from)?.n ?? undefined,
+      highestUsedNonce: (caip2, from) => s.stxUsedNonce.get(caip2, from)?.n ?? undefined,
     },
     invitations: {
       get: (org, id) => { const r = s.invGet.get(org, id) as Row | undefined; return r ? invitationFrom(r) : undefined; },

@@ -412,8 +412,11 @@ export interface Repositories {
     nextDueMs(): Promise<number | undefined>;
     /** Rows still being followed (INITIALIZED or BROADCASTING) and the creation time of the oldest (metrics). */
     pending(): Promise<{ count: number; oldestMs: number | undefined }>;
-    /** The highest nonce of the sender's transactions on a network that are signed and not yet settled. */
-    highestPendingNonce(caip2: string, fromAddress: string): Promise<number | undefined>;
+    /**
+     * The highest nonce the sender's transactions on a network hold or have used: signed and not yet
+     * settled, or mined (INCLUDED, or FAILED with a block). A node refusal (FAILED, no block) used none.
+     */
+    highestUsedNonce(caip2: string, fromAddress: string): Promise<number | undefined>;
   };
   invitations: {
     get(organizationId: string, id: string): Promise<InvitationRow | undefined>;

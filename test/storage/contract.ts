@@ -478,7 +478,7 @@ export function storageContract(target: ContractTarget): void {
         expect(await db.write((tx) => tx.webhooks.deleteEndpoint(o.id, endpoint.id))).toBe(true);
       });
 
-      it('sent transactions: due, claimed once, updated, pending nonces per sender', async () => {
+      it('sent transactions: due, claimed once, updated, nonces used per sender', async () => {
         const { o } = await seed();
         const s1 = sent(o.id, 1);
         const s2 = sent(o.id, 2);
@@ -486,7 +486,7 @@ export function storageContract(target: ContractTarget): void {
         await db.read(async (tx) => {
           expect((await tx.sendTransactions.due(101, 10)).map((s) => s.id)).toEqual([s1.id]);
           expect(await tx.sendTransactions.nextDueMs()).toBe(101);
-          expect(await tx.sendTransactions.highestPendingNonce('eip155:1', '0xabc')).toBe(2);
+          expect(await tx.sendTransactions.highestUsedNonce('eip155:1', '0xabc')).toBe(2);
           expect(await tx.sendTransactions.pending()).toEqual({ count: 2, oldestMs: 1 });
         });
         expect(await db.write((tx) => tx.sendTransactions.claim(s1.id, 101, 900))).toBe(true);
@@ -494,8 +494,12 @@ export function storageContract(target: ContractTarget): void {
         await db.write((tx) => tx.sendTransactions.update({ id: s2.id, status: 'INCLUDED', error: null, blockNumber: '7', attempts: 1, nextCheckMs: null, updatedMs: 3 }));
         await db.read(async (tx) => {
           expect(await tx.sendTransactions.get(o.id, s2.id)).toMatchObject({ status: 'INCLUDED', blockNumber: '7', nextCheckMs: null });
-          expect(await tx.sendTransactions.highestPendingNonce('eip155:1', '0xabc')).toBe(1);
+          // mined: its nonce stays used
+          expect(await tx.sendTransactions.highestUsedNonce('eip155:1', '0xabc')).toBe(2);
         });
+        // refused by the node (no block): its nonce was never used
+        await db.write((tx) => tx.sendTransactions.update({ id: s2.id, status: 'FAILED', error: 'nonce too low', blockNumber: null, attempts: 2, nextCheckMs: null, updatedMs: 4 }));
+        expect(await db.read((tx) => tx.sendTransactions.highestUsedNonce('eip155:1', '0xabc'))).toBe(1);
       });
     });
 

@@ -219,10 +219,11 @@ export const ethSendTransaction: SubmitOperation<WithSigner<EthSendTransaction>,
     const fromAddress = getAddress(intent.from);
     const filled = { ...(ctx.external as Filled) };
     if (intent.nonce === undefined) {
-      // The node's pending nonce does not count what kmas has signed and not sent yet: sends from
-      // one address that overlap get consecutive nonces (the sender's lock orders them).
+      // The node's pending nonce (asked before the transaction) does not count what kmas has
+      // signed and not sent yet, nor what was mined since it was asked: sends from one address
+      // that overlap get consecutive nonces (the sender's lock orders them).
       await ctx.tx.lock('sender-nonce', `${intent.caip2}/${fromAddress.toLowerCase()}`);
-      const ours = await ctx.tx.sendTransactions.highestPendingNonce(intent.caip2, fromAddress);
+      const ours = await ctx.tx.sendTransactions.highestUsedNonce(intent.caip2, fromAddress);
       if (ours !== undefined && ours + 1 > Number(filled.nonce)) filled.nonce = String(ours + 1);
     }
     const unsigned = serializeTransaction(transactionOf(intent, filled));
