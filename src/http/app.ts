@@ -16,6 +16,7 @@ import { ApiError, Grpc, invalidArgument, notFound, TurnkeyMessage, unauthentica
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../storage/types.js';
+import { StorageUnavailableError } from '../storage/errors.js';
 import { parseWebauthnStamp } from '../domain/authenticators.js';
 import type { Registry } from '../activities/registry.js';
 import { parseStamp } from './stamp.js';
@@ -142,7 +143,10 @@ export function createApp(deps: AppDeps): express.Express {
   function fail(x: Exchange, err: unknown): void {
     let e: ApiError;
     if (err instanceof ApiError) e = err;
-    else {
+    else if (err instanceof StorageUnavailableError) {
+      // the database is away (a restart, a failover): try again, the same body is safe to resend
+      e = new ApiError(Grpc.UNAVAILABLE, 'storage is not available; retry the request', { turnkeyErrorCode: 'UNAVAILABLE', reason: err.message });
+    } else {
       // The reply names an error id that the log line carries too (Turnkey's form), never the error itself.
       const errorId = randomUUID();
       log.error('internal error', { requestId: x.requestId, errorId, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });

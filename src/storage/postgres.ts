@@ -15,6 +15,7 @@
  *   unit has ended they refuse every call.
  * Migrations (pgMigrations.ts) are applied at open under an advisory lock.
  */
+import { StorageUnavailableError } from './errors.js';
 import { dbCommitDuration, secondsSince } from '../metrics.js';
 import pg from 'pg';
 import type { Db, LockName, Tx } from './types.js';
@@ -230,6 +231,7 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
       try {
         return await unit();
       } catch (e) {
+        if (unreachable(e)) throw new StorageUnavailableError(e);
         if (!retryable(e) || attempt >= MAX_TRIES) throw e;
         await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
       }
@@ -272,4 +274,17 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
     },
   };
   return db;
+}
+
+const NODE_CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/** Whether an error says the server could not be reached or went away (not what a statement did). */
+function unreachable(e: unknown): boolean {
+  const err = e as { code?: unknown; message?: unknown } | undefined;
+  const code = typeof err?.code === 'string' ? err.code : '';
+  if (NODE_CONNECTION_CODES.has(code)) return true;
+  // SQLSTATE class 08 (connection exception); 57P01-57P03 (shut down, crashed, starting); 53300 (too many connections)
+  if (/^08/.test(code) || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300') return true;
+  const message = typeof err?.message === 'string' ? err.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message);
 }

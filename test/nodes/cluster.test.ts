@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, type RunningServer } from '../../src/server.js';
-import { freshDatabase, missingPostgres, postgresAvailable } from '../storage/pgcluster.js';
+import { controlTestCluster, freshDatabase, missingPostgres, postgresAvailable } from '../storage/pgcluster.js';
 import { freshDataDir, newP256Key, rawRequest, sdkClient, submitBody, uniqueName, type ApiKeyPair } from '../server/harness.js';
 
 const available = postgresAvailable();
@@ -70,6 +70,28 @@ describe.runIf(available)('three nodes on one PostgreSQL', () => {
     expect((await asKey(nodes[1]!)).status).toBe(200);
     await sdkClient(nodes[0]!.url, root, orgId).deleteApiKeys({ userId: rootUserId, apiKeyIds: made.apiKeyIds } as any);
     for (const n of nodes.slice(1)) expect((await asKey(n)).status).toBe(401);
+  });
+
+  it('while PostgreSQL is down every node answers 503 (never 500) and /readyz 503; back, they serve again without a restart', async (ctx) => {
+    if (!await controlTestCluster('stop')) ctx.skip('PostgreSQL is not this test process\'s own cluster (KMAS_TEST_DATABASE_URL)');
+    try {
+      for (const n of nodes) {
+        expect((await fetch(`${n.url}/readyz`)).status).toBe(503);
+        const who = await rawRequest(n.url, '/public/v1/query/whoami', JSON.stringify({ organizationId: orgId }), { key: root });
+        expect(who.status).toBe(503);
+        expect(who.json.code).toBe(14);
+        const submit = await rawRequest(n.url, '/public/v1/submit/create_user_tag', submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', orgId, { userTagName: uniqueName('down'), userIds: [] }), { key: root });
+        expect(submit.status).toBe(503);
+      }
+    } finally {
+      await controlTestCluster('start');
+    }
+    for (const n of nodes) {
+      let ready = 0;
+      for (let i = 0; i < 100 && ready !== 200; i++) { ready = (await fetch(`${n.url}/readyz`)).status; if (ready !== 200) await new Promise((r) => setTimeout(r, 100)); }
+      expect(ready).toBe(200);
+      expect((await rawRequest(n.url, '/public/v1/query/whoami', JSON.stringify({ organizationId: orgId }), { key: root })).status).toBe(200);
+    }
   });
 
   it('two approvals racing on two nodes run the waiting activity once', async () => {
