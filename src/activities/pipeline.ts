@@ -130,12 +130,15 @@ export class Pipeline {
       if (done) pre = { intent: done.intent, prepared: done.value };
       if (!check.verified) await this.#verify(r, cred);
     }
+    const fingerprint = fingerprintOf(r.raw);
     if (op.derive) {
-      // Key material before the transaction (the stamp has verified by now).
-      const done = await prepareSubmit(db, services, op, env, nowMs, resolveIn(env), (ctx, intent) => op.derive!(ctx, intent, (fn) => db.read(fn)));
+      // Key material before the transaction (the stamp has verified by now); none for a body
+      // already stored (its activity is the answer).
+      const envelope = env;
+      const fresh = async (tx: Tx) => (await tx.activities.byFingerprint(fingerprint, Number(envelope.timestampMs)) ? undefined : resolveIn(envelope)(tx));
+      const done = await prepareSubmit(db, services, op, env, nowMs, fresh, (ctx, intent) => op.derive!(ctx, intent, (fn) => db.read(fn)));
       if (done) pre = { ...pre, intent: done.intent, derived: done.value };
     }
-    const fingerprint = fingerprintOf(r.raw);
     if (op.external) {
       // Work outside the store (an OIDC issuer's keys) before the transaction; a refusal stores
       // nothing. Only for a caller the operation admits: no outside request on behalf of anyone else.

@@ -10,7 +10,7 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { SqliteUnits } from '../../src/storage/sqliteUnit.js';
 import { Vault } from '../../src/crypto/vault.js';
-import { startTestServer, uniqueName, type TestServer } from '../server/harness.js';
+import { startTestServer, submitBody, uniqueName, type TestServer } from '../server/harness.js';
 
 let ts: TestServer;
 let openWrites = 0;
@@ -72,6 +72,16 @@ describe('keys are derived before the write transaction', () => {
     expect(stored.accounts.map((a: any) => a.address).sort()).toEqual([...w.addresses, ...more.addresses].sort());
     const key: any = await ts.sdk.getPrivateKey({ privateKeyId: pk.privateKeys[0].privateKeyId } as any);
     expect(key.privateKey.addresses).toEqual(pk.privateKeys[0].addresses);
+  });
+
+  it('an identical body sent again gets its stored activity and derives nothing', async () => {
+    const body = submitBody('ACTIVITY_TYPE_CREATE_WALLET', ts.orgId, { walletName: uniqueName('again'), accounts: accounts(1) });
+    const first = await ts.raw('/public/v1/submit/create_wallet', body);
+    expect(first.json.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    calls.length = 0;
+    const again = await ts.raw('/public/v1/submit/create_wallet', body);
+    expect(again.json.activity.id).toBe(first.json.activity.id);
+    expect(calls).toEqual([]);
   });
 
   it('the derived accounts are the BIP32 children of the wallet\'s mnemonic (checked with @scure/bip32 after an export)', async () => {
