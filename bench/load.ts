@@ -169,6 +169,13 @@ export async function startTrivial(fixed: string, burnUs = 0): Promise<{ port: n
   };
 }
 
+export interface ServerProcessOptions {
+  /** added to this process's environment (e.g. DATABASE_URL, KMAS_MASTER_KEY) */
+  env?: Record<string, string>;
+  /** the root API key when this node did not create the root organization */
+  rootKey?: { publicKey: string; privateKey: string };
+}
+
 /** A kmas server started as users start it (bin/kmas.js serve), in a process of its own. */
 export interface ServerProcess {
   port: number;
@@ -185,13 +192,13 @@ export interface ServerProcess {
  * ['--sign-workers', '0']), logging off; resolves once /readyz answers 200.
  */
 /** `kmas serve` of this checkout, or of another one (`bin`: its bin/kmas.js, e.g. a baseline build). */
-export async function startServerProcess(flags: string[] = [], bin = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'kmas.js')): Promise<ServerProcess> {
+export async function startServerProcess(flags: string[] = [], bin = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'kmas.js'), opts: ServerProcessOptions = {}): Promise<ServerProcess> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'kmas-bench-server-'));
   const child = spawn(process.execPath, [bin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--log-level', 'silent',
     // a load generator is one client with one key: the rate limits would measure themselves
     '--rate-limit-api-key', '0', '--rate-limit-organization', '0', ...flags],
-    { stdio: ['ignore', 'ignore', 'pipe'] });
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...opts.env } });
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => { if (stderr.length < 10_000) stderr += c.toString('utf8'); });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -211,7 +218,8 @@ export async function startServerProcess(flags: string[] = [], bin = join(dirnam
     agent.destroy();
   }
   const boot = JSON.parse(readFileSync(join(dataDir, 'bootstrap.json'), 'utf8')) as { organizationId: string };
-  const rootKey = JSON.parse(readFileSync(join(dataDir, 'root-api-key.json'), 'utf8')) as { publicKey: string; privateKey: string };
+  // a node joining a database another node bootstrapped gets no key file: it is given the key
+  const rootKey = opts.rootKey ?? JSON.parse(readFileSync(join(dataDir, 'root-api-key.json'), 'utf8')) as { publicKey: string; privateKey: string };
   return {
     port, pid: child.pid!, dataDir, organizationId: boot.organizationId, rootKey,
     async stop() {

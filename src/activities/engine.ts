@@ -324,7 +324,8 @@ export async function prepareSubmit(
 ): Promise<{ intent: unknown; value?: unknown } | undefined> {
   let intent: unknown;
   try {
-    const allowed = await db.read(async (tx) => {
+    // a check the write repeats: no common snapshot needed
+    const allowed = await db.peek(async (tx) => {
       const who = await resolve(tx);
       if (!who) return undefined;
       intent = op.validate(env.parameters, env.type);

@@ -196,12 +196,12 @@ export class Pipeline {
     }
     r.trace.stampFailure = 'unknown_key';
     if (h.kind === 'passkey') {
-      const keys = await this.deps.db.read((tx) => tx.authenticators.byCredentialId(h.webauthn.credentialId));
+      const keys = await this.deps.db.peek((tx) => tx.authenticators.byCredentialId(h.webauthn.credentialId));
       if (keys.length === 0) throw unauthenticated(TurnkeyMessage.CREDENTIAL_NOT_FOUND, 'CREDENTIAL_NOT_FOUND', 'no passkey is registered with the stamp\'s credential id');
       r.trace.stampFailure = undefined;
       return { kind: 'passkey', webauthn: h.webauthn, keys };
     }
-    const keys = await this.deps.db.read((tx) => this.#registeredKeys(tx, h.stamp.publicKey, h.curve));
+    const keys = await this.deps.db.peek((tx) => this.#registeredKeys(tx, h.stamp.publicKey, h.curve));
     r.trace.stampFailure = undefined;
     return { kind: 'key', stamp: h.stamp, keys, curve: h.curve };
   }

@@ -64,13 +64,13 @@ export function admits(row: IpAllowlistRow, address: string | undefined): boolea
  * With `replaced`, as it would be once that list is stored (set_ip_allowlist's lock-out check).
  */
 export async function governingAllowlist(tx: Tx, credential: ApiKeyRow | AuthenticatorRow, replaced?: IpAllowlistRow): Promise<IpAllowlistRow | undefined> {
-  const get = async (organizationId: string, publicKey: string): Promise<IpAllowlistRow | undefined> =>
-    (replaced && replaced.organizationId === organizationId && replaced.publicKey === publicKey ? replaced : await tx.ipAllowlists.get(organizationId, publicKey));
-  if (!('credentialId' in credential)) {
-    const own = await get(credential.organizationId, credential.publicKey);
-    if (own) return own;
-  }
-  const org = await get(credential.organizationId, '');
+  const isKey = !('credentialId' in credential);
+  const found = await tx.ipAllowlists.governing(credential.organizationId, isKey ? credential.publicKey : '');
+  const as = (row: IpAllowlistRow | undefined, publicKey: string): IpAllowlistRow | undefined =>
+    (replaced && replaced.organizationId === credential.organizationId && replaced.publicKey === publicKey ? replaced : row);
+  const own = isKey ? as(found.own, credential.publicKey) : undefined;
+  if (own) return own;
+  const org = as(found.organization, '');
   return org && org.enabled ? org : undefined;
 }
 

@@ -104,7 +104,8 @@ class Unit {
   readonly tx: Tx;
   #savepoints = 0;
 
-  constructor(private readonly client: pg.PoolClient) {
+  /** peek: no transaction around the statements, so only SELECTs, and no locks (they would not be held) */
+  constructor(private readonly client: pg.PoolClient, private readonly bare = false) {
     const refuse = () => Promise.reject(new Error('a repository was used outside db.read / db.write'));
     const queries: Queries = {
       all: (sql, args) => (this.active ? this.#query(sql, args).then((r) => r.rows) : refuse()),
@@ -115,6 +116,7 @@ class Unit {
     this.tx = Object.assign(pgRepositories(queries), {
       async lock(name: LockName, key: string): Promise<void> {
         if (!self.active) return refuse();
+        if (self.bare) throw new Error('db.peek takes no locks: use db.write');
         await self.#query('SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))', [name, key]);
       },
       savepoint<T>(fn: () => Promise<T>): Promise<T> { return self.#savepoint(fn); },
@@ -126,6 +128,7 @@ class Unit {
   }
 
   #query(sql: string, args: unknown[] = []): Promise<pg.QueryResult<Row>> {
+    if (this.bare && !/^\s*SELECT\b/i.test(sql)) return Promise.reject(new Error('db.peek only reads: use db.write'));
     return this.client.query<Row>({ name: statementName(sql), text: sql, values: args }).catch((e: unknown) => {
       if (stalePlan(e)) this.stale = true;
       throw e;
@@ -187,8 +190,11 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
   };
   const closedError = () => new Error('the PostgreSQL store is closed');
 
-  /** One transaction on one connection: begin, fn, commit (or rollback). */
-  async function once<T>(begin: string, fn: (tx: Tx) => Promise<T>): Promise<{ value: T; after: (() => void)[] }> {
+  /**
+   * One transaction on one connection: begin, fn, commit (or rollback). Without `begin` (peek)
+   * no transaction: each statement is its own, and two round trips are spared.
+   */
+  async function once<T>(begin: string | undefined, fn: (tx: Tx) => Promise<T>): Promise<{ value: T; after: (() => void)[] }> {
     const client = await pool.connect();
     let unit: Unit | undefined;
     let broken: Error | undefined;
@@ -199,6 +205,12 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
     client.on('error', onError);
     const start = performance.now();
     try {
+      if (begin === undefined) {
+        unit = new Unit(client, true);
+        const value = await fn(unit.tx);
+        unit.active = false;
+        return { value, after: [] };
+      }
       await client.query(begin);
       unit = new Unit(client);
       const value = await fn(unit.tx);
@@ -211,7 +223,7 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
       return { value, after: unit.after };
     } catch (e) {
       if (unit) unit.active = false;
-      await client.query('ROLLBACK').catch((re: unknown) => { broken = re instanceof Error ? re : new Error(String(re)); });
+      if (begin !== undefined) await client.query('ROLLBACK').catch((re: unknown) => { broken = re instanceof Error ? re : new Error(String(re)); });
       if (unit?.stale) {
         broken ??= new StalePlanError(e);
         throw new StalePlanError(e);
@@ -251,6 +263,10 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
     read<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
       if (closed) return Promise.reject(closedError());
       return track(retrying(async () => (await once('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', fn)).value));
+    },
+    peek<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+      if (closed) return Promise.reject(closedError());
+      return track(retrying(async () => (await once(undefined, fn)).value));
     },
     async isReady(): Promise<boolean> {
       if (closed) return false;

@@ -489,6 +489,10 @@ export function pgRepositories(q: Queries): Repositories {
     },
     ipAllowlists: {
       get: (org, pk) => one('SELECT * FROM ip_allowlists WHERE organization_id = $1 AND public_key = $2', [org, pk], allowlistFrom),
+      governing: async (org, pk) => {
+        const rows = (await q.all("SELECT * FROM ip_allowlists WHERE organization_id = $1 AND public_key IN ($2, '')", [org, pk])).map(allowlistFrom);
+        return { own: pk === '' ? undefined : rows.find((r) => r.publicKey === pk), organization: rows.find((r) => r.publicKey === '') };
+      },
       set: (r) => exec(`INSERT INTO ip_allowlists (organization_id, public_key, enabled, on_evaluation_error, rules, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)
         ON CONFLICT (organization_id, public_key) DO UPDATE SET enabled = excluded.enabled, on_evaluation_error = excluded.on_evaluation_error, rules = excluded.rules, updated_ms = excluded.updated_ms`,
       [r.organizationId, r.publicKey, r.enabled, r.onEvaluationError, JSON.stringify(r.rules), r.createdMs, r.updatedMs]),

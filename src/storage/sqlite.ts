@@ -291,6 +291,10 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
   const featCache = cache.map<{ value: string | undefined }>();
   const endpointCache = cache.map<WebhookEndpointRow[]>();
   const allowlistCache = cache.map<{ row: IpAllowlistRow | undefined }>();
+  const allowlistGet = (org: string, pk: string): IpAllowlistRow | undefined => cache.get(allowlistCache, `${org}/${pk}`, () => {
+    const r = s.ipGet.get(org, pk) as Row | undefined;
+    return { row: r ? allowlistFrom(r) : undefined };
+  }, (c) => ({ row: c.row && { ...c.row, rules: c.row.rules.map((x) => ({ ...x })) } }))!.row;
   const clearCaches = () => cache.clear();
   const keysByPublicKey = (pk: string): ApiKeyRow[] => cache.get(keyCache, pk, () => s.keyByPub.all(pk).map(keyFrom))!;
 
@@ -413,10 +417,8 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       delete: (org, id) => s.sciDelete.run(org, id).changes > 0,
     },
     ipAllowlists: {
-      get: (org, pk) => cache.get(allowlistCache, `${org}/${pk}`, () => {
-        const r = s.ipGet.get(org, pk) as Row | undefined;
-        return { row: r ? allowlistFrom(r) : undefined };
-      }, (c) => ({ row: c.row && { ...c.row, rules: c.row.rules.map((x) => ({ ...x })) } }))!.row,
+      get: allowlistGet,
+      governing: (org, pk) => ({ own: pk === '' ? undefined : allowlistGet(org, pk), organization: allowlistGet(org, '') }),
       set: (r) => {
         clearCaches();
         s.ipSet.run(r.organizationId, r.publicKey, r.enabled ? 1 : 0, r.onEvaluationError, JSON.stringify(r.rules), r.createdMs, r.updatedMs);
@@ -591,6 +593,8 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
   const sqliteDb: Db = {
     engine: 'sqlite',
     read: (fn) => units.read(fn),
+    // a turn is exclusive: a read is as cheap as it gets
+    peek: (fn) => units.read(fn),
     write: (fn) => units.write(fn),
     durable: () => (closed ? Promise.resolve() : units.durable()),
     deferSyncs: () => {

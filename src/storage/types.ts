@@ -443,6 +443,8 @@ export interface Repositories {
   ipAllowlists: {
     /** The organization's list (publicKey '') or an API key's (cached: every request asks). */
     get(organizationId: string, publicKey: string): Promise<IpAllowlistRow | undefined>;
+    /** An API key's own list and its organization's, in one look (every request asks for both). */
+    governing(organizationId: string, publicKey: string): Promise<{ own?: IpAllowlistRow; organization?: IpAllowlistRow }>;
     /** Creates or replaces. */
     set(row: IpAllowlistRow): Promise<void>;
     remove(organizationId: string, publicKey: string): Promise<boolean>;
@@ -568,6 +570,12 @@ export interface Db {
   readonly engine: 'sqlite' | 'postgres';
   write<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   read<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * A read whose statements need no common snapshot: each may see a later commit than the one
+   * before it. For checks a write repeats in its own transaction (the stamp's key before the
+   * signing that precedes the write); an engine may then spare the transaction's own round trips.
+   */
+  peek<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   /** Whether the database answers now (GET /readyz). */
   isReady(): Promise<boolean>;
   /**

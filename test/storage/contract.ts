@@ -525,6 +525,17 @@ export function storageContract(target: ContractTarget): void {
           expect((await tx.contractInterfaces.byAddress(o.id, ci.type, '0xab'))!.id).toBe(ci.id);
           expect(await tx.ipAllowlists.get(o.id, '')).toMatchObject({ enabled: false, rules: list.rules });
         });
+        // a key's own list and its organization's in one look; the organization's alone for ''
+        const own = { ...list, publicKey: '02aa', rules: [{ cidr: '192.0.2.0/24', label: 'own', createdMs: 1 }] };
+        await db.write((tx) => tx.ipAllowlists.set(own));
+        await db.read(async (tx) => {
+          const both = await tx.ipAllowlists.governing(o.id, '02aa');
+          expect(both.own).toMatchObject({ publicKey: '02aa', rules: own.rules });
+          expect(both.organization).toMatchObject({ publicKey: '', enabled: false });
+          expect(await tx.ipAllowlists.governing(o.id, '')).toEqual({ own: undefined, organization: both.organization });
+          expect(await tx.ipAllowlists.governing(o.id, '02bb')).toEqual({ own: undefined, organization: both.organization });
+        });
+        await db.write(async (tx) => { expect(await tx.ipAllowlists.remove(o.id, '02aa')).toBe(true); });
         await expect(db.write((tx) => tx.orgSecrets.insert({ ...secrets[0]!, id: id() }))).rejects.toThrow();
         await expect(db.write((tx) => tx.contractInterfaces.insert({ ...ci, id: id() }))).rejects.toThrow();
         await db.write(async (tx) => {

@@ -219,6 +219,31 @@ if (server === undefined) {
       expect(await db.read((tx) => tx.organizations.get('o1'))).toEqual({ ...o, updatedMs: 3 });
     });
 
+    it('peek: reads without a transaction (each statement its own snapshot); it refuses writes and locks, which would not be held', async () => {
+      const url = await freshDatabase();
+      const db = track(await openPostgresDb(url));
+      const o = { id: 'o1', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 };
+      await db.write((tx) => tx.organizations.insert(o));
+      expect(await db.peek((tx) => tx.organizations.get('o1'))).toEqual(o);
+      await expect(db.peek((tx) => tx.organizations.rename('o1', 'changed', 2))).rejects.toThrow(/only reads/);
+      await expect(db.peek((tx) => tx.lock('request', 'x'))).rejects.toThrow(/no locks/);
+      expect((await db.read((tx) => tx.organizations.get('o1')))!.name).toBe('o');
+      // each statement sees the latest commit: a write committed between two statements of one peek is seen by the second
+      const seen = await db.peek(async (tx) => {
+        const before = (await tx.organizations.get('o1'))!.name;
+        await db.write((w) => w.organizations.rename('o1', 'later', 3));
+        return [before, (await tx.organizations.get('o1'))!.name];
+      });
+      expect(seen).toEqual(['o', 'later']);
+      // a read, by contrast, keeps its snapshot
+      const kept = await db.read(async (tx) => {
+        const before = (await tx.organizations.get('o1'))!.name;
+        await db.write((w) => w.organizations.rename('o1', 'latest', 4));
+        return [before, (await tx.organizations.get('o1'))!.name];
+      });
+      expect(kept).toEqual(['later', 'later']);
+    });
+
     it('afterCommit callbacks run after the commit, and one that throws does not fail the write', async () => {
       const db = track(await openPostgresDb(await freshDatabase()));
       const ran: string[] = [];
