@@ -32,7 +32,7 @@ import type { Logger } from './log.js';
 import { Outbox } from './outbox.js';
 import { webhookDeliveries } from './metrics.js';
 import { txReference } from './chains/caip2.js';
-import type { Db, OrganizationRow, SendTransactionRow, Tx, WebhookDeliveryRow } from './storage/types.js';
+import type { Db, OrganizationRow, SendTransactionRow, Tx, WebhookDeliveryRow, WebhookEndpointRow } from './storage/types.js';
 import { bytesToHex, concatBytes, utf8 } from './crypto/bytes.js';
 import { sha256 } from './crypto/curves.js';
 import type { Mailer } from './mail.js';
@@ -72,16 +72,20 @@ export function webhookJwks(publicKeyHex: string): Record<string, unknown> {
 
 /** The addresses of an organization's active endpoints with an active subscription to eventType. */
 async function endpointAddresses(tx: Tx, organizationId: string, eventType: string, into: Set<string>): Promise<void> {
-  for (const e of await tx.webhooks.endpoints(organizationId)) {
+  subscribed(await tx.webhooks.endpoints(organizationId), eventType, into);
+}
+
+function subscribed(endpoints: WebhookEndpointRow[], eventType: string, into: Set<string>): void {
+  for (const e of endpoints) {
     if (e.isActive && e.subscriptions.some((s) => s.isActive && s.eventType === eventType)) into.add(e.url);
   }
 }
 
 /** The addresses an organization sends activity events to: its FEATURE_NAME_WEBHOOK and its endpoints subscribed to ACTIVITY_UPDATES. */
 async function activityAddresses(tx: Tx, organizationId: string, into: Set<string>): Promise<void> {
-  const feature = await tx.features.get(organizationId, WEBHOOK_FEATURE);
+  const { feature, endpoints } = await tx.webhooks.activityTargets(organizationId, WEBHOOK_FEATURE);
   if (feature) into.add(feature);
-  await endpointAddresses(tx, organizationId, ACTIVITY_EVENT, into);
+  subscribed(endpoints, ACTIVITY_EVENT, into);
 }
 
 /** An outbox row per address (each once), then (`kick`) a look for due rows once the commit is durable. */

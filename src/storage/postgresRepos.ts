@@ -500,6 +500,13 @@ export function pgRepositories(q: Queries): Repositories {
     },
     webhooks: {
       endpoints: (org) => many('SELECT * FROM webhook_endpoints WHERE organization_id = $1 ORDER BY seq', [org], endpointFrom),
+      activityTargets: async (org, feature) => {
+        // one row at least (the feature's value, or null), one per endpoint
+        const rows = await q.all(`SELECT f.value AS feature_value, e.* FROM (SELECT (SELECT value FROM features WHERE organization_id = $1 AND name = $2) AS value) f
+          LEFT JOIN webhook_endpoints e ON e.organization_id = $1 ORDER BY e.seq`, [org, feature]);
+        const value = rows[0]?.feature_value;
+        return { feature: typeof value === 'string' ? value : undefined, endpoints: rows.filter((r) => r.id !== null).map(endpointFrom) };
+      },
       insertEndpoint: (e) => exec('INSERT INTO webhook_endpoints (id, organization_id, url, name, is_active, subscriptions, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
         [e.id, e.organizationId, e.url, e.name, e.isActive, JSON.stringify(e.subscriptions), e.createdMs, e.updatedMs]),
       updateEndpoint: (e) => exec('UPDATE webhook_endpoints SET url = $1, name = $2, is_active = $3, subscriptions = $4, updated_ms = $5 WHERE organization_id = $6 AND id = $7',

@@ -291,6 +291,8 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
   const featCache = cache.map<{ value: string | undefined }>();
   const endpointCache = cache.map<WebhookEndpointRow[]>();
   const allowlistCache = cache.map<{ row: IpAllowlistRow | undefined }>();
+  const featureOf = (org: string, name: string): string | undefined => cache.get(featCache, `${org}/${name}`, () => s.featGet.get(org, name) ?? { value: undefined })!.value;
+  const endpointsOf = (org: string): WebhookEndpointRow[] => cache.get(endpointCache, org, () => s.whepList.all(org).map(endpointFrom), (rows) => rows.map((r) => ({ ...r, subscriptions: r.subscriptions.map((x) => ({ ...x })) })))!;
   const allowlistGet = (org: string, pk: string): IpAllowlistRow | undefined => cache.get(allowlistCache, `${org}/${pk}`, () => {
     const r = s.ipGet.get(org, pk) as Row | undefined;
     return { row: r ? allowlistFrom(r) : undefined };
@@ -375,7 +377,7 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     },
     keys,
     features: {
-      get: (org, name) => cache.get(featCache, `${org}/${name}`, () => s.featGet.get(org, name) ?? { value: undefined })!.value,
+      get: featureOf,
       list: (org) => s.featList.all(org).map((r) => ({ name: r.name, value: r.value })),
       set: (org, name, value) => { clearCaches(); s.featSet.run(org, name, value); },
       remove: (org, name) => { clearCaches(); return s.featRemove.run(org, name).changes > 0; },
@@ -426,7 +428,8 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       remove: (org, pk) => { clearCaches(); return s.ipRemove.run(org, pk).changes > 0; },
     },
     webhooks: {
-      endpoints: (org) => cache.get(endpointCache, org, () => s.whepList.all(org).map(endpointFrom), (rows) => rows.map((r) => ({ ...r, subscriptions: r.subscriptions.map((x) => ({ ...x })) })))!,
+      endpoints: endpointsOf,
+      activityTargets: (org, feature) => ({ feature: featureOf(org, feature), endpoints: endpointsOf(org) }),
       insertEndpoint: (e) => {
         clearCaches();
         s.whepInsert.run(e.id, e.organizationId, e.url, e.name, e.isActive ? 1 : 0, JSON.stringify(e.subscriptions), e.createdMs, e.updatedMs);

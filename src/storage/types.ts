@@ -452,6 +452,8 @@ export interface Repositories {
   webhooks: {
     /** The organization's endpoints, oldest first (cached: every submit asks). */
     endpoints(organizationId: string): Promise<WebhookEndpointRow[]>;
+    /** The value of the organization's feature `feature` (the webhook URL, if set) and its endpoints, in one look (every stored activity asks). */
+    activityTargets(organizationId: string, feature: string): Promise<{ feature?: string; endpoints: WebhookEndpointRow[] }>;
     insertEndpoint(row: WebhookEndpointRow): Promise<void>;
     updateEndpoint(row: WebhookEndpointRow): Promise<void>;
     deleteEndpoint(organizationId: string, id: string): Promise<boolean>;

@@ -464,7 +464,15 @@ export function storageContract(target: ContractTarget): void {
           expect((await tx.webhooks.pending()).sort((a, b) => a.kind.localeCompare(b.kind))).toEqual([
             { kind: 'email', count: 1, oldestMs: 20 }, { kind: 'webhook', count: 1, oldestMs: 10 }]);
           expect(await tx.webhooks.endpoints(o.id)).toEqual([endpoint]);
+          expect(await tx.webhooks.activityTargets(o.id, 'FEATURE_NAME_WEBHOOK')).toEqual({ feature: undefined, endpoints: [endpoint] });
         });
+        // the feature's value with the endpoints; a second endpoint after the first; none at all
+        const second = { ...endpoint, id: id(), url: 'https://y', name: 'f' };
+        await db.write(async (tx) => { await tx.features.set(o.id, 'FEATURE_NAME_WEBHOOK', 'https://w'); await tx.webhooks.insertEndpoint(second); });
+        expect(await db.read((tx) => tx.webhooks.activityTargets(o.id, 'FEATURE_NAME_WEBHOOK'))).toEqual({ feature: 'https://w', endpoints: [endpoint, second] });
+        await db.write(async (tx) => { await tx.webhooks.deleteEndpoint(o.id, second.id); await tx.webhooks.deleteEndpoint(o.id, endpoint.id); });
+        expect(await db.read((tx) => tx.webhooks.activityTargets(o.id, 'FEATURE_NAME_WEBHOOK'))).toEqual({ feature: 'https://w', endpoints: [] });
+        await db.write(async (tx) => { await tx.features.remove(o.id, 'FEATURE_NAME_WEBHOOK'); await tx.webhooks.insertEndpoint(endpoint); });
         expect(await db.write((tx) => tx.webhooks.claim(d1.id, 10, 500))).toBe(true);
         expect(await db.write((tx) => tx.webhooks.claim(d1.id, 10, 600))).toBe(false); // moved since
         await db.write((tx) => tx.webhooks.retryAt(d2.id, 1, 700));
