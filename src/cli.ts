@@ -1,4 +1,4 @@
-/** `kmas` command line: serve, init, migrate, backup, api-key, --help, --version. */
+/** `kmas` command line: serve, init, migrate, migrate-store, backup, api-key, --help, --version. */
 import fs from 'node:fs';
 import path from 'node:path';
 import { packageRoot } from './paths.js';
@@ -18,6 +18,13 @@ Usage:
                            bootstrap.json, exit
   kmas migrate [options]   apply the storage's pending migrations (DATABASE_URL, else DATA_DIR/kmas.sqlite)
                            and print the schema version; a node does this itself at start
+  kmas migrate-store --from <DATA_DIR> --to postgres://…
+                           move an embedded installation (DATA_DIR/kmas.sqlite, its server keys
+                           included) into an EMPTY PostgreSQL database in one transaction; --from
+                           defaults to DATA_DIR, --to to DATABASE_URL. KMAS_MASTER_KEY is required and
+                           must be the installation's master key (DATA_DIR/master.key): nothing is
+                           re-sealed. Stop the server first; the source is only read. Checks row
+                           counts and that moved keys still sign; prints a JSON summary
   kmas backup <file> [--data-dir <dir>]
                            copy DATA_DIR/kmas.sqlite to a new file while the server may keep
                            serving (SQLite online backup, integrity-checked); keep the master key
@@ -87,6 +94,13 @@ export async function main(argv: string[], env: Record<string, string | undefine
         }
         return 0;
       }
+      case 'migrate-store': {
+        const { dataDir, databaseUrl, masterKey } = migrateStoreConfig(rest, env);
+        const { migrateStore } = await import('./migratestore.js');
+        const summary = await migrateStore({ dataDir, dbFile: DB_FILE, databaseUrl, masterKey });
+        process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
+        return 0;
+      }
       case 'serve': {
         serving = true;
         const config = loadConfig({ env, argv: rest });
@@ -124,6 +138,27 @@ export async function main(argv: string[], env: Record<string, string | undefine
     report(err instanceof Error ? err.message : String(err));
     return 1;
   }
+}
+
+/**
+ * migrate-store's settings: --from is --data-dir (DATA_DIR), --to is --database-url (DATABASE_URL),
+ * so both are read and checked as everywhere else; KMAS_MASTER_KEY (or --master-key) is required.
+ */
+function migrateStoreConfig(argv: string[], env: Record<string, string | undefined>): { dataDir: string; databaseUrl: string; masterKey: string } {
+  const renamed: Record<string, string> = { '--from': '--data-dir', '--to': '--database-url' };
+  const args = argv.map((a) => {
+    const eq = a.indexOf('=');
+    const flag = eq >= 0 ? a.slice(0, eq) : a;
+    const to = renamed[flag];
+    return to === undefined ? a : eq >= 0 ? to + a.slice(eq) : to;
+  });
+  const hasMasterKey = (env.KMAS_MASTER_KEY ?? '') !== '' || args.some((a) => a === '--master-key' || a.startsWith('--master-key='));
+  if (!hasMasterKey) {
+    throw new ConfigError('migrate-store needs KMAS_MASTER_KEY: the installation\'s master key (the content of DATA_DIR/master.key, or the KMAS_MASTER_KEY it ran with), which the PostgreSQL nodes will use too');
+  }
+  const config = loadConfig({ env, argv: args });
+  if (config.databaseUrl === undefined) throw new ConfigError('migrate-store needs the target: --to postgres://… (or DATABASE_URL)');
+  return { dataDir: config.dataDir, databaseUrl: config.databaseUrl, masterKey: config.masterKey! };
 }
 
 /** The "version" of kmas's package.json. */

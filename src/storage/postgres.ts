@@ -70,8 +70,9 @@ class StalePlanError extends Error {
 /**
  * The pool's own type parsers: bigint columns (times, counters, seq) come back as numbers, as
  * SQLite gives them (every value kmas stores is below 2^53). Nothing global is changed.
+ * (Also the parsers of `kmas migrate-store`'s connection, which reads through pgRepositories.)
  */
-function typeParsers(): pg.CustomTypesConfig {
+export function typeParsers(): pg.CustomTypesConfig {
   const types = new pg.TypeOverrides();
   types.setTypeParser(INT8_OID, 'text', (v: string) => Number(v));
   return types as unknown as pg.CustomTypesConfig;
