@@ -3,7 +3,7 @@
 // the process exits — also when it is killed: a watchdog shell outlives it for that. Without
 // binaries and without a URL, testDatabaseUrl() gives undefined and the suite skips LOUDLY
 // (missingPostgres prints the banner).
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -55,6 +55,20 @@ function runPg(bin: string, args: string[], timeout = 60_000): void {
   if (r.status !== 0) throw new Error(`${bin} ${args.join(' ')} failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
 }
 
+/**
+ * The same without blocking this process: a fault test's clients keep sending while PostgreSQL
+ * stops or starts, as they would against a server that fails on its own.
+ */
+function runPgAsync(bin: string, args: string[], timeout = 60_000): Promise<void> {
+  const [cmd, argv] = isRoot ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args];
+  return new Promise((resolve, reject) => {
+    execFile(cmd, argv, { encoding: 'utf8', timeout }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${bin} ${args.join(' ')} failed (${err.code ?? err.signal}):\n${stdout}\n${stderr}`));
+      else resolve();
+    });
+  });
+}
+
 async function startCluster(bins: Binaries): Promise<string> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kmas-pg-'));
   const data = path.join(dir, 'data');
@@ -72,10 +86,9 @@ async function startCluster(bins: Binaries): Promise<string> {
     const port = await freePort();
     // fsync=off loses nothing unless the machine itself crashes; commits stay synchronous, so a
     // server stopped with -m immediate (the fault tests) keeps every acknowledged commit.
-    const start = () => runPg(bins.pgCtl, ['start', '-w', '-t', '60', '-D', data, '-l', log, '-o',
-      `-c fsync=off -c listen_addresses=127.0.0.1 -p ${port} -k ${dir}`]);
-    start();
-    control = { start, stop: () => runPg(bins.pgCtl, ['stop', '-D', data, '-m', 'immediate']) };
+    const startArgs = ['start', '-w', '-t', '60', '-D', data, '-l', log, '-o', `-c fsync=off -c listen_addresses=127.0.0.1 -p ${port} -k ${dir}`];
+    runPg(bins.pgCtl, startArgs);
+    control = { start: () => runPgAsync(bins.pgCtl, startArgs), stop: () => runPgAsync(bins.pgCtl, ['stop', '-D', data, '-m', 'immediate']) };
     process.once('exit', stop);
     // Should this process die without running its exit handlers (SIGKILL, a worker torn down),
     // the watchdog stops the cluster and removes its directory once the process is gone.
@@ -93,7 +106,7 @@ async function startCluster(bins: Binaries): Promise<string> {
 }
 
 /** the throwaway cluster's pg_ctl start / stop -m immediate (same port and data) */
-let control: { start(): void; stop(): void } | undefined;
+let control: { start(): Promise<void>; stop(): Promise<void> } | undefined;
 let cluster: Promise<string | undefined> | undefined;
 /** the throwaway cluster's URL (its databases go with it) */
 let throwaway: string | undefined;
@@ -157,7 +170,7 @@ export async function dropFreshDatabases(): Promise<void> {
 export async function controlTestCluster(action: 'stop' | 'start'): Promise<boolean> {
   const base = await testDatabaseUrl();
   if (!base || base !== throwaway || !control) return false;
-  control[action]();
+  await control[action]();
   return true;
 }
 
