@@ -110,7 +110,11 @@ export interface KeyStore {
     /** unexpired targets of the user and kind, newest first */
     listValid(organizationId: string, userId: string, kind: ImportTargetRow['kind'], nowMs: number): Promise<ImportTargetRow[]>;
     insert(row: ImportTargetRow): Promise<void>;
-    delete(id: string): Promise<void>;
+    /**
+     * Uses a target up: false when it was gone already (a concurrent transaction used it first:
+     * on PostgreSQL two nodes may both have listed it; the one whose delete finds no row must fail).
+     */
+    delete(id: string): Promise<boolean>;
     /** drops expired targets */
     purgeExpired(nowMs: number): Promise<void>;
   };
@@ -339,7 +343,7 @@ export function sqliteKeyStore(db: Database.Database, cache: RowCache): Sync<Key
     importTargets: {
       listValid: (org, user, kind, now) => s.tValid.all(org, user, kind, now).map(targetFrom),
       insert: (t) => { s.tInsert.run(t.id, t.organizationId, t.userId, t.kind, buf(t.sealed), t.createdMs, t.expiresMs); },
-      delete: (id) => { s.tDelete.run(id); },
+      delete: (id) => s.tDelete.run(id).changes > 0,
       purgeExpired: (now) => { s.tPurge.run(now); },
     },
     secrets: {

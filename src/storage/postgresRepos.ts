@@ -328,7 +328,7 @@ function keyStore(q: Queries): KeyStore {
         await q.run('INSERT INTO import_targets (id, organization_id, user_id, kind, sealed, created_ms, expires_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)',
           [t.id, t.organizationId, t.userId, t.kind, buf(t.sealed), t.createdMs, t.expiresMs]);
       },
-      delete: async (id) => { await q.run('DELETE FROM import_targets WHERE id = $1', [id]); },
+      delete: async (id) => (await q.run('DELETE FROM import_targets WHERE id = $1', [id])) > 0,
       purgeExpired: async (now) => { await q.run('DELETE FROM import_targets WHERE expires_ms <= $1', [now]); },
     },
     secrets: {
@@ -537,7 +537,7 @@ export function pgRepositories(q: Queries): Repositories {
       insert: (o) => exec('INSERT INTO otps (id, organization_id, user_id, otp_type, contact, sealed_code, sealed_target, attempts, expires_ms, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
         [o.id, o.organizationId, o.userId, o.otpType, o.contact, buf(o.sealedCode), o.sealedTarget === null ? null : buf(o.sealedTarget), o.attempts, o.expiresMs, o.createdMs]),
       setAttempts: (id, n) => exec('UPDATE otps SET attempts = $1 WHERE id = $2', [n, id]),
-      delete: (id) => exec('DELETE FROM otps WHERE id = $1', [id]),
+      delete: (id) => changed('DELETE FROM otps WHERE id = $1', [id]),
       deleteByUser: (org, user) => exec('DELETE FROM otps WHERE organization_id = $1 AND user_id = $2', [org, user]),
       deleteExpired: (ms) => exec('DELETE FROM otps WHERE expires_ms < $1', [ms]),
     },

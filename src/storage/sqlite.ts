@@ -459,7 +459,7 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       get: (org, id) => { const r = s.otpGet.get(org, id); return r ? otpFrom(r) : undefined; },
       insert: (o) => { s.otpInsert.run(o.id, o.organizationId, o.userId, o.otpType, o.contact, o.sealedCode, o.sealedTarget, o.attempts, o.expiresMs, o.createdMs); },
       setAttempts: (id, n) => { s.otpAttempts.run(n, id); },
-      delete: (id) => { s.otpDelete.run(id); },
+      delete: (id) => s.otpDelete.run(id).changes > 0,
       deleteByUser: (org, user) => { s.otpDeleteByUser.run(org, user); },
       deleteExpired: (ms) => { s.otpDeleteExpired.run(ms); },
     },

@@ -487,7 +487,8 @@ export interface Repositories {
     get(organizationId: string, id: string): Promise<OtpRow | undefined>;
     insert(row: OtpRow): Promise<void>;
     setAttempts(id: string, attempts: number): Promise<void>;
-    delete(id: string): Promise<void>;
+    /** Uses a code up: false when it was gone already (a concurrent transaction used it first). */
+    delete(id: string): Promise<boolean>;
     /** Removes the codes of a user (deleted user) or those expired before nowMs. */
     deleteByUser(organizationId: string, userId: string): Promise<void>;
     deleteExpired(nowMs: number): Promise<void>;

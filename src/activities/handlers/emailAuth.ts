@@ -222,7 +222,7 @@ export async function checkOtp(ctx: ExecContext, otpId: string, code: string, wi
   const row = await tx.otps.get(organization.id, otpId);
   if (!row || (row.sealedTarget !== null) !== withTarget) throw notFound('no such one-time code (used, expired or never sent)', 'OTP_NOT_FOUND');
   if (row.expiresMs <= nowMs) {
-    ctx.keepOnFailure?.(() => tx.otps.delete(row.id));
+    ctx.keepOnFailure?.(async () => { await tx.otps.delete(row.id); });
     throw failedPrecondition('the one-time code has expired; request a new one');
   }
   const want = utf8(ctx.services.vault.openText(row.sealedCode, otpContext(organization.id, row.id)).toUpperCase());
@@ -234,7 +234,8 @@ export async function checkOtp(ctx: ExecContext, otpId: string, code: string, wi
     ctx.keepOnFailure?.(async () => { if (attempts >= MAX_OTP_ATTEMPTS) await tx.otps.delete(row.id); else await tx.otps.setAttempts(row.id, attempts); });
     throw permissionDenied(attempts >= MAX_OTP_ATTEMPTS ? 'wrong one-time code; it is used up, request a new one' : 'wrong one-time code', 'OTP_INVALID');
   }
-  await tx.otps.delete(row.id);
+  // Used up here, unless a concurrent transaction (another node) used it first: then it is gone.
+  if (!await tx.otps.delete(row.id)) throw notFound('no such one-time code (used, expired or never sent)', 'OTP_NOT_FOUND');
   return row;
 }
 

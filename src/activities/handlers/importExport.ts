@@ -76,6 +76,14 @@ async function withImportTarget<T>(tx: Tx, organizationId: string, userId: strin
     [{ field: 'encryptedBundle', description: 'must be encrypted to the importBundle returned by the latest init_import call' }]);
 }
 
+/** Uses the target up; refused as if none were pending when a concurrent import (another node) used it first. */
+async function useTarget(tx: Tx, target: ImportTargetRow, userId: string): Promise<void> {
+  if (await tx.keys.importTargets.delete(target.id)) return;
+  const initOp = target.kind === 'wallet' ? 'init_import_wallet' : 'init_import_private_key';
+  throw new ApiError(Grpc.FAILED_PRECONDITION, `no pending import for user ${userId}: call ${initOp} first (import bundles expire after ${IMPORT_TARGET_TTL_MS / 60000} minutes and are used once)`,
+    { turnkeyErrorCode: 'IMPORT_NOT_INITIALIZED', fieldViolations: [{ field: 'encryptedBundle', description: `no pending ${initOp} for this user` }] });
+}
+
 // ---- import_wallet ------------------------------------------------------------------------------
 
 interface ImportWallet { userId: string; walletName: string; encryptedBundle: string; accounts: AccountParams[] }
@@ -109,7 +117,7 @@ export const importWallet: SubmitOperation<ImportWallet, { walletId: string; add
     const id = ctx.newId();
     const { target, value } = await withImportTarget(tx, org, intent.userId, 'wallet', nowMs, (t) =>
       vault.importWallet(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, ctxWallet(org, id)));
-    await tx.keys.importTargets.delete(target.id);
+    await useTarget(tx, target, intent.userId);
     const wallet: WalletRow = {
       id, organizationId: org, name: intent.walletName, sealedMnemonic: value.sealedMnemonic, imported: true, exported: false,
       createdMs: nowMs, updatedMs: nowMs,
@@ -153,7 +161,7 @@ export const importPrivateKey: SubmitOperation<ImportPrivateKey, { privateKeyId:
     const curve = curveId(intent.curve);
     const { target, value } = await withImportTarget(tx, org, intent.userId, 'private_key', nowMs, (t) =>
       vault.importPrivateKey(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, curve, ctxPrivateKey(org, id)));
-    await tx.keys.importTargets.delete(target.id);
+    await useTarget(tx, target, intent.userId);
     const addresses = cryptoCall(() => privateKeyAddresses(curve, value.publicKey, intent.addressFormats));
     await tx.keys.privateKeys.insert({
       id, organizationId: org, name: intent.privateKeyName, curve: intent.curve, publicKey: Buffer.from(value.publicKey).toString('hex'),

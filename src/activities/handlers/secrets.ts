@@ -145,7 +145,11 @@ export const importSecrets: SubmitOperation<{ secrets: ImportSecret[] }, { secre
     const ids = intent.secrets.map(() => ctx.newId());
     for (const [i, { target, sealed }] of (await openAll(tx, ctx.services.vault, organization.id, intent.secrets, nowMs, (i) => ids[i]!)).entries()) {
       const s = intent.secrets[i]!;
-      await tx.keys.importTargets.delete(target.id);
+      if (!await tx.keys.importTargets.delete(target.id)) {
+        // a concurrent import (another node) used the target first
+        throw new ApiError(Grpc.INVALID_ARGUMENT, `secrets[${i}].targetPublicKey: no pending init_import_secrets target has this public key (targets expire after ${IMPORT_TARGET_TTL_MS / 60000} minutes and are used once)`,
+          { turnkeyErrorCode: 'IMPORT_NOT_INITIALIZED', fieldViolations: [{ field: `secrets[${i}].targetPublicKey`, description: 'must be the targetPublic of an unused enclaveTargetMessages entry' }] });
+      }
       await tx.orgSecrets.insert({ id: ids[i]!, organizationId: organization.id, name: s.name ?? null, staticProperties: s.staticProperties, sealed, createdMs: nowMs });
     }
     return { secretIds: ids };
