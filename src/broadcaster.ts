@@ -27,6 +27,8 @@ import { enqueueTransactionEvent } from './webhooks.js';
 export interface BroadcastOptions {
   /** how often a BROADCASTING transaction's receipt is looked for (ms) */
   pollMs: number;
+  /** the longest the outbox goes without looking for due rows (OUTBOX_POLL_MS) */
+  outboxPollMs: number;
 }
 
 const MAX_IN_FLIGHT = 16;
@@ -70,7 +72,7 @@ export class Broadcaster {
       claim: (row, until) => db.write((tx) => tx.sendTransactions.claim(row.id, row.nextCheckMs!, until)),
       nextDueMs: () => db.read((tx) => tx.sendTransactions.nextDueMs()),
       release: async (row, until) => { await db.write((tx) => tx.sendTransactions.claim(row.id, until, Date.now())); },
-    }, (row) => this.#work(row), log, { what: 'broadcasting', maxInFlight: MAX_IN_FLIGHT, leaseMs: 2 * chains.timeoutMs + 1_000 });
+    }, (row) => this.#work(row), log, { what: 'broadcasting', maxInFlight: MAX_IN_FLIGHT, leaseMs: 2 * chains.timeoutMs + 1_000, pollMs: opts.outboxPollMs });
     this.kick(); // rows left from before a restart
   }
 

@@ -57,6 +57,8 @@ export interface Config {
   rpcPollMs: number;
   /** Broadcasting: how long one JSON-RPC call may take (ms). */
   rpcTimeoutMs: number;
+  /** Outboxes (src/outbox.ts): the longest a node goes without looking for due rows (ms). */
+  outboxPollMs: number;
   /** GET /metrics on a listener of its own (0 = any free port); unset: on the API port. */
   metricsPort?: number;
   /** Address of the metrics listener; unset: HOST. */
@@ -247,6 +249,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'rpcUrls', env: 'RPC_URLS', flag: '--rpc-urls', def: '', doc: 'JSON-RPC endpoints of the networks kmas broadcasts to (eth_send_transaction, eth_send_raw_transaction, sol_send_transaction, get_nonces, balances), as comma-separated caip2=url entries: eip155:<chain id>=<url> or solana:<genesis hash prefix>=<url> (solana:mainnet / solana:devnet stand for theirs); https, or http (warned about beyond loopback); unset: broadcasting is refused', parse: rpcList },
   { key: 'rpcPollMs', env: 'RPC_POLL_MS', flag: '--rpc-poll-ms', def: '2000', doc: 'Broadcasting: how often the receipt of a sent transaction is looked for (ms)', parse: int(20, 600_000) },
   { key: 'rpcTimeoutMs', env: 'RPC_TIMEOUT_MS', flag: '--rpc-timeout-ms', def: '10000', doc: 'Broadcasting: how long one JSON-RPC call may take (ms)', parse: int(100, 300_000) },
+  { key: 'outboxPollMs', env: 'OUTBOX_POLL_MS', flag: '--outbox-poll-ms', def: '5000', doc: 'Webhook, e-mail and broadcast outboxes: the longest a node goes without looking for due rows (ms), so that rows another node (or WORKERS process) enqueued, or left when it died, are taken up once their lease ends', parse: int(20, 600_000) },
   { key: 'metricsPort', env: 'METRICS_PORT', flag: '--metrics-port', def: undefined, doc: 'Serve GET /metrics (Prometheus) on a listener of its own at this port (0 = any free port) instead of the API port', parse: int(0, 65535) },
   { key: 'metricsHost', env: 'METRICS_HOST', flag: '--metrics-host', def: undefined, doc: 'Address of the METRICS_PORT listener; unset: HOST', parse: nonEmpty },
   { key: 'metricsToken', env: 'METRICS_TOKEN', flag: '--metrics-token', def: undefined, doc: 'Bearer token GET /metrics requires (Authorization: Bearer <token>); unset: none (prefer the env variable)', parse: token },

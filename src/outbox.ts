@@ -3,7 +3,8 @@
  * time (webhook deliveries and e-mails in webhooks.ts, sent transactions in broadcaster.ts):
  * look only at what is on disk, take each due row under a lease (so the processes of a WORKERS
  * pool never work on one row at once, and a row whose process died comes due again), run at most
- * `maxInFlight` at once, and sleep until the next row is due.
+ * `maxInFlight` at once, and sleep until the next row is due — at most `pollMs`, since rows other
+ * processes or nodes write do not wake this one.
  */
 import type { Logger } from './log.js';
 import type { Db } from './storage/types.js';
@@ -25,6 +26,12 @@ export interface OutboxOptions {
   maxInFlight: number;
   /** how long a claimed row stays this process's */
   leaseMs: number;
+  /**
+   * The longest this process sleeps without looking at the store, also when no row is due: only
+   * its own commits kick it, so rows another process enqueued (a WORKERS pool's, another node's on
+   * PostgreSQL) or left under a lease when it died would otherwise wait for the next kick.
+   */
+  pollMs: number;
 }
 
 export class Outbox<R extends { id: string }> {
@@ -96,9 +103,10 @@ export class Outbox<R extends { id: string }> {
     // All slots busy: the row that ends first kicks again (a timer now would only spin).
     if (this.#inFlight.size >= this.opts.maxInFlight) return;
     const next = await this.rows.nextDueMs();
-    if (next === undefined || this.#closed) return;
+    if (this.#closed) return;
     if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => { this.#timer = undefined; this.kick(); }, Math.min(Math.max(0, next - Date.now()), 2 ** 31 - 1));
+    const wait = next === undefined ? this.opts.pollMs : Math.min(Math.max(0, next - Date.now()), this.opts.pollMs);
+    this.#timer = setTimeout(() => { this.#timer = undefined; this.kick(); }, wait);
     this.#timer.unref();
   }
 

@@ -101,7 +101,7 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   const mailer = config.smtpUrl ? new Mailer(vault, { smtpUrl: config.smtpUrl, timeoutMs: config.webhookTimeoutMs }, config.mailFrom)
     : config.mailDir ? new Mailer(vault, { dir: config.mailDir }, config.mailFrom) : undefined;
   const webhooks = new WebhookDispatcher(db, (m) => vault.signWebhook(m), vault.webhookPublicKey!, log,
-    { retryBaseMs: config.webhookRetryMs, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs, mailer });
+    { retryBaseMs: config.webhookRetryMs, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs, pollMs: config.outboxPollMs, mailer });
   const chains = new Networks(config.rpcUrls, config.rpcTimeoutMs);
   for (const entry of config.rpcUrls) {
     const u = new URL(entry.slice(entry.indexOf('=') + 1));
@@ -110,7 +110,7 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
     }
   }
   const kickDeliveries = () => webhooks.kick();
-  const broadcaster = new Broadcaster(db, chains, kickDeliveries, log, { pollMs: config.rpcPollMs });
+  const broadcaster = new Broadcaster(db, chains, kickDeliveries, log, { pollMs: config.rpcPollMs, outboxPollMs: config.outboxPollMs });
   const services: Services = {
     vault, chains, auth: { oidc: new OidcVerifier(config.oidcIssuers), mail: mailer !== undefined },
     kick: { deliveries: kickDeliveries, broadcasts: () => broadcaster.kick() },

@@ -50,6 +50,8 @@ export interface WebhookOptions {
   maxAttempts: number;
   /** Time a receiver has to answer (ms). */
   timeoutMs: number;
+  /** The longest the outbox goes without looking for due rows (OUTBOX_POLL_MS). */
+  pollMs: number;
   /** Sends the `mailto:` rows (SMTP_URL); without it they are given up. */
   mailer?: Mailer;
 }
@@ -160,7 +162,7 @@ export class WebhookDispatcher {
       claim: (row, until) => db.write((tx) => tx.webhooks.claim(row.id, row.nextAttemptMs, until)),
       nextDueMs: () => db.read((tx) => tx.webhooks.nextDueMs()),
       release: async (row, until) => { await db.write((tx) => tx.webhooks.claim(row.id, until, Date.now())); },
-    }, (row) => this.#deliver(row), log, { what: 'webhook dispatch', maxInFlight: MAX_IN_FLIGHT, leaseMs: 2 * opts.timeoutMs + 1_000 });
+    }, (row) => this.#deliver(row), log, { what: 'webhook dispatch', maxInFlight: MAX_IN_FLIGHT, leaseMs: 2 * opts.timeoutMs + 1_000, pollMs: opts.pollMs });
     // Events left from before a restart.
     this.kick();
   }

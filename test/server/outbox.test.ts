@@ -26,7 +26,7 @@ describe('Outbox.close', () => {
         claim: (r, until) => db.write((tx) => tx.webhooks.claim(r.id, r.nextAttemptMs, until)),
         nextDueMs: () => db.read((tx) => tx.webhooks.nextDueMs()),
         release: async (r, until) => { await db.write((tx) => tx.webhooks.claim(r.id, until, Date.now())); },
-      }, (r) => { started.push(r.id); return new Promise<void>((res) => { finishSlow = res; }); }, createLogger('silent'), { what: 'test', maxInFlight: 4, leaseMs: 3_600_000 });
+      }, (r) => { started.push(r.id); return new Promise<void>((res) => { finishSlow = res; }); }, createLogger('silent'), { what: 'test', maxInFlight: 4, leaseMs: 3_600_000, pollMs: 3_600_000 });
       outbox.kick();
       for (let i = 0; i < 200 && started.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
       expect(started).toEqual(['slow']);
