@@ -1,6 +1,6 @@
 /** The shapes every operation handler implements; the registry maps paths to them. */
 import type { Principal } from '../domain/principal.js';
-import type { OrganizationRow, Tx } from '../storage/types.js';
+import type { LockName, OrganizationRow, Tx } from '../storage/types.js';
 import type { StampCheck } from '../crypto/signpool.js';
 import type { Obj } from '../domain/validate.js';
 import type { PolicyTargets } from '../policy/scope.js';
@@ -76,6 +76,12 @@ export interface SubmitOperation<I = unknown, R = unknown> {
   execute(ctx: ExecContext, intent: I): R | Promise<R>;
   /** true when execute changes nothing in the store (signing): it then needs no savepoint of its own. */
   readOnly?: boolean;
+  /**
+   * Locks (storage/types.ts LockName) the engine takes before execute's savepoint, held to the end
+   * of the transaction: a lock taken inside the savepoint is released when a failing execute rolls
+   * it back, before what keepOnFailure writes is committed.
+   */
+  locks?(intent: I): { name: LockName; key: string }[];
   /**
    * Optional work done before the transaction, after validate and authorize passed outside it,
    * e.g. signing on a worker thread while the event loop serves other requests. It must change

@@ -548,6 +548,8 @@ export type LockName =
   | 'approval'
   /** one sender's nonces on one network (eth_send_transaction) */
   | 'sender-nonce'
+  /** one one-time code (keyed by its id): checks of it, right or wrong, are counted one at a time */
+  | 'one-time-code'
   /** start-up: creating the root organization and the server's keys */
   | 'bootstrap';
 

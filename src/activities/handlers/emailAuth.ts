@@ -213,6 +213,13 @@ export async function sendOtp(ctx: ExecContext, intent: InitOtp, to: string, use
 }
 
 /**
+ * The lock the operations that check a code take (SubmitOperation.locks): checks of one code, right
+ * or wrong, run one at a time, each after the last one's count is committed. (On PostgreSQL, wrong
+ * guesses racing on several nodes all read the same count: none used the code up.)
+ */
+export const otpLock = (otpId: string) => ({ name: 'one-time-code' as const, key: otpId });
+
+/**
  * Checks a code against the stored one (`withTarget`: the code came from init_otp, not
  * init_otp_auth). A right code is used up and its row returned; a wrong one is counted (kept
  * although the activity fails) and the third uses the code up.
@@ -282,6 +289,7 @@ export const otpAuth: SubmitOperation<OtpAuth, { userId: string; apiKeyId: strin
     return { otpId: otpId!, otpCode: otpCode!, targetPublicKey: targetPublicKey!, ...common };
   },
   authorize(p) { requireAuthFlowCaller(p, 'check one-time codes'); },
+  locks: (intent) => [otpLock(intent.otpId)],
   async execute(ctx, intent) {
     const row = await checkOtp(ctx, intent.otpId, intent.otpCode, false);
     const user = await requireUser(ctx.tx, ctx.organization.id, row.userId!);

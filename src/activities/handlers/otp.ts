@@ -21,7 +21,7 @@ import type { OrganizationRow, Tx } from '../../storage/types.js';
 import type { Vault } from '../../crypto/index.js';
 import { keysFor, type SubmitOperation } from '../types.js';
 import { Validator, type Obj } from '../../domain/validate.js';
-import { authorizeInitOtp, checkOtp, findUserByEmail, markEmailVerified, readInitOtp, sendOtp, userByEmail, type InitOtp } from './emailAuth.js';
+import { authorizeInitOtp, checkOtp, findUserByEmail, markEmailVerified, otpLock, readInitOtp, sendOtp, userByEmail, type InitOtp } from './emailAuth.js';
 import { loginOptions, readLoginCommon, readP256Key, requireAuthFlowCaller, type LoginCommon } from './oauth.js';
 
 const DEFAULT_TOKEN_SECONDS = 3600;
@@ -97,6 +97,7 @@ export const verifyOtp: SubmitOperation<VerifyOtp, { verificationToken: string }
     };
   },
   authorize(p) { requireAuthFlowCaller(p, 'check one-time codes'); },
+  locks: (intent) => [otpLock(intent.otpId)],
   async execute(ctx, intent) {
     const { tx, organization, nowMs } = ctx;
     let code = intent.otpCode ?? '';
