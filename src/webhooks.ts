@@ -38,6 +38,8 @@ import { sha256 } from './crypto/curves.js';
 import type { Mailer } from './mail.js';
 
 export const WEBHOOK_FEATURE = 'FEATURE_NAME_WEBHOOK';
+/** The member of an activity event's body that carries its log entry's index and the latest checkpoint. */
+export const LOG_MEMBER = 'kmasLog';
 export const ACTIVITY_EVENT = 'ACTIVITY_UPDATES';
 export const TRANSACTION_EVENT = 'SEND_TRANSACTION_STATUS_UPDATES';
 const MAX_IN_FLIGHT = 8;
@@ -101,11 +103,16 @@ async function enqueueEvents(tx: Tx, kick: () => void, urls: Set<string>, row: O
  * activity's organization and of its parent (each address once). Cached lookups only when there
  * is none.
  */
-export async function enqueueActivityEvents(tx: Tx, kick: () => void, organization: OrganizationRow, activityId: string, body: string, nowMs: number): Promise<void> {
+export async function enqueueActivityEvents(
+  tx: Tx, kick: () => void, organization: OrganizationRow, activityId: string, recordJson: string, nowMs: number, logIndex?: number,
+): Promise<void> {
   const urls = new Set<string>();
   await activityAddresses(tx, organization.id, urls);
   if (organization.parentId !== null) await activityAddresses(tx, organization.parentId, urls);
   if (urls.size === 0) return;
+  // The activity object plus kmas's own member `kmasLog`: the index of this change's entry in the
+  // organization's verifiable log (the dispatcher adds the latest checkpoint when it sends).
+  const body = logIndex === undefined ? recordJson : `${recordJson.slice(0, -1)},"${LOG_MEMBER}":{"index":${logIndex}}}`;
   await enqueueEvents(tx, kick, urls, { organizationId: organization.id, activityId, eventType: ACTIVITY_EVENT, body, createdMs: nowMs });
 }
 

@@ -19,6 +19,7 @@ import type { StampCheck } from '../crypto/signpool.js';
 import type { Obj } from '../domain/validate.js';
 import { enqueueActivityEvents } from '../webhooks.js';
 import { CREDENTIAL } from '../auth/services.js';
+import { appendActivity } from '../domain/activityLog.js';
 
 export const STATUS_COMPLETED = 'ACTIVITY_STATUS_COMPLETED';
 export const STATUS_FAILED = 'ACTIVITY_STATUS_FAILED';
@@ -185,7 +186,9 @@ async function storeActivity(
     createdMs: nowMs, updatedMs: nowMs, record, recordJson,
   };
   await tx.activities.insert(row);
-  await enqueueActivityEvents(tx, services.kick.deliveries, organization, id, recordJson, nowMs);
+  // In this transaction: if the log cannot take the entry, the activity is not stored either.
+  const logIndex = await appendActivity(tx, record, nowMs, nowMs);
+  await enqueueActivityEvents(tx, services.kick.deliveries, organization, id, recordJson, nowMs, logIndex);
   return { activity: record, activityJson: recordJson, reused: false };
 }
 
@@ -300,7 +303,9 @@ async function castVote(tx: Tx, input: SubmitInput, intent: { fingerprint: strin
   }
   const recordJson = JSON.stringify(record);
   await tx.activities.update({ ...row, status: record.status as string, updatedMs: nowMs, record, recordJson });
-  if (record.status !== STATUS_CONSENSUS_NEEDED) await enqueueActivityEvents(tx, services.kick.deliveries, organization, row.id, recordJson, nowMs);
+  // every vote and status change is an entry of the log, in this transaction
+  const logIndex = await appendActivity(tx, record, row.createdMs, nowMs);
+  if (record.status !== STATUS_CONSENSUS_NEEDED) await enqueueActivityEvents(tx, services.kick.deliveries, organization, row.id, recordJson, nowMs, logIndex);
   return { activity: record, activityJson: recordJson, reused: false };
 }
 

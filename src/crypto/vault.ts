@@ -21,13 +21,15 @@ import { createCredentialBundle, createExportBundle, createImportBundle, openEnc
 export const SIGNER_CONTEXT: AtRestContext = { kind: 'bundle_signer', organizationId: '', recordId: 'bundle-signer' };
 export const WEBHOOK_SIGNER_CONTEXT: AtRestContext = { kind: 'webhook_signer', organizationId: '', recordId: 'webhook-signer' };
 export const SESSION_SIGNER_CONTEXT: AtRestContext = { kind: 'session_signer', organizationId: '', recordId: 'session-signer' };
+export const LOG_SIGNER_CONTEXT: AtRestContext = { kind: 'log_signer', organizationId: '', recordId: 'log-signer' };
 
 /** Keys of the server itself, created on first start and kept sealed (domain/keys.ts initKeys). */
-export type ServerKeyKind = 'bundleSigner' | 'webhookSigner' | 'sessionSigner';
+export type ServerKeyKind = 'bundleSigner' | 'webhookSigner' | 'sessionSigner' | 'logSigner';
 const SERVER_KEYS: Record<ServerKeyKind, { curve: CurveId; ctx: AtRestContext; publicKeyOf: (sk: Uint8Array) => string }> = {
   bundleSigner: { curve: 'p256', ctx: SIGNER_CONTEXT, publicKeyOf: signerPublicKeyHex },
   webhookSigner: { curve: 'ed25519', ctx: WEBHOOK_SIGNER_CONTEXT, publicKeyOf: (sk) => publicKeyHex('ed25519', getPublicKey('ed25519', sk)) },
   sessionSigner: { curve: 'p256', ctx: SESSION_SIGNER_CONTEXT, publicKeyOf: signerPublicKeyHex },
+  logSigner: { curve: 'ed25519', ctx: LOG_SIGNER_CONTEXT, publicKeyOf: (sk) => publicKeyHex('ed25519', getPublicKey('ed25519', sk)) },
 };
 
 export interface SealedKey {
@@ -130,6 +132,14 @@ export class Vault {
   /** Ed25519 signature (64 bytes) of `message` with the webhook signer, opened for this call only. */
   signWebhook(message: Uint8Array): Uint8Array {
     return this.#withServerKey('webhookSigner', (sk) => signEd25519(message, sk));
+  }
+
+  /** The log signer's raw 32-byte Ed25519 public key, lowercase hex (undefined: none installed). */
+  get logPublicKey(): string | undefined { return this.#serverKeys.get('logSigner')?.publicKey; }
+
+  /** Ed25519 signature (64 bytes) of `message` (a checkpoint's text) with the log signer, opened for this call only. */
+  signLog(message: Uint8Array): Uint8Array {
+    return this.#withServerKey('logSigner', (sk) => signEd25519(message, sk));
   }
 
   /** The session signer (session JWTs of the *_login flows), uncompressed lowercase hex (undefined: none installed). */

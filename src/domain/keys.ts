@@ -15,6 +15,7 @@ import type { Logger } from '../log.js';
 export const SIGNER_SECRET = 'bundle_signer';
 export const WEBHOOK_SIGNER_SECRET = 'webhook_signer';
 export const SESSION_SIGNER_SECRET = 'session_signer';
+export const LOG_SIGNER_SECRET = 'log_signer';
 
 /**
  * Start-up: master key (KMAS_MASTER_KEY, else DATA_DIR/master.key created 0600), bundle signer
@@ -30,6 +31,7 @@ export async function initKeys(db: Db, dataDir: string, masterKeyText: string | 
     ['bundleSigner', SIGNER_SECRET, 'bundle signer'],
     ['webhookSigner', WEBHOOK_SIGNER_SECRET, 'webhook signer'],
     ['sessionSigner', SESSION_SIGNER_SECRET, 'session signer'],
+    ['logSigner', LOG_SIGNER_SECRET, 'log signer'],
   ];
   const useStored = (kind: ServerKeyKind, label: string, stored: { sealed: Uint8Array; publicKey: string }) => {
     try {
@@ -61,9 +63,11 @@ export async function initKeys(db: Db, dataDir: string, masterKeyText: string | 
   const file = path.join(dataDir, 'bootstrap.json');
   try {
     const info = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
-    if (info.signerPublicKey !== vault.signerPublicKey || info.sessionSignerPublicKey !== vault.sessionSignerPublicKey) {
+    if (info.signerPublicKey !== vault.signerPublicKey || info.sessionSignerPublicKey !== vault.sessionSignerPublicKey || info.logPublicKey !== vault.logPublicKey) {
       info.signerPublicKey = vault.signerPublicKey;
       info.sessionSignerPublicKey = vault.sessionSignerPublicKey;
+      // the verifiable activity log's key (raw Ed25519, hex); its note verifier key is at GET /.well-known/kmas-log-key
+      info.logPublicKey = vault.logPublicKey;
       const tmp = `${file}.${process.pid}.tmp`;
       fs.writeFileSync(tmp, JSON.stringify(info, null, 2) + '\n', { mode: 0o644 });
       fs.renameSync(tmp, file);

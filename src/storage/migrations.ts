@@ -421,4 +421,41 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE UNIQUE INDEX authenticators_organization_credential ON authenticators(organization_id, credential_id);
     `,
   },
+  {
+    version: 26,
+    name: 'the verifiable activity log: entries, stored subtree hashes, heads, signed checkpoints (one Merkle tree per organization)',
+    sql: `
+      CREATE TABLE log_heads (
+        organization_id TEXT PRIMARY KEY,
+        size INTEGER NOT NULL,
+        frontier BLOB NOT NULL,
+        root BLOB NOT NULL,
+        updated_ms INTEGER NOT NULL
+      );
+      CREATE TABLE log_entries (
+        organization_id TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        activity_id TEXT NOT NULL,
+        entry BLOB NOT NULL,
+        created_ms INTEGER NOT NULL,
+        PRIMARY KEY (organization_id, idx)
+      ) WITHOUT ROWID;
+      CREATE INDEX log_entries_activity ON log_entries(organization_id, activity_id, idx);
+      CREATE TABLE log_nodes (
+        organization_id TEXT NOT NULL,
+        level INTEGER NOT NULL,
+        idx INTEGER NOT NULL,
+        hash BLOB NOT NULL,
+        PRIMARY KEY (organization_id, level, idx)
+      ) WITHOUT ROWID;
+      CREATE TABLE log_checkpoints (
+        organization_id TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        root BLOB NOT NULL,
+        note TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        PRIMARY KEY (organization_id, size)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];

@@ -404,6 +404,43 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX send_transactions_sender ON send_transactions(caip2, from_address, status);
     `,
   },
+  {
+    version: 2,
+    name: 'the verifiable activity log (SQLite migration 26)',
+    sql: `
+      CREATE TABLE log_heads (
+        organization_id ${T} PRIMARY KEY,
+        size bigint NOT NULL,
+        frontier bytea NOT NULL,
+        root bytea NOT NULL,
+        updated_ms bigint NOT NULL
+      );
+      CREATE TABLE log_entries (
+        organization_id ${T} NOT NULL,
+        idx bigint NOT NULL,
+        activity_id ${T} NOT NULL,
+        entry bytea NOT NULL,
+        created_ms bigint NOT NULL,
+        PRIMARY KEY (organization_id, idx)
+      );
+      CREATE INDEX log_entries_activity ON log_entries(organization_id, activity_id, idx);
+      CREATE TABLE log_nodes (
+        organization_id ${T} NOT NULL,
+        level integer NOT NULL,
+        idx bigint NOT NULL,
+        hash bytea NOT NULL,
+        PRIMARY KEY (organization_id, level, idx)
+      );
+      CREATE TABLE log_checkpoints (
+        organization_id ${T} NOT NULL,
+        size bigint NOT NULL,
+        root bytea NOT NULL,
+        note ${T} NOT NULL,
+        created_ms bigint NOT NULL,
+        PRIMARY KEY (organization_id, size)
+      );
+    `,
+  },
 ];
 
 /** The session advisory lock held while migrating: (hashtext('kmas'), hashtext('schema_migrations')). */

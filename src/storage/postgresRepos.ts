@@ -6,7 +6,7 @@
  * row mappers below make them the types.ts shapes.
  */
 import type {
-  ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, ContractInterfaceRow, FeatureRow, InvitationRow, IpAllowlistRow, IpAllowlistRule,
+  ActivityListQuery, ActivityRow, ApiKeyRow, LogCheckpointRow, AuthenticatorRow, ContractInterfaceRow, FeatureRow, InvitationRow, IpAllowlistRow, IpAllowlistRule,
   OauthProviderRow, OrganizationRow, OtpRow, PendingActivityRow, PolicyEvaluationRow, PolicyRow, Repositories, SecretRow, SendTransactionRow,
   SubOrgFilter, TagRow, TagType, UserRow, VoteRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
 } from './types.js';
@@ -344,6 +344,10 @@ function keyStore(q: Queries): KeyStore {
 }
 
 /** The repositories over one unit of work's queries. */
+const checkpointFrom = (r: Row): LogCheckpointRow => ({
+  organizationId: str(r.organization_id), size: num(r.size), root: bytes(r.root), note: str(r.note), createdMs: num(r.created_ms),
+});
+
 export function pgRepositories(q: Queries): Repositories {
   const one = async <T>(sql: string, args: unknown[], from: (r: Row) => T): Promise<T | undefined> => {
     const r = await q.get(sql, args);
@@ -577,6 +581,36 @@ export function pgRepositories(q: Queries): Repositories {
       list: (activityId) => many('SELECT * FROM policy_evaluations WHERE activity_id = $1 ORDER BY seq', [activityId], evaluationFrom),
       insert: (e) => exec('INSERT INTO policy_evaluations (id, activity_id, organization_id, vote_id, evaluations, created_ms) VALUES ($1, $2, $3, $4, $5, $6)',
         [e.id, e.activityId, e.organizationId, e.voteId, JSON.stringify(e.evaluations), e.createdMs]),
+    },
+    log: {
+      head: (org) => one('SELECT * FROM log_heads WHERE organization_id = $1', [org], (r) => ({
+        organizationId: str(r.organization_id), size: num(r.size), frontier: bytes(r.frontier), root: bytes(r.root), updatedMs: num(r.updated_ms),
+      })),
+      setHead: (h) => exec(`INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $2, $3, $4, $5)
+        ON CONFLICT (organization_id) DO UPDATE SET size = excluded.size, frontier = excluded.frontier, root = excluded.root, updated_ms = excluded.updated_ms`,
+      [h.organizationId, h.size, buf(h.frontier), buf(h.root), h.updatedMs]),
+      insertEntry: (e) => exec('INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms) VALUES ($1, $2, $3, $4, $5)',
+        [e.organizationId, e.index, e.activityId, buf(e.entry), e.createdMs]),
+      entries: (org, start, end) => many('SELECT * FROM log_entries WHERE organization_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx', [org, start, end], (r) => ({
+        organizationId: str(r.organization_id), index: num(r.idx), activityId: str(r.activity_id), entry: bytes(r.entry), createdMs: num(r.created_ms),
+      })),
+      indexesOf: async (org, activityId) => (await q.all('SELECT idx FROM log_entries WHERE organization_id = $1 AND activity_id = $2 ORDER BY idx', [org, activityId])).map((r) => num(r.idx)),
+      insertNodes: async (org, nodes) => {
+        if (nodes.length === 0) return;
+        await q.run('INSERT INTO log_nodes (organization_id, level, idx, hash) SELECT $1, l, i, h FROM unnest($2::integer[], $3::bigint[], $4::bytea[]) AS t(l, i, h)',
+          [org, nodes.map((n) => n.level), nodes.map((n) => n.index), nodes.map((n) => buf(n.hash))]);
+      },
+      nodes: async (org, wanted) => {
+        if (wanted.length === 0) return [];
+        const rows = await q.all(`SELECT n.level, n.idx, n.hash FROM log_nodes n JOIN unnest($2::integer[], $3::bigint[]) AS w(l, i)
+          ON n.level = w.l AND n.idx = w.i WHERE n.organization_id = $1`, [org, wanted.map((w) => w.level), wanted.map((w) => w.index)]);
+        return rows.map((r) => ({ level: num(r.level), index: num(r.idx), hash: bytes(r.hash) }));
+      },
+      insertCheckpoint: (c) => exec('INSERT INTO log_checkpoints (organization_id, size, root, note, created_ms) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING',
+        [c.organizationId, c.size, buf(c.root), c.note, c.createdMs]),
+      checkpoint: (org, size) => (size === undefined
+        ? one('SELECT * FROM log_checkpoints WHERE organization_id = $1 ORDER BY size DESC LIMIT 1', [org], checkpointFrom)
+        : one('SELECT * FROM log_checkpoints WHERE organization_id = $1 AND size = $2', [org, size], checkpointFrom)),
     },
     activities: {
       get: (org, id) => one('SELECT * FROM activities WHERE organization_id = $1 AND id = $2', [org, id], activityFrom),

@@ -282,6 +282,17 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     actUpdate: q('UPDATE activities SET status = ?, updated_ms = ?, record = ? WHERE id = ?'),
     actInsert: q('INSERT INTO activities (id, organization_id, type, status, request_ms, fingerprint, created_ms, updated_ms, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     actCount: q<{ n: number }>('SELECT COUNT(*) AS n FROM activities WHERE organization_id = ?'),
+    logHead: q('SELECT * FROM log_heads WHERE organization_id = ?'),
+    logSetHead: q(`INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES (?, ?, ?, ?, ?)
+      ON CONFLICT (organization_id) DO UPDATE SET size = excluded.size, frontier = excluded.frontier, root = excluded.root, updated_ms = excluded.updated_ms`),
+    logEntryInsert: q('INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms) VALUES (?, ?, ?, ?, ?)'),
+    logEntries: q('SELECT * FROM log_entries WHERE organization_id = ? AND idx >= ? AND idx < ? ORDER BY idx'),
+    logIndexesOf: q<{ idx: number }>('SELECT idx FROM log_entries WHERE organization_id = ? AND activity_id = ? ORDER BY idx'),
+    logNodeInsert: q('INSERT INTO log_nodes (organization_id, level, idx, hash) VALUES (?, ?, ?, ?)'),
+    logNode: q('SELECT hash FROM log_nodes WHERE organization_id = ? AND level = ? AND idx = ?'),
+    logCpInsert: q('INSERT INTO log_checkpoints (organization_id, size, root, note, created_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING'),
+    logCpAt: q('SELECT * FROM log_checkpoints WHERE organization_id = ? AND size = ?'),
+    logCpLatest: q('SELECT * FROM log_checkpoints WHERE organization_id = ? ORDER BY size DESC LIMIT 1'),
     ping: q('SELECT 1 AS ok'),
   };
 
@@ -493,6 +504,39 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
         evaluations: JSON.parse(r.evaluations as string) as PolicyEvaluationRow['evaluations'], createdMs: r.created_ms as number,
       })),
       insert: (e) => { s.pevInsert.run(e.id, e.activityId, e.organizationId, e.voteId, JSON.stringify(e.evaluations), e.createdMs); },
+    },
+    log: {
+      head: (org) => {
+        const r = s.logHead.get(org);
+        return r ? {
+          organizationId: r.organization_id as string, size: r.size as number, frontier: new Uint8Array(r.frontier as Buffer),
+          root: new Uint8Array(r.root as Buffer), updatedMs: r.updated_ms as number,
+        } : undefined;
+      },
+      setHead: (h) => { s.logSetHead.run(h.organizationId, h.size, h.frontier, h.root, h.updatedMs); },
+      insertEntry: (e) => { s.logEntryInsert.run(e.organizationId, e.index, e.activityId, e.entry, e.createdMs); },
+      entries: (org, start, end) => s.logEntries.all(org, start, end).map((r) => ({
+        organizationId: r.organization_id as string, index: r.idx as number, activityId: r.activity_id as string,
+        entry: new Uint8Array(r.entry as Buffer), createdMs: r.created_ms as number,
+      })),
+      indexesOf: (org, activityId) => s.logIndexesOf.all(org, activityId).map((r) => r.idx),
+      insertNodes: (org, nodes) => { for (const n of nodes) s.logNodeInsert.run(org, n.level, n.index, n.hash); },
+      nodes: (org, wanted) => {
+        const out = [];
+        for (const w of wanted) {
+          const r = s.logNode.get(org, w.level, w.index);
+          if (r) out.push({ level: w.level, index: w.index, hash: new Uint8Array(r.hash as Buffer) });
+        }
+        return out;
+      },
+      insertCheckpoint: (c) => { s.logCpInsert.run(c.organizationId, c.size, c.root, c.note, c.createdMs); },
+      checkpoint: (org, size) => {
+        const r = size === undefined ? s.logCpLatest.get(org) : s.logCpAt.get(org, size);
+        return r ? {
+          organizationId: r.organization_id as string, size: r.size as number, root: new Uint8Array(r.root as Buffer),
+          note: r.note as string, createdMs: r.created_ms as number,
+        } : undefined;
+      },
     },
     activities: {
       get: (org, id) => { const r = s.actGet.get(org, id); return r ? activityFrom(r) : undefined; },

@@ -309,6 +309,40 @@ export interface PolicyEvaluationRow {
   createdMs: number;
 }
 
+/** An organization's verifiable activity log: its head (src/domain/activityLog.ts appends). */
+export interface LogHeadRow {
+  organizationId: string;
+  /** leaves in the tree */
+  size: number;
+  /** the frontier: the hashes of the perfect subtrees of the right edge, largest first (one per set bit of size), 32 bytes each, concatenated */
+  frontier: Uint8Array;
+  /** the tree head of those leaves */
+  root: Uint8Array;
+  updatedMs: number;
+}
+
+/** One leaf of the log: the entry's canonical bytes (src/tlog/entry.ts). */
+export interface LogEntryRow {
+  organizationId: string;
+  index: number;
+  activityId: string;
+  entry: Uint8Array;
+  createdMs: number;
+}
+
+/** A completed perfect subtree of the log: node (level, index) over leaves [index·2^level, (index+1)·2^level). */
+export interface LogNodeRow { level: number; index: number; hash: Uint8Array }
+
+/** A signed checkpoint (C2SP tlog-checkpoint note) of the log at one size. */
+export interface LogCheckpointRow {
+  organizationId: string;
+  size: number;
+  root: Uint8Array;
+  /** the signed note's text */
+  note: string;
+  createdMs: number;
+}
+
 /**
  * The repositories: one per aggregate, every method async so that any engine can serve them.
  * They are reached only through a unit of work (Db.write / Db.read below), as a Tx.
@@ -524,6 +558,25 @@ export interface Repositories {
     list(activityId: string): Promise<PolicyEvaluationRow[]>;
     insert(row: PolicyEvaluationRow): Promise<void>;
   };
+  /** The verifiable activity log, one Merkle tree per organization (appends under Tx.lock('log', organizationId)). */
+  log: {
+    head(organizationId: string): Promise<LogHeadRow | undefined>;
+    /** Creates or replaces the head. */
+    setHead(row: LogHeadRow): Promise<void>;
+    /** Fails (a unique violation) when the index is taken: two appends never share one. */
+    insertEntry(row: LogEntryRow): Promise<void>;
+    /** Entries [start, end), by index. */
+    entries(organizationId: string, start: number, end: number): Promise<LogEntryRow[]>;
+    /** The indexes of an activity's entries, oldest first. */
+    indexesOf(organizationId: string, activityId: string): Promise<number[]>;
+    insertNodes(organizationId: string, nodes: LogNodeRow[]): Promise<void>;
+    /** The stored nodes among those asked for (absent ones are left out). */
+    nodes(organizationId: string, wanted: { level: number; index: number }[]): Promise<LogNodeRow[]>;
+    /** Keeps a checkpoint (a second one at the same size is ignored). */
+    insertCheckpoint(row: LogCheckpointRow): Promise<void>;
+    /** The checkpoint at `size`, or the largest when size is undefined. */
+    checkpoint(organizationId: string, size?: number): Promise<LogCheckpointRow | undefined>;
+  };
   activities: {
     get(organizationId: string, id: string): Promise<ActivityRow | undefined>;
     /** The activity a request body created: its fingerprint and its timestampMs. */
@@ -551,7 +604,9 @@ export type LockName =
   /** one one-time code (keyed by its id): checks of it, right or wrong, are counted one at a time */
   | 'one-time-code'
   /** start-up: creating the root organization and the server's keys */
-  | 'bootstrap';
+  | 'bootstrap'
+  /** one organization's verifiable activity log (keyed by its id): appends one at a time, so indexes follow the head */
+  | 'log';
 
 /** One transaction: the repositories, plus what a unit of work adds. */
 export interface Tx extends Repositories {

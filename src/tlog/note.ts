@@ -62,9 +62,18 @@ export function checkpointText(c: Checkpoint): string {
 
 /** Signs a note's text (one or more lines, each ending in a newline) with an Ed25519 key: the signed note. */
 export function signNote(text: string, keyName: string, secretKey: Uint8Array): string {
+  return signNoteWith(text, keyName, ed25519.getPublicKey(secretKey), (m) => ed25519.sign(m, secretKey));
+}
+
+/**
+ * signNote with a signer that keeps its secret key to itself (the server's Vault): `sign` returns
+ * the 64-byte Ed25519 signature of the bytes it is given with the key whose public key is `publicKey`.
+ */
+export function signNoteWith(text: string, keyName: string, publicKey: Uint8Array, sign: (message: Uint8Array) => Uint8Array): string {
   if (!text.endsWith('\n') || text.includes('\n\n')) throw new Error('a note\'s text is lines each ending in a newline, none empty');
-  const publicKey = ed25519.getPublicKey(secretKey);
-  const sig = ed25519.sign(enc.encode(text), secretKey);
+  const why = badName(keyName);
+  if (why) throw new Error(`key name ${why}`);
+  const sig = sign(enc.encode(text));
   return `${text}\n${DASH} ${keyName} ${base64.encode(new Uint8Array([...keyHash(keyName, publicKey), ...sig]))}\n`;
 }
 

@@ -7,6 +7,9 @@ import type {
   ActivityRow, ApiKeyRow, AuthenticatorRow, Db, OauthProviderRow, OrganizationRow, SendTransactionRow, TagRow, UserRow, WebhookDeliveryRow,
 } from '../../src/storage/types.js';
 import type { PrivateKeyRow, WalletAccountRow, WalletRow } from '../../src/storage/keys.js';
+import { appendActivity, consistencyProofOf, inclusionProofOf } from '../../src/domain/activityLog.js';
+import { leafHash, rootOf, verifyConsistency, verifyInclusion } from '../../src/tlog/merkle.js';
+import { parseEntry } from '../../src/tlog/entry.js';
 
 export interface ContractTarget {
   name: string;
@@ -392,6 +395,68 @@ export function storageContract(target: ContractTarget): void {
           expect(ids(await tx.activities.list({ organizationId: o.id, limit: 10, types: ['ACTIVITY_TYPE_B'] }))).toEqual([4, 2]);
           expect(ids(await tx.activities.list({ organizationId: o.id, limit: 10, statuses: ['ACTIVITY_STATUS_FAILED'] }))).toEqual([5]);
           expect(await tx.activities.list({ organizationId: o.id, limit: 10, afterId: 'unknown' })).toBeUndefined();
+        });
+      });
+    });
+
+    describe('the verifiable activity log', () => {
+      const rec = (organizationId: string, n: number) => ({ id: `act-${n}`, organizationId, type: 'ACTIVITY_TYPE_X', status: 'ACTIVITY_STATUS_COMPLETED', fingerprint: `sha256:${n}`, timestampMs: String(n), intent: { n }, result: {}, votes: [] });
+      /** the tree head of the stored entries, recomputed from their bytes (independent of the stored nodes and head) */
+      const recomputed = async (h: Db, organizationId: string, size: number) => rootOf((await h.read((tx) => tx.log.entries(organizationId, 0, size))).map((e) => leafHash(e.entry)));
+
+      it('appends: indexes 0, 1, 2, …; the head, the stored nodes and the entries agree; proofs from stored nodes verify', async () => {
+        const o = org();
+        for (let n = 0; n < 13; n++) expect(await db.write((tx) => appendActivity(tx, rec(o.id, n), n, n))).toBe(n);
+        const head = (await db.read((tx) => tx.log.head(o.id)))!;
+        expect(head.size).toBe(13);
+        expect(head.frontier.length).toBe(3 * 32); // 13 = 8 + 4 + 1
+        expect(head.root).toEqual(await recomputed(db, o.id, 13));
+        const entries = await db.read((tx) => tx.log.entries(o.id, 3, 6));
+        expect(entries.map((e) => [e.index, e.activityId, parseEntry(e.entry).index])).toEqual([[3, 'act-3', 3], [4, 'act-4', 4], [5, 'act-5', 5]]);
+        expect(await db.read((tx) => tx.log.indexesOf(o.id, 'act-7'))).toEqual([7]);
+        for (const [i, size] of [[0, 13], [12, 13], [5, 8], [6, 7]] as const) {
+          const path = await db.read((tx) => inclusionProofOf(tx, o.id, i, size));
+          const leaf = leafHash((await db.read((tx) => tx.log.entries(o.id, i, i + 1)))[0]!.entry);
+          expect(verifyInclusion(leaf, i, size, path, await recomputed(db, o.id, size))).toBe(true);
+        }
+        for (const [m, size] of [[1, 13], [4, 13], [7, 13], [12, 13]] as const) {
+          const proof = await db.read((tx) => consistencyProofOf(tx, o.id, m, size));
+          expect(verifyConsistency(m, size, await recomputed(db, o.id, m), head.root, proof)).toBe(true);
+        }
+      });
+
+      it('an append in a write that then fails leaves no trace; a second entry at one index is refused', async () => {
+        const o = org();
+        await db.write((tx) => appendActivity(tx, rec(o.id, 0), 0, 0));
+        await expect(db.write(async (tx) => { await appendActivity(tx, rec(o.id, 1), 1, 1); throw new Error('after the append'); })).rejects.toThrow('after the append');
+        expect((await db.read((tx) => tx.log.head(o.id)))!.size).toBe(1);
+        expect(await db.read((tx) => tx.log.entries(o.id, 0, 10))).toHaveLength(1);
+        await expect(db.write((tx) => tx.log.insertEntry({ organizationId: o.id, index: 0, activityId: 'other', entry: new Uint8Array([1]), createdMs: 1 }))).rejects.toThrow();
+        expect(await db.write((tx) => appendActivity(tx, rec(o.id, 1), 1, 1))).toBe(1);
+      });
+
+      it('writers appending at once (on every handle) get distinct consecutive indexes, and the tree matches its entries', async () => {
+        const o = org();
+        const others = target.another ? [await target.another(db)] : [];
+        extra.push(...others);
+        const handles = [db, ...others];
+        const got = await Promise.all(Array.from({ length: 24 }, (_, n) => handles[n % handles.length]!.write((tx) => appendActivity(tx, rec(o.id, n), n, n))));
+        expect([...got].sort((a, b) => a - b)).toEqual(Array.from({ length: 24 }, (_, i) => i));
+        const head = (await db.read((tx) => tx.log.head(o.id)))!;
+        expect(head.size).toBe(24);
+        expect(head.root).toEqual(await recomputed(db, o.id, 24));
+      });
+
+      it('checkpoints: kept per size (a second at one size is ignored), the latest by size, none for another organization', async () => {
+        const o = org();
+        const cp = (size: number, note: string) => ({ organizationId: o.id, size, root: new Uint8Array(32).fill(size), note, createdMs: size });
+        await db.write(async (tx) => { await tx.log.insertCheckpoint(cp(3, 'three')); await tx.log.insertCheckpoint(cp(9, 'nine')); await tx.log.insertCheckpoint(cp(3, 'again')); });
+        await db.read(async (tx) => {
+          expect(await tx.log.checkpoint(o.id)).toEqual(cp(9, 'nine'));
+          expect(await tx.log.checkpoint(o.id, 3)).toEqual(cp(3, 'three'));
+          expect(await tx.log.checkpoint(o.id, 4)).toBeUndefined();
+          expect(await tx.log.checkpoint(id())).toBeUndefined();
+          expect(await tx.log.head(id())).toBeUndefined();
         });
       });
     });

@@ -1,0 +1,128 @@
+/**
+ * The verifiable activity log on the server side: appending an activity's entry inside the
+ * transaction that stores (or changes) the activity, reading proofs from the stored subtree
+ * hashes, and signing checkpoints with the log key. The tree arithmetic and the entry bytes are
+ * the pure modules src/tlog/merkle.ts and src/tlog/entry.ts (the offline verifier uses the same).
+ *
+ * Storage (repository `log`): the entries; every completed perfect subtree's hash (log_nodes, what
+ * a proof reads: O(log n) nodes for an inclusion proof); a head per organization with the size
+ * and the frontier (the right edge's subtree hashes), so an append reads one row and writes
+ * O(log n) nodes, never recomputing the tree. Appends of one organization are serialized by
+ * Tx.lock('log', organizationId) (an advisory lock on PostgreSQL), and log_entries' primary key
+ * (organization_id, idx) refuses a second entry at one index whatever happens.
+ */
+import { consistencyProof, EMPTY_ROOT, Frontier, inclusionProof, leafHash, type Node, type NodeReader } from '../tlog/merkle.js';
+import { entryBytes, entryOf } from '../tlog/entry.js';
+import { checkpointText, signNoteWith, verifierKey } from '../tlog/note.js';
+import type { Db, LogCheckpointRow, LogHeadRow, Tx } from '../storage/types.js';
+
+/** The frontier nodes of a tree of `size` leaves from the head's concatenated hashes (largest subtree first). */
+export function frontierNodes(size: number, frontier: Uint8Array): Node[] {
+  const nodes: Node[] = [];
+  let start = 0;
+  let at = 0;
+  for (let level = 52; level >= 0; level--) {
+    const width = 2 ** level;
+    if (Math.floor(size / width) % 2 === 1) {
+      const hash = frontier.subarray(at, at + 32);
+      if (hash.length !== 32) throw new Error('the log head\'s frontier is shorter than its size needs');
+      nodes.push({ level, index: start / width, hash });
+      start += width;
+      at += 32;
+    }
+  }
+  if (at !== frontier.length) throw new Error('the log head\'s frontier is longer than its size needs');
+  return nodes;
+}
+
+const concat = (parts: readonly Uint8Array[]): Uint8Array => {
+  const out = new Uint8Array(parts.length * 32);
+  parts.forEach((p, i) => out.set(p, i * 32));
+  return out;
+};
+
+/**
+ * Appends the entry of an activity record (as served, after this change) to its organization's
+ * log, in the caller's transaction: any failure here throws and the activity's transaction rolls
+ * back (nothing is acknowledged that is not in the log). Returns the entry's index.
+ */
+export async function appendActivity(tx: Tx, record: Record<string, unknown>, createdMs: number, updatedMs: number): Promise<number> {
+  const organizationId = String(record.organizationId);
+  await tx.lock('log', organizationId);
+  const head = await tx.log.head(organizationId);
+  const size = head?.size ?? 0;
+  const frontier = new Frontier(size, head ? frontierNodes(size, head.frontier) : []);
+  const bytes = entryBytes(entryOf(size, record, createdMs, updatedMs));
+  const made = frontier.append(leafHash(bytes));
+  await tx.log.insertEntry({ organizationId, index: size, activityId: String(record.id), entry: bytes, createdMs: updatedMs });
+  await tx.log.insertNodes(organizationId, made);
+  await tx.log.setHead({ organizationId, size: frontier.size, frontier: concat(frontier.nodes.map((n) => n.hash)), root: frontier.root(), updatedMs });
+  return size;
+}
+
+/**
+ * Runs a proof builder of merkle.ts over the stored nodes: the nodes a proof reads depend only on
+ * its sizes and indexes, so a first dry run lists them, one read fetches them, a second run builds
+ * the proof. Throws when a node the tree should have is missing (a damaged store).
+ */
+export async function withNodes<T>(tx: Tx, organizationId: string, build: (node: NodeReader) => T): Promise<T> {
+  const wanted = new Map<string, { level: number; index: number }>();
+  build((level, index) => { wanted.set(`${level}/${index}`, { level, index }); return EMPTY_ROOT; });
+  const found = new Map<string, Uint8Array>();
+  for (const n of await tx.log.nodes(organizationId, [...wanted.values()])) found.set(`${n.level}/${n.index}`, n.hash);
+  return build((level, index) => {
+    const h = found.get(`${level}/${index}`);
+    if (!h) throw new Error(`the log of ${organizationId} has no stored node (${level}, ${index})`);
+    return h;
+  });
+}
+
+export const inclusionProofOf = (tx: Tx, organizationId: string, index: number, size: number): Promise<Uint8Array[]> =>
+  withNodes(tx, organizationId, (node) => inclusionProof(index, size, node));
+
+export const consistencyProofOf = (tx: Tx, organizationId: string, oldSize: number, newSize: number): Promise<Uint8Array[]> =>
+  withNodes(tx, organizationId, (node) => consistencyProof(oldSize, newSize, node));
+
+/** How long a checkpoint stays the latest while the tree grows (ms): at most one signature per organization per this. */
+export const CHECKPOINT_INTERVAL_MS = 2000;
+
+/**
+ * Signs checkpoints: C2SP tlog-checkpoint notes whose origin names the server (its root
+ * organization) and the organization, signed by the log key (kept sealed in the Vault).
+ */
+export class LogSigner {
+  /** The key name in signature lines: kmas/<root organization id>. */
+  readonly keyName: string;
+  readonly publicKey: Uint8Array;
+
+  constructor(rootOrganizationId: string, publicKeyHex: string, private readonly sign: (message: Uint8Array) => Uint8Array) {
+    this.keyName = `kmas/${rootOrganizationId}`;
+    this.publicKey = Uint8Array.from(Buffer.from(publicKeyHex, 'hex'));
+  }
+
+  /** The note verifier key (<name>+<hash>+<base64 key>) a client checks checkpoints with. */
+  get verifierKey(): string { return verifierKey(this.keyName, this.publicKey); }
+
+  /** The origin line of an organization's log: kmas/<root organization id>/<organization id>. */
+  origin(organizationId: string): string { return `${this.keyName}/${organizationId}`; }
+
+  note(organizationId: string, size: number, root: Uint8Array): string {
+    return signNoteWith(checkpointText({ origin: this.origin(organizationId), size, root, extensions: [] }), this.keyName, this.publicKey, this.sign);
+  }
+}
+
+const emptyHead = (organizationId: string): LogHeadRow => ({ organizationId, size: 0, frontier: new Uint8Array(0), root: EMPTY_ROOT, updatedMs: 0 });
+
+/**
+ * The latest checkpoint of an organization's log, signed now when the stored one is older than
+ * CHECKPOINT_INTERVAL_MS and the tree has grown since (or there is none yet). Old checkpoints are
+ * kept (log_checkpoints). The signature is made outside the transaction that stores it.
+ */
+export async function latestCheckpoint(db: Db, signer: LogSigner, organizationId: string, nowMs: number): Promise<LogCheckpointRow> {
+  const { head, last } = await db.read(async (tx) => ({ head: await tx.log.head(organizationId) ?? emptyHead(organizationId), last: await tx.log.checkpoint(organizationId) }));
+  if (last && (last.size === head.size || nowMs - last.createdMs < CHECKPOINT_INTERVAL_MS)) return last;
+  const row: LogCheckpointRow = { organizationId, size: head.size, root: head.root, note: signer.note(organizationId, head.size, head.root), createdMs: nowMs };
+  await db.write(async (tx) => { await tx.log.insertCheckpoint(row); });
+  // another node may have kept one at this size first: that one is the checkpoint
+  return await db.read(async (tx) => await tx.log.checkpoint(organizationId, head.size)) ?? row;
+}

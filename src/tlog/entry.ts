@@ -1,0 +1,135 @@
+/**
+ * The entries of the verifiable activity log: what one leaf of an organization's Merkle tree
+ * holds, as canonical bytes. Pure code (no Node API): the server, the offline verifier and a
+ * browser build and read entries with it.
+ *
+ * An entry is a JSON object serialized by the JSON Canonicalization Scheme (RFC 8785, "JCS"):
+ * no whitespace, object members sorted by their names' UTF-16 code units, numbers in ECMAScript
+ * form (what JSON.stringify writes for a finite number), strings with only `"`, `\` and the
+ * control characters below U+0020 escaped (\b \t \n \f \r, else \u00xx in lowercase hex), then
+ * UTF-8. One documented difference: RFC 8785 refuses strings with unpaired surrogates; here they
+ * are written as JSON.stringify writes them (\udxxx), so a request body that carries one (JSON
+ * allows it) is still logged, and the bytes are still one canonical form. Object members whose
+ * value is undefined are left out (as JSON.stringify does), so a record and JSON.parse of its JSON
+ * text canonicalize to the same bytes.
+ *
+ * Members of an entry (ENTRY_VERSION 1):
+ *   v              1
+ *   index          the leaf's position in the organization's tree (0, 1, 2, …)
+ *   organizationId the organization whose log this is
+ *   activityId     the activity
+ *   type, status   the activity's type and its status after this change
+ *   fingerprint    "sha256:<hex>" of the request body's bytes (the activity's fingerprint)
+ *   timestampMs    the request's timestampMs (decimal string, as the activity carries it)
+ *   intent         the activity's intent, whole
+ *   resultDigest   "sha256:<hex>" of JCS(activity.result)
+ *   failureDigest  "sha256:<hex>" of JCS(activity.failure), or null when it has none
+ *   votes          [{id, selection, userId}] of the votes cast so far, in order
+ *   recordDigest   "sha256:<hex>" of JCS(the whole activity object as served by get_activity)
+ *   createdMs      when the activity was created
+ *   updatedMs      when this change was made (the activity's updatedMs after it)
+ */
+import { sha256 } from '@noble/hashes/sha2.js';
+
+export const ENTRY_VERSION = 1;
+
+const enc = new TextEncoder();
+const dec = new TextDecoder('utf-8', { fatal: true });
+
+/** The RFC 8785 text of a JSON value (see the file comment for the one difference). */
+export function canonicalJson(value: unknown): string {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'boolean': return value ? 'true' : 'false';
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError('JSON has no NaN or Infinity');
+      // ECMAScript Number::toString is RFC 8785's number form (and -0 is written 0).
+      return JSON.stringify(value);
+    case 'string': return JSON.stringify(value);
+    case 'object': {
+      if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
+      const o = value as Record<string, unknown>;
+      // Array.prototype.sort without a comparator compares UTF-16 code units, as RFC 8785 §3.2.3 asks.
+      const names = Object.keys(o).filter((k) => o[k] !== undefined).sort();
+      return `{${names.map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(',')}}`;
+    }
+    default: throw new TypeError(`a ${typeof value} is not a JSON value`);
+  }
+}
+
+/** UTF-8 bytes of canonicalJson(value). */
+export const canonicalBytes = (value: unknown): Uint8Array => enc.encode(canonicalJson(value));
+
+const hex = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+
+/** "sha256:<hex>" of JCS(value). */
+export const digestOf = (value: unknown): string => `sha256:${hex(sha256(canonicalBytes(value)))}`;
+
+export interface LogVote { id: string; selection: string; userId: string }
+
+export interface LogEntry {
+  v: number;
+  index: number;
+  organizationId: string;
+  activityId: string;
+  type: string;
+  status: string;
+  fingerprint: string;
+  timestampMs: string;
+  intent: unknown;
+  resultDigest: string;
+  failureDigest: string | null;
+  votes: LogVote[];
+  recordDigest: string;
+  createdMs: number;
+  updatedMs: number;
+}
+
+/** The entry an activity record (the v1Activity object as served) makes at `index`. */
+export function entryOf(index: number, record: Record<string, unknown>, createdMs: number, updatedMs: number): LogEntry {
+  const votes = Array.isArray(record.votes) ? (record.votes as Record<string, unknown>[]) : [];
+  return {
+    v: ENTRY_VERSION,
+    index,
+    organizationId: String(record.organizationId),
+    activityId: String(record.id),
+    type: String(record.type),
+    status: String(record.status),
+    fingerprint: String(record.fingerprint),
+    timestampMs: String(record.timestampMs),
+    intent: record.intent ?? null,
+    resultDigest: digestOf(record.result ?? null),
+    failureDigest: record.failure === undefined ? null : digestOf(record.failure),
+    votes: votes.map((v) => ({ id: String(v.id), selection: String(v.selection), userId: String(v.userId) })),
+    recordDigest: digestOf(record),
+    createdMs,
+    updatedMs,
+  };
+}
+
+/** The canonical bytes of an entry (what the leaf hash is taken over). */
+export const entryBytes = (e: LogEntry): Uint8Array => canonicalBytes(e);
+
+export class EntryError extends Error {}
+
+/**
+ * Reads an entry's bytes: UTF-8 JSON, in canonical form (re-serializing gives the same bytes),
+ * with every member of version 1 of the right type. Throws EntryError saying what is wrong.
+ */
+export function parseEntry(bytes: Uint8Array): LogEntry {
+  let text: string;
+  let value: unknown;
+  try { text = dec.decode(bytes); value = JSON.parse(text); } catch { throw new EntryError('the entry is not UTF-8 JSON'); }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new EntryError('the entry is not a JSON object');
+  if (canonicalJson(value) !== text) throw new EntryError('the entry is not in canonical (RFC 8785) form');
+  const e = value as Record<string, unknown>;
+  const isInt = (x: unknown) => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0;
+  const strings = ['organizationId', 'activityId', 'type', 'status', 'fingerprint', 'timestampMs', 'resultDigest', 'recordDigest'];
+  if (e.v !== ENTRY_VERSION) throw new EntryError(`unknown entry version ${String(e.v)}`);
+  for (const k of ['index', 'createdMs', 'updatedMs']) if (!isInt(e[k])) throw new EntryError(`the entry's ${k} is not a non-negative integer`);
+  for (const k of strings) if (typeof e[k] !== 'string') throw new EntryError(`the entry's ${k} is not a string`);
+  if (e.failureDigest !== null && typeof e.failureDigest !== 'string') throw new EntryError('the entry\'s failureDigest is not a string or null');
+  if (!Array.isArray(e.votes)) throw new EntryError('the entry\'s votes is not an array');
+  if (!('intent' in e)) throw new EntryError('the entry has no intent');
+  return e as unknown as LogEntry;
+}
