@@ -1,4 +1,5 @@
 /** startServer(opts) per docs/design.md §3. */
+import { LogSigner, TransparencyLog } from './domain/activityLog.js';
 import http from 'node:http';
 import path from 'node:path';
 import net, { type AddressInfo } from 'node:net';
@@ -100,8 +101,10 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   db.deferSyncs?.();
   const mailer = config.smtpUrl ? new Mailer(vault, { smtpUrl: config.smtpUrl, timeoutMs: config.webhookTimeoutMs }, config.mailFrom)
     : config.mailDir ? new Mailer(vault, { dir: config.mailDir }, config.mailFrom) : undefined;
+  const tlog = new TransparencyLog(db, new LogSigner(boot.info.organizationId, vault.logPublicKey!, (m) => vault.signLog(m)));
   const webhooks = new WebhookDispatcher(db, (m) => vault.signWebhook(m), vault.webhookPublicKey!, log,
-    { retryBaseMs: config.webhookRetryMs, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs, pollMs: config.outboxPollMs, mailer });
+    { retryBaseMs: config.webhookRetryMs, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs, pollMs: config.outboxPollMs, mailer,
+      checkpoint: async (organizationId) => (await tlog.checkpoint(organizationId)).note });
   const chains = new Networks(config.rpcUrls, config.rpcTimeoutMs);
   for (const entry of config.rpcUrls) {
     const u = new URL(entry.slice(entry.indexOf('=') + 1));
@@ -112,7 +115,7 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   const kickDeliveries = () => webhooks.kick();
   const broadcaster = new Broadcaster(db, chains, kickDeliveries, log, { pollMs: config.rpcPollMs, outboxPollMs: config.outboxPollMs });
   const services: Services = {
-    vault, chains, auth: { oidc: new OidcVerifier(config.oidcIssuers), mail: mailer !== undefined },
+    vault, chains, tlog, auth: { oidc: new OidcVerifier(config.oidcIssuers), mail: mailer !== undefined },
     kick: { deliveries: kickDeliveries, broadcasts: () => broadcaster.kick() },
   };
   const stampThreads = autoThreads(config.stampWorkers, config);

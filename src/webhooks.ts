@@ -56,6 +56,8 @@ export interface WebhookOptions {
   pollMs: number;
   /** Sends the `mailto:` rows (SMTP_URL); without it they are given up. */
   mailer?: Mailer;
+  /** The latest signed checkpoint (note text) of an organization's log, added to activity events' `kmasLog` when they are sent. */
+  checkpoint?: (organizationId: string) => Promise<string>;
 }
 
 /** The key id (`kid`, X-Turnkey-Signature-Key-Id) of a webhook public key: 16 hex digits of its SHA-256. */
@@ -210,7 +212,7 @@ export class WebhookDispatcher {
   async #send(row: WebhookDeliveryRow): Promise<Outcome> {
     if (isMail(row)) return this.opts.mailer ? this.opts.mailer.send(row) : { kind: 'refused', reason: 'no SMTP server configured' };
     const timestamp = String(Date.now());
-    const body = Buffer.from(row.body, 'utf8');
+    const body = Buffer.from(await this.#withCheckpoint(row), 'utf8');
     const signed = concatBytes(utf8(`v1.ed25519.${this.keyId}.${timestamp}.${row.id}.`), body);
     const signature = bytesToHex(this.sign(signed));
     try {
@@ -246,6 +248,23 @@ export class WebhookDispatcher {
         return { kind: 'refused', reason: (err.cause as Error | undefined)?.message ?? err.message };
       }
       return { kind: 'retry', reason: err.cause?.code ?? err.message };
+    }
+  }
+
+  /**
+   * An activity event's body with the latest checkpoint of its organization's log in `kmasLog`
+   * (a receiver that keeps them is a witness: a later rollback cannot go unseen). The checkpoint
+   * is the latest when the event is sent (at most a few seconds old): it may predate the entry,
+   * whose inclusion can then be proven against a later one. Without one (an error), the body goes as stored.
+   */
+  async #withCheckpoint(row: WebhookDeliveryRow): Promise<string> {
+    if (!this.opts.checkpoint || row.eventType !== ACTIVITY_EVENT || !row.body.includes(`"${LOG_MEMBER}":{"index":`)) return row.body;
+    try {
+      const checkpoint = await this.opts.checkpoint(row.organizationId);
+      return `${row.body.slice(0, -2)},"checkpoint":${JSON.stringify(checkpoint)}}}`;
+    } catch (e) {
+      this.log.warn('no log checkpoint for a webhook event', { eventId: row.id, error: e instanceof Error ? e.message : String(e) });
+      return row.body;
     }
   }
 

@@ -22,6 +22,7 @@ import { exportSecrets, importSecrets, initImportSecrets, listSecrets } from './
 import { createInvitations, deleteInvitation } from './handlers/invitations.js';
 import { getIpAllowlist, removeIpAllowlist, setIpAllowlist } from './handlers/ipAllowlist.js';
 import { solSendTransaction, ethSendRawTransaction, ethSendTransaction, getNonces, getSendTransactionStatus, getWalletAddressBalances, listSupportedAssets } from './handlers/broadcast.js';
+import { LOG_QUERIES } from './handlers/log.js';
 import { createWebhookEndpoint, deleteWebhookEndpoint, listWebhookEndpoints, updateWebhookEndpoint } from './handlers/webhookEndpoints.js';
 
 const QUERIES: QueryOperation<any>[] = [
@@ -29,7 +30,7 @@ const QUERIES: QueryOperation<any>[] = [
   listUsers, getUser, getApiKey, getApiKeys, listUserTags, listPrivateKeyTags, listSubOrgs, listWebhookEndpoints, getAuthenticator, getAuthenticators,
   getOauthProviders, listVerifiedSubOrgs, getPolicy, listPolicies, getPolicyEvaluations, getIpAllowlist,
   getSmartContractInterface, listSmartContractInterfaces, listSecrets, getSendTransactionStatus, getNonces, getWalletAddressBalances, listSupportedAssets,
-  ...KEY_QUERIES,
+  ...KEY_QUERIES, ...LOG_QUERIES,
 ];
 const SUBMITS: SubmitOperation<any, any>[] = [
   createUsers, createApiOnlyUsers, deleteUsers, updateUser, updateUserName, updateUserEmail, updateUserPhoneNumber,

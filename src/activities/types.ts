@@ -7,6 +7,7 @@ import type { PolicyTargets } from '../policy/scope.js';
 import type { Vault } from '../crypto/index.js';
 import type { AuthServices } from '../auth/services.js';
 import type { Networks } from '../chains/networks.js';
+import type { TransparencyLog } from '../domain/activityLog.js';
 
 /**
  * What operations use besides the database, handed to them explicitly (ExecContext.services, and
@@ -19,6 +20,8 @@ export interface Services {
   auth: AuthServices;
   /** the networks kmas broadcasts to (RPC_URLS) */
   chains: Networks;
+  /** the verifiable activity log: its signer and checkpoints on demand (src/domain/activityLog.ts) */
+  tlog: TransparencyLog;
   /** Has the outboxes look for due rows; called after the commit that added some (Tx.afterCommit). */
   kick: { deliveries(): void; broadcasts(): void };
 }

@@ -11,7 +11,8 @@
  * Tx.lock('log', organizationId) (an advisory lock on PostgreSQL), and log_entries' primary key
  * (organization_id, idx) refuses a second entry at one index whatever happens.
  */
-import { consistencyProof, EMPTY_ROOT, Frontier, inclusionProof, leafHash, type Node, type NodeReader } from '../tlog/merkle.js';
+import { consistencyProof, EMPTY_ROOT, Frontier, inclusionProof, leafHash, subtreeRoot, type Node, type NodeReader } from '../tlog/merkle.js';
+import { invalidArgument } from '../errors.js';
 import { entryBytes, entryOf } from '../tlog/entry.js';
 import { checkpointText, signNoteWith, verifierKey } from '../tlog/note.js';
 import type { Db, LogCheckpointRow, LogHeadRow, Tx } from '../storage/types.js';
@@ -125,4 +126,29 @@ export async function latestCheckpoint(db: Db, signer: LogSigner, organizationId
   await db.write(async (tx) => { await tx.log.insertCheckpoint(row); });
   // another node may have kept one at this size first: that one is the checkpoint
   return await db.read(async (tx) => await tx.log.checkpoint(organizationId, head.size)) ?? row;
+}
+
+/** What the log's queries and the webhook dispatcher use: the signer, and checkpoints on demand. */
+export class TransparencyLog {
+  constructor(private readonly db: Db, readonly signer: LogSigner) {}
+
+  /**
+   * The latest checkpoint (latestCheckpoint), or the one at `size`: the stored one, else signed now
+   * from the stored nodes (and kept). A size beyond the log is bad input (400).
+   */
+  async checkpoint(organizationId: string, size?: number): Promise<LogCheckpointRow> {
+    const nowMs = Date.now();
+    if (size === undefined) return await latestCheckpoint(this.db, this.signer, organizationId, nowMs);
+    const found = await this.db.read(async (tx) => {
+      const stored = await tx.log.checkpoint(organizationId, size);
+      if (stored) return stored;
+      const have = (await tx.log.head(organizationId))?.size ?? 0;
+      if (size > have) throw invalidArgument(`treeSize ${size} is larger than the log, which has ${have} entries`, [{ field: 'treeSize', description: `must be at most ${have}` }]);
+      return size === 0 ? EMPTY_ROOT : await withNodes(tx, organizationId, (node) => subtreeRoot(0, size, node));
+    });
+    if (!(found instanceof Uint8Array)) return found;
+    const row: LogCheckpointRow = { organizationId, size, root: found, note: this.signer.note(organizationId, size, found), createdMs: nowMs };
+    await this.db.write(async (tx) => { await tx.log.insertCheckpoint(row); });
+    return await this.db.read(async (tx) => await tx.log.checkpoint(organizationId, size)) ?? row;
+  }
 }

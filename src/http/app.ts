@@ -236,6 +236,15 @@ export function createApp(deps: AppDeps): express.Express {
   app.all('/public/v1/discovery/webhooks/jwks', (req: Request, res: Response) => {
     fail(exchange(req, res), methodNotAllowed(req.method, 'GET, HEAD, OPTIONS', 'GET'));
   });
+  // The verifiable activity log's public key (docs/server.md), unauthenticated: what clients check checkpoints with.
+  app.get('/.well-known/kmas-log-key', (req: Request, res: Response) => {
+    const signer = services.tlog.signer;
+    send(exchange(req, res, 'log-key'), 200, { keyName: signer.keyName, publicKey: Buffer.from(signer.publicKey).toString('hex'), verifierKey: signer.verifierKey },
+      { 'Cache-Control': 'public, max-age=3600' });
+  });
+  app.all('/.well-known/kmas-log-key', (req: Request, res: Response) => {
+    fail(exchange(req, res), methodNotAllowed(req.method, 'GET, HEAD, OPTIONS', 'GET'));
+  });
   app.get('/readyz', (req: Request, res: Response) => {
     const x = exchange(req, res, 'readyz');
     db.isReady().then((ready) => {

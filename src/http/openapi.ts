@@ -43,6 +43,11 @@ const KMAS_DEFINITIONS: Record<string, Json> = {
     properties: { keys: { type: 'array', items: { type: 'object', additionalProperties: true } } },
     description: 'JSON Web Key Set holding the Ed25519 key that signs webhook deliveries',
   },
+  kmasLogKey: {
+    type: 'object', 'x-kmas': true, required: ['keyName', 'publicKey', 'verifierKey'],
+    properties: { keyName: { type: 'string' }, publicKey: { type: 'string' }, verifierKey: { type: 'string' } },
+    description: 'The Ed25519 key that signs the verifiable activity log\'s checkpoints: its note key name, raw public key (hex) and C2SP note verifier key',
+  },
   kmasOpenApi: { type: 'object', 'x-kmas': true, additionalProperties: true, description: 'This document' },
 };
 
@@ -77,6 +82,7 @@ export function openApiDocument(registry: Registry, opts: { metrics: boolean }):
   paths['/healthz'] = get('Liveness', 'The process serves HTTP.', { $ref: '#/definitions/kmasProbe' });
   paths['/readyz'] = get('Readiness', 'The database is open and writable (503 otherwise).', { $ref: '#/definitions/kmasProbe' });
   paths['/public/v1/discovery/webhooks/jwks'] = get('Webhook signing keys', 'The public key webhook deliveries are signed with.', { $ref: '#/definitions/kmasJwks' });
+  paths['/.well-known/kmas-log-key'] = get('Log key', 'The public key the verifiable activity log\'s checkpoints are signed with.', { $ref: '#/definitions/kmasLogKey' });
   paths['/openapi.json'] = get('OpenAPI document', 'This document.', { $ref: '#/definitions/kmasOpenApi' });
   if (opts.metrics) {
     paths['/metrics'] = get('Metrics', 'Prometheus text exposition (kmas_* metrics); with METRICS_TOKEN set, Authorization: Bearer <token> is required.',

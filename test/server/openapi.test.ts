@@ -18,7 +18,7 @@ beforeAll(async () => {
 });
 afterAll(async () => { await ts?.stop(); });
 
-const KMAS_PATHS = ['/healthz', '/readyz', '/openapi.json', '/metrics', '/public/v1/discovery/webhooks/jwks'];
+const KMAS_PATHS = ['/healthz', '/readyz', '/openapi.json', '/metrics', '/public/v1/discovery/webhooks/jwks', '/.well-known/kmas-log-key'];
 
 describe('GET /openapi.json', () => {
   it('validates with an OpenAPI parser', async () => {
@@ -33,7 +33,14 @@ describe('GET /openapi.json', () => {
       ...registry.submitPaths().map((p) => `/public/v1/submit/${p}`),
     ];
     expect(Object.keys(doc.paths).sort()).toEqual([...served, ...KMAS_PATHS].sort());
-    for (const p of served) {
+    // kmas's own operations (the verifiable log's queries): described by kmas, marked as such
+    const own = served.filter((p) => p.includes('/kmas_'));
+    expect(own.length).toBeGreaterThan(0);
+    for (const p of own) {
+      expect(swagger.paths[p], `${p} cannot collide with a Turnkey operation`).toBeUndefined();
+      expect(doc.paths[p].post['x-kmas'], `${p} is marked as kmas's`).toBe(true);
+    }
+    for (const p of served.filter((x) => !own.includes(x))) {
       // the swagger's own description of the operation, request and reply definitions included
       expect(doc.paths[p].post, p).toEqual(swagger.paths[p]!.post);
       expect(doc.paths[p].post['x-kmas'], `${p} is the Turnkey API's, not marked`).toBeUndefined();
