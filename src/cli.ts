@@ -29,6 +29,13 @@ Usage:
                            copy DATA_DIR/kmas.sqlite to a new file while the server may keep
                            serving (SQLite online backup, integrity-checked); keep the master key
                            (DATA_DIR/master.key or KMAS_MASTER_KEY) safe separately: the copy needs it
+  kmas log verify --checkpoint <file> --key <verifier key|file> (--entries <file> [--activities <file>] | --url <server>
+                  --api-key <file> --organization <id> [--audit] [--save <file>])
+                           check an organization's verifiable activity log: offline, exported entries
+                           (kmas_list_log_entries replies) against a signed checkpoint, naming the
+                           first entry that does not match; online, a saved checkpoint against the
+                           server's latest: kept, rewritten or rolled back (--audit: every entry and
+                           activity too). Exit 0 verified, 1 a problem found
   kmas api-key             print a new P-256 API key pair as JSON {publicKey, privateKey}
                            (compressed public key hex, 32-byte private key hex: @turnkey/api-key-stamper's form)
   kmas --help              this text
@@ -53,6 +60,11 @@ export async function main(argv: string[], env: Record<string, string | undefine
   }
   try {
     switch (cmd) {
+      case 'log': {
+        if (rest[0] !== 'verify') throw new ConfigError('kmas log: the command is "kmas log verify" (see kmas --help)');
+        const { logVerify } = await import('./logverify.js');
+        return await logVerify(rest.slice(1), (line) => process.stdout.write(`${line}\n`));
+      }
       case 'api-key': {
         if (rest.length > 0) throw new ConfigError('api-key takes no options');
         process.stdout.write(JSON.stringify(generateP256ApiKeyPair(), null, 2) + '\n');
