@@ -1,0 +1,69 @@
+// The server's log at 10,000 entries, through the real store (SQLite): appendActivity's O(log n)
+// frontier appends, and inclusion / consistency proofs read from the stored subtree hashes
+// (withNodes), against RFC 6962's recursive tree head written out plainly here over the entries'
+// own bytes (not the stored nodes). No npm implementation of RFC 6962 is installed to serve as a
+// second oracle (see the report of issue 16); the definition is the oracle.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { openSqliteDb } from '../../src/storage/sqlite.js';
+import type { Db } from '../../src/storage/types.js';
+import { appendActivity, consistencyProofOf, inclusionProofOf } from '../../src/domain/activityLog.js';
+import { leafHash, nodeHash, verifyConsistency, verifyInclusion } from '../../src/tlog/merkle.js';
+
+const N = 10_000;
+const ORG = 'org-stored';
+let dir: string;
+let db: Db;
+let leaves: Uint8Array[];
+
+/** RFC 6962 §2.1 MTH, from its definition. */
+function mth(d: readonly Uint8Array[]): Uint8Array {
+  if (d.length === 0) return sha256(new Uint8Array(0));
+  if (d.length === 1) return d[0]!;
+  let k = 1;
+  while (k * 2 < d.length) k *= 2;
+  return nodeHash(mth(d.slice(0, k)), mth(d.slice(k)));
+}
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kmas-storedlog-'));
+  db = openSqliteDb(path.join(dir, 'kmas.sqlite'), { synchronous: 'OFF', multiProcess: false });
+  for (let start = 0; start < N; start += 1000) {
+    await db.write(async (tx) => {
+      for (let i = start; i < start + 1000; i++) {
+        await appendActivity(tx, { id: `act-${i}`, organizationId: ORG, type: 'ACTIVITY_TYPE_X', status: 'ACTIVITY_STATUS_COMPLETED', fingerprint: `sha256:${i}`, timestampMs: String(i), intent: { i }, result: {}, votes: [] }, i, i);
+      }
+    });
+  }
+  leaves = (await db.read((tx) => tx.log.entries(ORG, 0, N))).map((e) => leafHash(e.entry));
+}, 120_000);
+afterAll(async () => { await db?.close(); fs.rmSync(dir, { recursive: true, force: true }); });
+
+describe('the stored log at 10,000 entries', () => {
+  it('its head is the RFC tree head of its entries, and every prefix\'s proofs verify against the definition\'s roots', async () => {
+    expect(leaves).toHaveLength(N);
+    const head = (await db.read((tx) => tx.log.head(ORG)))!;
+    expect(head.size).toBe(N);
+    expect(bytesToHex(head.root)).toBe(bytesToHex(mth(leaves)));
+    let seed = 11;
+    const rnd = (k: number) => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed % k; };
+    const sizes = [1, 2, 3, 1023, 1024, 1025, 4096, 8191, N, ...Array.from({ length: 12 }, () => 1 + rnd(N))];
+    for (const n of sizes) {
+      const root = mth(leaves.slice(0, n));
+      for (const m of [0, n - 1, rnd(n)]) {
+        const path = await db.read((tx) => inclusionProofOf(tx, ORG, m, n));
+        expect(path.length).toBeLessThanOrEqual(Math.ceil(Math.log2(n)));
+        expect(verifyInclusion(leaves[m]!, m, n, path, root), `inclusion ${m} of ${n}`).toBe(true);
+        if (n > 1) expect(verifyInclusion(leaves[(m + 1) % n]!, m, n, path, root), `another leaf at ${m} of ${n}`).toBe(false);
+      }
+      const m = 1 + rnd(n);
+      const proof = await db.read((tx) => consistencyProofOf(tx, ORG, m, n));
+      expect(verifyConsistency(m, n, mth(leaves.slice(0, m)), root, proof), `consistency ${m} → ${n}`).toBe(true);
+      if (m < n) expect(verifyConsistency(m, n, mth([...leaves.slice(0, m - 1), leaves[n - 1]!]), root, proof), `a rewritten prefix ${m} → ${n}`).toBe(false);
+    }
+  });
+});
