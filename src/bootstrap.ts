@@ -22,6 +22,8 @@ export interface BootstrapInfo {
   signerPublicKey?: string;
   /** Signs the session JWTs of oauth_login / stamp_login (verifySessionJwtSignature's override). */
   sessionSignerPublicKey?: string;
+  /** Signs the verifiable activity log's checkpoints (raw Ed25519, hex; GET /.well-known/kmas-log-key). */
+  logPublicKey?: string;
 }
 
 export const BOOTSTRAP_FILE = 'bootstrap.json';
@@ -40,6 +42,7 @@ export async function ensureBootstrap(db: Db, config: Config, log: Logger): Prom
   const { vault } = await initKeys(db, config.dataDir, config.masterKey, log, config.signWorkers);
   out.info.signerPublicKey = vault.signerPublicKey;
   out.info.sessionSignerPublicKey = vault.sessionSignerPublicKey;
+  out.info.logPublicKey = vault.logPublicKey;
   return { ...out, vault };
 }
 
