@@ -11,7 +11,9 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { openSqliteDb } from '../../src/storage/sqlite.js';
 import type { Db } from '../../src/storage/types.js';
-import { appendActivity, consistencyProofOf, inclusionProofOf } from '../../src/domain/activityLog.js';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { appendActivity, CHECKPOINT_INTERVAL_MS, consistencyProofOf, inclusionProofOf, latestCheckpoint, LogSigner } from '../../src/domain/activityLog.js';
+import { openCheckpoint, parseVerifierKey } from '../../src/tlog/note.js';
 import { leafHash, nodeHash, verifyConsistency, verifyInclusion } from '../../src/tlog/merkle.js';
 
 const N = 10_000;
@@ -65,5 +67,23 @@ describe('the stored log at 10,000 entries', () => {
       expect(verifyConsistency(m, n, mth(leaves.slice(0, m)), root, proof), `consistency ${m} → ${n}`).toBe(true);
       if (m < n) expect(verifyConsistency(m, n, mth([...leaves.slice(0, m - 1), leaves[n - 1]!]), root, proof), `a rewritten prefix ${m} → ${n}`).toBe(false);
     }
+  });
+
+  it('checkpoints: signed when asked and the tree has grown, at most once per interval, never again for the same size; old ones kept', async () => {
+    const sk = ed25519.utils.randomSecretKey();
+    const signer = new LogSigner('root-1', bytesToHex(ed25519.getPublicKey(sk)), (m) => ed25519.sign(m, sk));
+    const v = parseVerifierKey(signer.verifierKey);
+    const t0 = 1_000_000;
+    const first = await latestCheckpoint(db, signer, ORG, t0);
+    const cp = openCheckpoint(first.note, v);
+    expect([cp.origin, cp.size, bytesToHex(cp.root)]).toEqual([`kmas/root-1/${ORG}`, N, bytesToHex(mth(leaves))]);
+    await db.write((tx) => appendActivity(tx, { id: 'act-extra', organizationId: ORG, type: 'T', status: 'S', fingerprint: 'f', timestampMs: '1', intent: {}, result: {}, votes: [] }, 1, 1));
+    // grown, but the latest is younger than the interval: it stands
+    expect((await latestCheckpoint(db, signer, ORG, t0 + CHECKPOINT_INTERVAL_MS - 1)).note).toBe(first.note);
+    const second = await latestCheckpoint(db, signer, ORG, t0 + CHECKPOINT_INTERVAL_MS);
+    expect(openCheckpoint(second.note, v).size).toBe(N + 1);
+    // not grown: no new signature however late
+    expect((await latestCheckpoint(db, signer, ORG, t0 + 100 * CHECKPOINT_INTERVAL_MS)).note).toBe(second.note);
+    expect((await db.read((tx) => tx.log.checkpoint(ORG, N)))!.note).toBe(first.note);
   });
 });
