@@ -13,7 +13,7 @@
  *   copy is read (opening the source itself, even read-only, would leave -wal / -shm beside it).
  * - The target must be empty: any row in any table refuses the move, changing nothing. The tables
  *   are locked (EXCLUSIVE) for the copy, so a node started meanwhile waits and then finds the data.
- * - Server keys (bundle, webhook and session signer) are rows of server_secrets and move with the
+ * - Server keys (bundle, webhook, session and log signer) are rows of server_secrets and move with the
  *   rest. The master key does not move: KMAS_MASTER_KEY must be the installation's own (its
  *   DATA_DIR/master.key or the KMAS_MASTER_KEY it ran with); nothing is re-sealed. The sealed rows
  *   must open with it, checked before (server keys of the source) and after the copy (every
@@ -33,10 +33,10 @@ import { typeParsers } from './storage/postgres.js';
 import { pgRepositories, type Queries, type Row } from './storage/postgresRepos.js';
 import {
   MASTER_KEY_FILE, Vault, bytesToHex, equalBytes, hexToBytes, isEcdsaCurve, parseMasterKey, sha256, verifyDigest, verifyEd25519, wipe,
-  type AtRestContext, type CurveId, type ServerKeyKind,
+  type AtRestContext, type CurveId,
 } from './crypto/index.js';
 import {
-  SESSION_SIGNER_SECRET, SIGNER_SECRET, WEBHOOK_SIGNER_SECRET, ctxAccount, ctxImportTarget, ctxPrivateKey, ctxSecret, ctxWallet, curveId,
+  SERVER_KEYS, ctxAccount, ctxImportTarget, ctxPrivateKey, ctxSecret, ctxWallet, curveId,
 } from './domain/keys.js';
 
 export interface MoveOptions {
@@ -71,9 +71,7 @@ export interface MoveSummary {
 /** A move refused before or during the copy; nothing was written to the target. */
 export class MoveRefused extends Error {}
 
-const SERVER_SECRETS: [ServerKeyKind, string][] = [
-  ['bundleSigner', SIGNER_SECRET], ['webhookSigner', WEBHOOK_SIGNER_SECRET], ['sessionSigner', SESSION_SIGNER_SECRET],
-];
+const SERVER_SECRETS = SERVER_KEYS.map(([kind, name]) => [kind, name] as const);
 
 /** The rows sealed under the master key, and the at-rest context each is bound to. */
 const SEALED: { table: string; column: string; ctx: (org: string, id: string) => AtRestContext }[] = [

@@ -22,17 +22,20 @@ export const LOG_SIGNER_SECRET = 'log_signer';
  * (created on first start, stored sealed), Vault attached to the store. Returns the signer's
  * public key (uncompressed hex) and writes it into bootstrap.json when missing or different.
  */
+/** The server's own keys: kind, the server_secrets row that holds each sealed, and its name in messages. */
+export const SERVER_KEYS: readonly [ServerKeyKind, string, string][] = [
+  ['bundleSigner', SIGNER_SECRET, 'bundle signer'],
+  ['webhookSigner', WEBHOOK_SIGNER_SECRET, 'webhook signer'],
+  ['sessionSigner', SESSION_SIGNER_SECRET, 'session signer'],
+  ['logSigner', LOG_SIGNER_SECRET, 'log signer'],
+];
+
 export async function initKeys(db: Db, dataDir: string, masterKeyText: string | undefined, log: Logger, signWorkers = 0): Promise<{ signerPublicKey: string; vault: Vault }> {
   const mk = loadOrCreateMasterKey(dataDir, masterKeyText ? { KMAS_MASTER_KEY: masterKeyText } : {});
   for (const w of mk.warnings) log.warn(w);
   const vault = new Vault(mk.key);
   mk.key.fill(0);
-  const serverKeys: [ServerKeyKind, string, string][] = [
-    ['bundleSigner', SIGNER_SECRET, 'bundle signer'],
-    ['webhookSigner', WEBHOOK_SIGNER_SECRET, 'webhook signer'],
-    ['sessionSigner', SESSION_SIGNER_SECRET, 'session signer'],
-    ['logSigner', LOG_SIGNER_SECRET, 'log signer'],
-  ];
+  const serverKeys = SERVER_KEYS;
   const useStored = (kind: ServerKeyKind, label: string, stored: { sealed: Uint8Array; publicKey: string }) => {
     try {
       vault.useServerKey(kind, stored.sealed, stored.publicKey);

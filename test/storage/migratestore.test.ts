@@ -23,6 +23,7 @@ import { keccak_256 } from '@noble/hashes/sha3.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { decryptExportBundle, generateP256KeyPair } from '@turnkey/crypto';
 import { startServer, type RunningServer } from '../../src/server.js';
+import { SERVER_KEYS } from '../../src/domain/keys.js';
 import { dropFreshDatabases, freshDatabase, missingPostgres, postgresAvailable } from './pgcluster.js';
 import { ensureBuilt, kmasBin, root } from '../server/build.js';
 import { freshDataDir, newP256Key, sdkClient, submitBody, rawRequest, uniqueName, type ApiKeyPair } from '../server/harness.js';
@@ -299,7 +300,7 @@ describe.runIf(available)('kmas migrate-store: an embedded installation moved in
     const sourceBefore = fingerprintDir(dataDir);
     const counts = sqliteCounts(path.join(dataDir, 'kmas.sqlite'));
     expect(counts.webhook_deliveries, 'a delivery waits in the outbox').toBeGreaterThan(0);
-    expect(counts.server_secrets).toBe(3);
+    expect(counts.server_secrets).toBe(SERVER_KEYS.length);
     // --to from DATABASE_URL, --from as --from=…
     const r = await migrateStore([`--from=${dataDir}`], { DATABASE_URL: target, KMAS_MASTER_KEY: masterKey });
     expect(r.code, r.err).toBe(0);
@@ -307,7 +308,7 @@ describe.runIf(available)('kmas migrate-store: an embedded installation moved in
     expect(summary.storage).toBe('postgres');
     expect(summary.tables).toEqual(counts);
     expect(summary.rows).toBe(Object.values(counts).reduce((a, b) => a + b, 0));
-    expect(summary.check.serverKeys).toBe(3);
+    expect(summary.check.serverKeys).toBe(SERVER_KEYS.length);
     for (const t of ['pending_activities', 'votes', 'policy_evaluations', 'ip_allowlists', 'import_targets', 'smart_contract_interfaces', 'tag_members', 'private_key_addresses']) expect(counts[t], t).toBeGreaterThan(0);
     expect(summary.check.sealedOpened).toBe(counts.private_keys! + counts.wallets! + counts.wallet_accounts! + counts.org_secrets! + counts.import_targets!);
     expect(summary.check.signed.map((s: any) => `${s.table} ${s.curve}`).sort()).toEqual(['private_keys CURVE_SECP256K1', 'wallet_accounts CURVE_ED25519', 'wallet_accounts CURVE_SECP256K1']);
