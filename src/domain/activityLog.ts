@@ -8,7 +8,7 @@
  * a proof reads: O(log n) nodes for an inclusion proof); a head per organization with the size
  * and the frontier (the right edge's subtree hashes), so an append reads one row and writes
  * O(log n) nodes, never recomputing the tree. Appends of one organization are serialized by
- * Tx.lock('log', organizationId) (an advisory lock on PostgreSQL), and log_entries' primary key
+ * log.takeHead (the head's row lock on PostgreSQL), and log_entries' primary key
  * (organization_id, idx) refuses a second entry at one index whatever happens.
  */
 import { consistencyProof, EMPTY_ROOT, Frontier, inclusionProof, leafHash, subtreeRoot, type Node, type NodeReader } from '../tlog/merkle.js';
@@ -49,15 +49,13 @@ const concat = (parts: readonly Uint8Array[]): Uint8Array => {
  */
 export async function appendActivity(tx: Tx, record: Record<string, unknown>, createdMs: number, updatedMs: number): Promise<number> {
   const organizationId = String(record.organizationId);
-  await tx.lock('log', organizationId);
-  const head = await tx.log.head(organizationId);
+  const head = await tx.log.takeHead(organizationId);
   const size = head?.size ?? 0;
-  const frontier = new Frontier(size, head ? frontierNodes(size, head.frontier) : []);
+  const frontier = new Frontier(size, head && size > 0 ? frontierNodes(size, head.frontier) : []);
   const bytes = entryBytes(entryOf(size, record, createdMs, updatedMs));
   const made = frontier.append(leafHash(bytes));
-  await tx.log.insertEntry({ organizationId, index: size, activityId: String(record.id), entry: bytes, createdMs: updatedMs });
-  await tx.log.insertNodes(organizationId, made);
-  await tx.log.setHead({ organizationId, size: frontier.size, frontier: concat(frontier.nodes.map((n) => n.hash)), root: frontier.root(), updatedMs });
+  await tx.log.append({ organizationId, index: size, activityId: String(record.id), entry: bytes, createdMs: updatedMs }, made,
+    { organizationId, size: frontier.size, frontier: concat(frontier.nodes.map((n) => n.hash)), root: frontier.root(), updatedMs });
   return size;
 }
 

@@ -8,7 +8,7 @@
 import type {
   ActivityListQuery, ActivityRow, ApiKeyRow, LogCheckpointRow, AuthenticatorRow, ContractInterfaceRow, FeatureRow, InvitationRow, IpAllowlistRow, IpAllowlistRule,
   OauthProviderRow, OrganizationRow, OtpRow, PendingActivityRow, PolicyEvaluationRow, PolicyRow, Repositories, SecretRow, SendTransactionRow,
-  SubOrgFilter, TagRow, TagType, UserRow, VoteRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
+  SubOrgFilter, TagRow, TagType, UserRow, VoteRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription, LogHeadRow,
 } from './types.js';
 import { addressKey, type AddressEntry, type ImportTargetRow, type KeyStore, type ListPage, type PrivateKeyRow, type WalletAccountRow, type WalletRow } from './keys.js';
 
@@ -64,6 +64,9 @@ const otpFrom = (r: Row): OtpRow => ({
   contact: str(r.contact), sealedCode: bytes(r.sealed_code),
   sealedTarget: r.sealed_target === null ? null : bytes(r.sealed_target), attempts: num(r.attempts),
   expiresMs: num(r.expires_ms), createdMs: num(r.created_ms),
+});
+const headFrom = (r: Row): LogHeadRow => ({
+  organizationId: str(r.organization_id), size: num(r.size), frontier: bytes(r.frontier), root: bytes(r.root), updatedMs: num(r.updated_ms),
 });
 const endpointFrom = (r: Row): WebhookEndpointRow => ({
   id: str(r.id), organizationId: str(r.organization_id), url: str(r.url), name: str(r.name),
@@ -583,9 +586,21 @@ export function pgRepositories(q: Queries): Repositories {
         [e.id, e.activityId, e.organizationId, e.voteId, JSON.stringify(e.evaluations), e.createdMs]),
     },
     log: {
-      head: (org) => one('SELECT * FROM log_heads WHERE organization_id = $1', [org], (r) => ({
-        organizationId: str(r.organization_id), size: num(r.size), frontier: bytes(r.frontier), root: bytes(r.root), updatedMs: num(r.updated_ms),
-      })),
+      head: (org) => one('SELECT * FROM log_heads WHERE organization_id = $1', [org], headFrom),
+      // An upsert that changes nothing takes the head's row lock (creating a size-0 head if there is
+      // none) and returns the latest committed head once a concurrent append has ended: lock and
+      // read in one round trip, with no snapshot taken before the wait.
+      takeHead: (org) => one(`INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, 0, ''::bytea, sha256(''::bytea), 0)
+        ON CONFLICT (organization_id) DO UPDATE SET size = log_heads.size RETURNING *`, [org], headFrom),
+      // the entry, the nodes it completes and the new head in one statement
+      append: async (e, nodes, h) => {
+        await q.run(`WITH entry AS (INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms) VALUES ($1, $2, $3, $4, $5)),
+          nodes AS (INSERT INTO log_nodes (organization_id, level, idx, hash) SELECT $1, l, i, hh FROM unnest($6::integer[], $7::bigint[], $8::bytea[]) AS t(l, i, hh))
+          INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $9, $10, $11, $12)
+          ON CONFLICT (organization_id) DO UPDATE SET size = excluded.size, frontier = excluded.frontier, root = excluded.root, updated_ms = excluded.updated_ms`,
+        [e.organizationId, e.index, e.activityId, buf(e.entry), e.createdMs, nodes.map((n) => n.level), nodes.map((n) => n.index), nodes.map((n) => buf(n.hash)),
+          h.size, buf(h.frontier), buf(h.root), h.updatedMs]);
+      },
       setHead: (h) => exec(`INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $2, $3, $4, $5)
         ON CONFLICT (organization_id) DO UPDATE SET size = excluded.size, frontier = excluded.frontier, root = excluded.root, updated_ms = excluded.updated_ms`,
       [h.organizationId, h.size, buf(h.frontier), buf(h.root), h.updatedMs]),

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type {
   Db, Repositories,
   SendTransactionRow,
-  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, ContractInterfaceRow, InvitationRow, SecretRow, FeatureRow, IpAllowlistRow, IpAllowlistRule, OauthProviderRow, OrganizationRow, OtpRow, Tx, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription,
+  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, ContractInterfaceRow, InvitationRow, SecretRow, FeatureRow, IpAllowlistRow, IpAllowlistRule, OauthProviderRow, OrganizationRow, OtpRow, Tx, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription, LogHeadRow,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
@@ -302,6 +302,13 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
   const featCache = cache.map<{ value: string | undefined }>();
   const endpointCache = cache.map<WebhookEndpointRow[]>();
   const allowlistCache = cache.map<{ row: IpAllowlistRow | undefined }>();
+  const logHeadOf = (org: string): LogHeadRow | undefined => {
+    const r = s.logHead.get(org);
+    return r ? {
+      organizationId: r.organization_id as string, size: r.size as number, frontier: new Uint8Array(r.frontier as Buffer),
+      root: new Uint8Array(r.root as Buffer), updatedMs: r.updated_ms as number,
+    } : undefined;
+  };
   const featureOf = (org: string, name: string): string | undefined => cache.get(featCache, `${org}/${name}`, () => s.featGet.get(org, name) ?? { value: undefined })!.value;
   const endpointsOf = (org: string): WebhookEndpointRow[] => cache.get(endpointCache, org, () => s.whepList.all(org).map(endpointFrom), (rows) => rows.map((r) => ({ ...r, subscriptions: r.subscriptions.map((x) => ({ ...x })) })))!;
   const allowlistGet = (org: string, pk: string): IpAllowlistRow | undefined => cache.get(allowlistCache, `${org}/${pk}`, () => {
@@ -506,12 +513,13 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       insert: (e) => { s.pevInsert.run(e.id, e.activityId, e.organizationId, e.voteId, JSON.stringify(e.evaluations), e.createdMs); },
     },
     log: {
-      head: (org) => {
-        const r = s.logHead.get(org);
-        return r ? {
-          organizationId: r.organization_id as string, size: r.size as number, frontier: new Uint8Array(r.frontier as Buffer),
-          root: new Uint8Array(r.root as Buffer), updatedMs: r.updated_ms as number,
-        } : undefined;
+      head: (org) => logHeadOf(org),
+      // one writer at a time: the head read in a write is the head until it commits
+      takeHead: (org) => logHeadOf(org),
+      append: (e, nodes, h) => {
+        s.logEntryInsert.run(e.organizationId, e.index, e.activityId, e.entry, e.createdMs);
+        for (const n of nodes) s.logNodeInsert.run(e.organizationId, n.level, n.index, n.hash);
+        s.logSetHead.run(h.organizationId, h.size, h.frontier, h.root, h.updatedMs);
       },
       setHead: (h) => { s.logSetHead.run(h.organizationId, h.size, h.frontier, h.root, h.updatedMs); },
       insertEntry: (e) => { s.logEntryInsert.run(e.organizationId, e.index, e.activityId, e.entry, e.createdMs); },

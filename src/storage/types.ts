@@ -558,9 +558,17 @@ export interface Repositories {
     list(activityId: string): Promise<PolicyEvaluationRow[]>;
     insert(row: PolicyEvaluationRow): Promise<void>;
   };
-  /** The verifiable activity log, one Merkle tree per organization (appends under Tx.lock('log', organizationId)). */
+  /** The verifiable activity log, one Merkle tree per organization (appends one at a time: takeHead). */
   log: {
     head(organizationId: string): Promise<LogHeadRow | undefined>;
+    /**
+     * The organization's head, taken for this transaction: another transaction's takeHead of the
+     * same log waits until this one ends, then sees what it stored (a row lock on PostgreSQL;
+     * SQLite has one writer). Undefined (or a head of size 0) for a log with no entry yet.
+     */
+    takeHead(organizationId: string): Promise<LogHeadRow | undefined>;
+    /** One append: the entry, the subtree nodes it completes, and the new head (fails when the index is taken). */
+    append(entry: LogEntryRow, nodes: LogNodeRow[], head: LogHeadRow): Promise<void>;
     /** Creates or replaces the head. */
     setHead(row: LogHeadRow): Promise<void>;
     /** Fails (a unique violation) when the index is taken: two appends never share one. */
@@ -604,9 +612,7 @@ export type LockName =
   /** one one-time code (keyed by its id): checks of it, right or wrong, are counted one at a time */
   | 'one-time-code'
   /** start-up: creating the root organization and the server's keys */
-  | 'bootstrap'
-  /** one organization's verifiable activity log (keyed by its id): appends one at a time, so indexes follow the head */
-  | 'log';
+  | 'bootstrap';
 
 /** One transaction: the repositories, plus what a unit of work adds. */
 export interface Tx extends Repositories {
