@@ -29,29 +29,55 @@
  *   createdMs      when the activity was created
  *   updatedMs      when this change was made (the activity's updatedMs after it)
  */
-import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { sha256 } from './hash.js';
 
 export const ENTRY_VERSION = 1;
 
 const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
 
-/** The RFC 8785 text of a JSON value (see the file comment for the one difference). */
-export function canonicalJson(value: unknown): string {
-  if (value === null) return 'null';
+/**
+ * The RFC 8785 text of a JSON value (see the file comment for the one difference). `memo` holds
+ * the texts of objects already serialized in this call's context (the record's result inside the
+ * record itself): an object found there is not walked again.
+ */
+export function canonicalJson(value: unknown, memo?: Map<object, string>): string {
   switch (typeof value) {
+    case 'string': return JSON.stringify(value);
     case 'boolean': return value ? 'true' : 'false';
     case 'number':
       if (!Number.isFinite(value)) throw new TypeError('JSON has no NaN or Infinity');
       // ECMAScript Number::toString is RFC 8785's number form (and -0 is written 0).
       return JSON.stringify(value);
-    case 'string': return JSON.stringify(value);
     case 'object': {
-      if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
-      const o = value as Record<string, unknown>;
-      // Array.prototype.sort without a comparator compares UTF-16 code units, as RFC 8785 §3.2.3 asks.
-      const names = Object.keys(o).filter((k) => o[k] !== undefined).sort();
-      return `{${names.map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(',')}}`;
+      if (value === null) return 'null';
+      const known = memo?.get(value);
+      if (known !== undefined) return known;
+      let text: string;
+      if (Array.isArray(value)) {
+        text = '[';
+        for (let i = 0; i < value.length; i++) {
+          const v: unknown = value[i];
+          text += (i === 0 ? '' : ',') + canonicalJson(v === undefined ? null : v, memo);
+        }
+        text += ']';
+      } else {
+        const o = value as Record<string, unknown>;
+        // Array.prototype.sort without a comparator compares UTF-16 code units, as RFC 8785 §3.2.3 asks.
+        const names = Object.keys(o).sort();
+        text = '{';
+        let first = true;
+        for (const k of names) {
+          const v = o[k];
+          if (v === undefined) continue;
+          text += (first ? '' : ',') + JSON.stringify(k) + ':' + canonicalJson(v, memo);
+          first = false;
+        }
+        text += '}';
+      }
+      memo?.set(value, text);
+      return text;
     }
     default: throw new TypeError(`a ${typeof value} is not a JSON value`);
   }
@@ -60,10 +86,10 @@ export function canonicalJson(value: unknown): string {
 /** UTF-8 bytes of canonicalJson(value). */
 export const canonicalBytes = (value: unknown): Uint8Array => enc.encode(canonicalJson(value));
 
-const hex = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+const hex = bytesToHex;
 
 /** "sha256:<hex>" of JCS(value). */
-export const digestOf = (value: unknown): string => `sha256:${hex(sha256(canonicalBytes(value)))}`;
+export const digestOf = (value: unknown, memo?: Map<object, string>): string => `sha256:${hex(sha256(enc.encode(canonicalJson(value, memo))))}`;
 
 export interface LogVote { id: string; selection: string; userId: string }
 
@@ -88,6 +114,8 @@ export interface LogEntry {
 /** The entry an activity record (the v1Activity object as served) makes at `index`. */
 export function entryOf(index: number, record: Record<string, unknown>, createdMs: number, updatedMs: number): LogEntry {
   const votes = Array.isArray(record.votes) ? (record.votes as Record<string, unknown>[]) : [];
+  // the result (and the failure) are serialized once: the record's text reuses theirs
+  const memo = new Map<object, string>();
   return {
     v: ENTRY_VERSION,
     index,
@@ -98,10 +126,10 @@ export function entryOf(index: number, record: Record<string, unknown>, createdM
     fingerprint: String(record.fingerprint),
     timestampMs: String(record.timestampMs),
     intent: record.intent ?? null,
-    resultDigest: digestOf(record.result ?? null),
-    failureDigest: record.failure === undefined ? null : digestOf(record.failure),
+    resultDigest: digestOf(record.result ?? null, memo),
+    failureDigest: record.failure === undefined ? null : digestOf(record.failure, memo),
     votes: votes.map((v) => ({ id: String(v.id), selection: String(v.selection), userId: String(v.userId) })),
-    recordDigest: digestOf(record),
+    recordDigest: digestOf(record, memo),
     createdMs,
     updatedMs,
   };

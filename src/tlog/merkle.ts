@@ -10,7 +10,7 @@
  * largest power of two below its size), so a proof needs O(log n) nodes, plus O(log² n) for the
  * ragged right edge of a tree whose size is no power of two.
  */
-import { sha256 } from '@noble/hashes/sha2.js';
+import { sha256 } from './hash.js';
 
 const LEAF = Uint8Array.of(0);
 const NODE = Uint8Array.of(1);

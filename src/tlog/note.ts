@@ -8,7 +8,8 @@
  * Ed25519 over the text. A verifier key is written "<name>+<key hash hex>+<base64(0x01 ‖ public key)>".
  * Pure code (no Node API): the offline verifier and a browser use it as the server does.
  */
-import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { sha256 } from './hash.js';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { base64 } from '@scure/base';
 
@@ -28,7 +29,7 @@ function keyHash(name: string, publicKey: Uint8Array): Uint8Array {
   return sha256(new Uint8Array([...enc.encode(`${name}\n`), ED25519, ...publicKey])).subarray(0, 4);
 }
 
-const hex = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+const hex = bytesToHex;
 
 /** The verifier key string of an Ed25519 public key. */
 export function verifierKey(name: string, publicKey: Uint8Array): string {
