@@ -6,57 +6,20 @@
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-
-interface Binaries { initdb: string; pgCtl: string }
-
-/** initdb and pg_ctl from one directory: /usr/local/bin, Debian's newest /usr/lib/postgresql/N/bin, then PATH. */
-function findBinaries(): Binaries | undefined {
-  const dirs = ['/usr/local/bin'];
-  try {
-    const versions = fs.readdirSync('/usr/lib/postgresql').filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a));
-    dirs.push(...versions.map((v) => `/usr/lib/postgresql/${v}/bin`));
-  } catch { /* no Debian layout */ }
-  dirs.push(...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean));
-  for (const dir of dirs) {
-    const initdb = path.join(dir, 'initdb');
-    const pgCtl = path.join(dir, 'pg_ctl');
-    if (fs.existsSync(initdb) && fs.existsSync(pgCtl)) return { initdb, pgCtl };
-  }
-  return undefined;
-}
+import { findPgBinaries, freeLoopbackPort, runPg, type PgBinaries } from '../../bench/pgcluster.js';
 
 /** Whether the tests can have a PostgreSQL: a URL given, or binaries to start a cluster from. */
 export function postgresAvailable(): boolean {
-  return (process.env.KMAS_TEST_DATABASE_URL ?? '') !== '' || findBinaries() !== undefined;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
+  return (process.env.KMAS_TEST_DATABASE_URL ?? '') !== '' || findPgBinaries() !== undefined;
 }
 
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 
-/** Runs a PostgreSQL binary, as the `postgres` system user when we are root (initdb and pg_ctl refuse root). */
-function runPg(bin: string, args: string[], timeout = 60_000): void {
-  const [cmd, argv] = isRoot ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args];
-  const r = spawnSync(cmd, argv, { encoding: 'utf8', timeout });
-  if (r.status !== 0) throw new Error(`${bin} ${args.join(' ')} failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
-}
-
 /**
- * The same without blocking this process: a fault test's clients keep sending while PostgreSQL
+ * runPg (as the `postgres` system user when we are root) without blocking this process: a fault test's clients keep sending while PostgreSQL
  * stops or starts, as they would against a server that fails on its own.
  */
 function runPgAsync(bin: string, args: string[], timeout = 60_000): Promise<void> {
@@ -69,7 +32,7 @@ function runPgAsync(bin: string, args: string[], timeout = 60_000): Promise<void
   });
 }
 
-async function startCluster(bins: Binaries): Promise<string> {
+async function startCluster(bins: PgBinaries): Promise<string> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kmas-pg-'));
   const data = path.join(dir, 'data');
   const log = path.join(dir, 'postgres.log');
@@ -83,7 +46,7 @@ async function startCluster(bins: Binaries): Promise<string> {
   };
   try {
     runPg(bins.initdb, ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C']);
-    const port = await freePort();
+    const port = await freeLoopbackPort();
     // fsync=off loses nothing unless the machine itself crashes; commits stay synchronous, so a
     // server stopped with -m immediate (the fault tests) keeps every acknowledged commit.
     const startArgs = ['start', '-w', '-t', '60', '-D', data, '-l', log, '-o', `-c fsync=off -c listen_addresses=127.0.0.1 -p ${port} -k ${dir}`];
@@ -121,7 +84,7 @@ export function testDatabaseUrl(): Promise<string | undefined> {
   cluster ??= (async () => {
     const url = process.env.KMAS_TEST_DATABASE_URL;
     if (url) return url;
-    const bins = findBinaries();
+    const bins = findPgBinaries();
     if (!bins) return undefined;
     throwaway = await startCluster(bins);
     return throwaway;
