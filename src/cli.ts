@@ -4,11 +4,10 @@ import path from 'node:path';
 import { packageRoot } from './paths.js';
 import { ConfigError, loadConfig, settingsHelp } from './config.js';
 import { createLogger } from './log.js';
-import { backupDatabase } from './storage/backup.js';
-import { prepareDataDir } from './storage/datadir.js';
-import { ensureBootstrap } from './bootstrap.js';
 import { generateP256ApiKeyPair } from './domain/keypair.js';
-import { DB_FILE, openDb, startServer } from './server.js';
+// The server, the stores and the bootstrap are imported by the commands that use them: `kmas log
+// verify`, `api-key` and `--help` start without loading them.
+const server = () => import('./server.js');
 
 const USAGE = `kmas — self-hostable key-management service (Turnkey wire-compatible)
 
@@ -74,6 +73,7 @@ export async function main(argv: string[], env: Record<string, string | undefine
         const file = rest[0];
         if (file === undefined || file.startsWith('--')) throw new ConfigError('backup needs the file to write: kmas backup <file> [--data-dir <dir>]');
         const config = loadConfig({ env, argv: rest.slice(1) });
+        const [{ backupDatabase }, { DB_FILE }] = await Promise.all([import('./storage/backup.js'), server()]);
         const summary = await backupDatabase(path.join(config.dataDir, DB_FILE), file);
         process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
         return 0;
@@ -81,6 +81,7 @@ export async function main(argv: string[], env: Record<string, string | undefine
       case 'init': {
         const config = loadConfig({ env, argv: rest });
         const log = createLogger(config.logLevel, (l) => process.stderr.write(l));
+        const [{ prepareDataDir }, { ensureBootstrap }, { DB_FILE, openDb }] = await Promise.all([import('./storage/datadir.js'), import('./bootstrap.js'), server()]);
         prepareDataDir(config.dataDir, DB_FILE, log);
         const db = await openDb({ ...config, workers: 1 });
         try {
@@ -99,6 +100,7 @@ export async function main(argv: string[], env: Record<string, string | undefine
           process.stdout.write(JSON.stringify({ storage: 'postgres', ...await migratePostgres(config.databaseUrl) }) + '\n');
         } else {
           const log = createLogger(config.logLevel, (l) => process.stderr.write(l));
+          const [{ prepareDataDir }, { DB_FILE, openDb }] = await Promise.all([import('./storage/datadir.js'), server()]);
           prepareDataDir(config.dataDir, DB_FILE, log);
           // opening the file applies its migrations
           await (await openDb({ ...config, workers: 1 })).close();
@@ -108,7 +110,7 @@ export async function main(argv: string[], env: Record<string, string | undefine
       }
       case 'migrate-store': {
         const { dataDir, databaseUrl, masterKey } = migrateStoreConfig(rest, env);
-        const { migrateStore } = await import('./migratestore.js');
+        const [{ migrateStore }, { DB_FILE }] = await Promise.all([import('./migratestore.js'), server()]);
         const summary = await migrateStore({ dataDir, dbFile: DB_FILE, databaseUrl, masterKey });
         process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
         return 0;
@@ -116,15 +118,15 @@ export async function main(argv: string[], env: Record<string, string | undefine
       case 'serve': {
         serving = true;
         const config = loadConfig({ env, argv: rest });
-        const server = await startServer(config);
+        const running = await (await server()).startServer(config);
         let stopping = false;
         const stop = (signal: string) => {
           if (stopping) return;
           stopping = true;
-          server.log.info('stopping', { signal, shutdownTimeoutMs: config.shutdownTimeoutMs });
+          running.log.info('stopping', { signal, shutdownTimeoutMs: config.shutdownTimeoutMs });
           // stop() is bounded by SHUTDOWN_TIMEOUT_MS; this is the backstop should something hang.
-          setTimeout(() => { server.log.error('stop did not finish in time; exiting'); process.exit(1); }, config.shutdownTimeoutMs + 10_000).unref();
-          void server.stop().then(() => process.exit(0), () => process.exit(1));
+          setTimeout(() => { running.log.error('stop did not finish in time; exiting'); process.exit(1); }, config.shutdownTimeoutMs + 10_000).unref();
+          void running.stop().then(() => process.exit(0), () => process.exit(1));
         };
         process.on('SIGINT', () => stop('SIGINT'));
         process.on('SIGTERM', () => stop('SIGTERM'));
