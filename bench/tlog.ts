@@ -42,6 +42,11 @@ import type { ExecContext } from '../src/activities/types.js';
 import { entriesFromJson } from '../src/logverify.js';
 import { verifierFrom, verifyEntries } from '../src/tlog/verify.js';
 import { timestamp } from '../src/domain/records.js';
+import { useSha256 } from '../src/tlog/hash.js';
+import { nativeSha256 } from '../src/crypto/nativeHash.js';
+
+// as the server and kmas log verify hash: Node's native SHA-256
+useSha256(nativeSha256);
 
 const KMAS = fileURLToPath(new URL('../../bin/kmas.js', import.meta.url));
 
