@@ -4,7 +4,7 @@
  * (fsync and synchronous commit on, as a deployment runs it, so it is compared fairly with SQLite's
  * synced commits). Its CPU time, postmaster and backends together, comes from /proc.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -37,6 +37,20 @@ export function runPg(bin: string, args: string[], timeout = 60_000): void {
   if (r.status !== 0) throw new Error(`${bin} ${args.join(' ')} failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
 }
 
+/**
+ * runPg without blocking this process: a fault test's clients keep sending while PostgreSQL stops
+ * or starts, as they would against a server that fails on its own.
+ */
+export function runPgAsync(bin: string, args: string[], timeout = 60_000): Promise<void> {
+  const [cmd, argv] = isRoot ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args];
+  return new Promise((resolve, reject) => {
+    execFile(cmd, argv, { encoding: 'utf8', timeout }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${bin} ${args.join(' ')} failed (${err.code ?? err.signal}):\n${stdout}\n${stderr}`));
+      else resolve();
+    });
+  });
+}
+
 export function freeLoopbackPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
@@ -55,10 +69,15 @@ export interface PgCluster {
   /** the directory holding data/ and postgres.log */
   dir: string;
   data: string;
+  /** the pg_ctl it runs (as the `postgres` system user when we are root) */
+  pgCtl: string;
   /** pg_ctl start again (same port and data) */
   start(): void;
   /** pg_ctl stop -m immediate */
   stop(): void;
+  /** the same two without blocking this process */
+  startAsync(): Promise<void>;
+  stopAsync(): Promise<void>;
   /** stops it and deletes its directory */
   destroy(): void;
   /** CPU seconds of the postmaster and every backend, those that have exited included */
@@ -109,9 +128,10 @@ export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgClu
   }
   const port = await freeLoopbackPort();
   const settings = [...(opts.noFsync ? ['fsync=off'] : []), 'listen_addresses=127.0.0.1', ...(opts.settings ?? [])];
-  const start = () => runPg(bins.pgCtl, ['start', '-w', '-t', '60', '-D', data, '-l', log, '-o',
-    `${settings.map((s) => `-c ${s}`).join(' ')} -p ${port} -k ${dir}`]);
-  const stop = () => runPg(bins.pgCtl, ['stop', '-D', data, '-m', 'immediate']);
+  const startArgs = ['start', '-w', '-t', '60', '-D', data, '-l', log, '-o', `${settings.map((s) => `-c ${s}`).join(' ')} -p ${port} -k ${dir}`];
+  const stopArgs = ['stop', '-D', data, '-m', 'immediate'];
+  const start = () => runPg(bins.pgCtl, startArgs);
+  const stop = () => runPg(bins.pgCtl, stopArgs);
   const destroy = () => {
     try { stop(); } catch { /* not running */ }
     fs.rmSync(dir, { recursive: true, force: true });
@@ -126,7 +146,9 @@ export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgClu
   }
   const postmaster = () => Number(fs.readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
   return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`, dir, data, start, stop, destroy,
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`, dir, data, pgCtl: bins.pgCtl, start, stop, destroy,
+    startAsync: () => runPgAsync(bins.pgCtl, startArgs),
+    stopAsync: () => runPgAsync(bins.pgCtl, stopArgs),
     cpuSeconds() {
       const pm = postmaster();
       return procCpu(pm, true) + childrenOf(pm).reduce((a, pid) => a + procCpu(pid, false), 0);
