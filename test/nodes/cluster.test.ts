@@ -5,42 +5,31 @@
 // approvals racing on two nodes run the activity once; a key deleted on one node is refused by the
 // next request to another.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomBytes } from 'node:crypto';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, type RunningServer } from '../../src/server.js';
+import type { RunningServer } from '../../src/server.js';
+import { startNodes, type Fleet } from './nodes.js';
 import { controlTestCluster, freshDatabase, missingPostgres, postgresAvailable } from '../storage/pgcluster.js';
-import { freshDataDir, newP256Key, rawRequest, sdkClient, submitBody, uniqueName, type ApiKeyPair } from '../server/harness.js';
+import { newP256Key, rawRequest, sdkClient, submitBody, uniqueName, type ApiKeyPair } from '../server/harness.js';
 
 const available = postgresAvailable();
 if (!available) missingPostgres('the multi-node tests (test/nodes)');
 
 describe.runIf(available)('three nodes on one PostgreSQL', () => {
-  const nodes: RunningServer[] = [];
-  const dirs: string[] = [];
+  let fleet: Fleet;
+  let nodes: RunningServer[] = [];
+  let dirs: string[] = [];
   let orgId = '';
   let root: ApiKeyPair;
   let rootUserId = '';
 
   beforeAll(async () => {
-    const databaseUrl = await freshDatabase();
-    const masterKey = randomBytes(32).toString('hex');
     // started together: they race for the root organization
-    nodes.push(...await Promise.all([0, 1, 2].map(() => {
-      const dataDir = freshDataDir();
-      dirs.push(dataDir);
-      return startServer({ host: '127.0.0.1', port: 0, logLevel: 'silent', dataDir, databaseUrl, masterKey, rateLimitApiKey: 0, rateLimitOrganization: 0 });
-    })));
-    const made = nodes.filter((n) => n.rootApiKey !== undefined);
-    expect(made, 'exactly one node created the root organization and holds its key').toHaveLength(1);
-    root = made[0]!.rootApiKey!;
-    orgId = made[0]!.bootstrap.organizationId;
-    rootUserId = made[0]!.bootstrap.userId;
+    fleet = await startNodes(3, await freshDatabase());
+    ({ nodes, dirs, orgId, root, rootUserId } = fleet);
+    expect(fleet.creators, 'exactly one node created the root organization and holds its key').toHaveLength(1);
   });
-  afterAll(async () => {
-    await Promise.all(nodes.map((n) => n.stop()));
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
+  afterAll(async () => { await fleet?.stop(); });
 
   it('every node found the one root organization, the same server keys, and answers for it', async () => {
     const files = dirs.map((d) => JSON.parse(readFileSync(join(d, 'bootstrap.json'), 'utf8')));

@@ -25,7 +25,8 @@ import { p256 } from '@noble/curves/nist.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { encryptOtpCodeToBundle, encryptPrivateKeyToBundle, encryptWalletToBundle, generateP256KeyPair } from '@turnkey/crypto';
-import { startServer, type RunningServer } from '../../src/server.js';
+import type { RunningServer } from '../../src/server.js';
+import { startNodes, type Fleet } from './nodes.js';
 import { freshDatabase, missingPostgres, postgresAvailable } from '../storage/pgcluster.js';
 import { freshDataDir, newP256Key, rawRequest, sdkClient, sleep, submitBody, uniqueName, type ApiKeyPair } from '../server/harness.js';
 import { ensureBuilt, spawnServe, type ServeProcess } from '../server/build.js';
@@ -133,8 +134,8 @@ function exactlyOne(results: Outcome[], refusal: RegExp): any {
 }
 
 describe.runIf(available)('guarantees across three nodes on one PostgreSQL', () => {
-  const nodes: RunningServer[] = [];
-  const dirs: string[] = [];
+  let fleet: Fleet | undefined;
+  let nodes: RunningServer[] = [];
   let databaseUrl = '';
   let db: pg.Client;
   let rx: Receiver;
@@ -210,29 +211,20 @@ describe.runIf(available)('guarantees across three nodes on one PostgreSQL', () 
     });
     await new Promise<void>((r) => rpcProxy.listen(0, '127.0.0.1', r));
     chainUrl = `http://127.0.0.1:${(rpcProxy.address() as AddressInfo).port}`;
-    const masterKey = randomBytes(32).toString('hex');
-    nodes.push(...await Promise.all([0, 1, 2].map(() => {
-      const dataDir = freshDataDir();
-      dirs.push(dataDir);
-      return startServer({
-        host: '127.0.0.1', port: 0, logLevel: 'silent', dataDir, databaseUrl, masterKey, rateLimitApiKey: 0, rateLimitOrganization: 0,
-        mailDir, webhookRetryMs: 50, outboxPollMs: 500, trustProxy: ['loopback'],
-        rpcUrls: [`${CHAIN}=${chainUrl}`], rpcPollMs: 50, rpcTimeoutMs: 10_000,
-      });
-    })));
-    const made = nodes.find((n) => n.rootApiKey !== undefined)!;
-    root = made.rootApiKey!;
-    orgId = made.bootstrap.organizationId;
-    rootUserId = made.bootstrap.userId;
-    signer = made.bootstrap.signerPublicKey!;
+    fleet = await startNodes(3, databaseUrl, {
+      mailDir, webhookRetryMs: 50, outboxPollMs: 500, trustProxy: ['loopback'],
+      rpcUrls: [`${CHAIN}=${chainUrl}`], rpcPollMs: 50, rpcTimeoutMs: 10_000,
+    });
+    ({ nodes, orgId, root, rootUserId } = fleet);
+    signer = fleet.creators[0]!.bootstrap.signerPublicKey!;
   }, 90_000);
   afterAll(async () => {
-    await Promise.all(nodes.map((n) => n.stop()));
+    await fleet?.stop();
     await db?.end();
     await rx?.close();
     await new Promise<void>((r) => (rpcProxy ? rpcProxy.close(() => r()) : r()));
     await chain?.close();
-    for (const d of [...dirs, mailDir]) if (d) rmSync(d, { recursive: true, force: true });
+    if (mailDir) rmSync(mailDir, { recursive: true, force: true });
   });
 
   it('3. webhook events and e-mails of many activities through three nodes are each delivered once', async () => {

@@ -5,47 +5,36 @@
 // entry matching it, the tree recomputing to a checkpoint signed by one node and consistent with
 // one signed by another.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomBytes } from 'node:crypto';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, type RunningServer } from '../../src/server.js';
+import type { RunningServer } from '../../src/server.js';
+import { startNodes, type Fleet } from './nodes.js';
 import { compareActivities, verifierFrom, verifyEntries } from '../../src/tlog/verify.js';
 import { fetchActivities, fetchEntries, remoteLog } from '../../src/tlog/remote.js';
 import { verifyConsistency } from '../../src/tlog/merkle.js';
 import { openCheckpoint } from '../../src/tlog/note.js';
 import { freshDatabase, missingPostgres, postgresAvailable } from '../storage/pgcluster.js';
-import { freshDataDir, sdkClient, uniqueName, type ApiKeyPair } from '../server/harness.js';
+import { sdkClient, uniqueName, type ApiKeyPair } from '../server/harness.js';
 
 const available = postgresAvailable();
 if (!available) missingPostgres('the log on several nodes (test/nodes)');
 
 describe.runIf(available)('the log on three nodes', () => {
-  const nodes: RunningServer[] = [];
-  const dirs: string[] = [];
+  let fleet: Fleet;
+  let nodes: RunningServer[] = [];
   let orgId = '';
   let root: ApiKeyPair;
 
   beforeAll(async () => {
-    const databaseUrl = await freshDatabase();
-    const masterKey = randomBytes(32).toString('hex');
-    nodes.push(...await Promise.all([0, 1, 2].map(() => {
-      const dataDir = freshDataDir();
-      dirs.push(dataDir);
-      return startServer({ host: '127.0.0.1', port: 0, logLevel: 'silent', dataDir, databaseUrl, masterKey, rateLimitApiKey: 0, rateLimitOrganization: 0 });
-    })));
-    const made = nodes.find((n) => n.rootApiKey !== undefined)!;
-    root = made.rootApiKey!;
-    orgId = made.bootstrap.organizationId;
+    fleet = await startNodes(3, await freshDatabase());
+    ({ nodes, orgId, root } = fleet);
   });
-  afterAll(async () => {
-    await Promise.all(nodes.map((n) => n.stop()));
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
+  afterAll(async () => { await fleet?.stop(); });
 
   it('one log key for every node, and activities sent to all three at once make one gapless log that verifies', async () => {
     const keys = await Promise.all(nodes.map(async (n) => (await fetch(`${n.url}/.well-known/kmas-log-key`)).json() as Promise<{ verifierKey: string; publicKey: string }>));
     for (const k of keys) expect(k).toEqual(keys[0]);
-    for (const d of dirs) expect(JSON.parse(readFileSync(join(d, 'bootstrap.json'), 'utf8')).logPublicKey).toBe(keys[0]!.publicKey);
+    for (const d of fleet.dirs) expect(JSON.parse(readFileSync(join(d, 'bootstrap.json'), 'utf8')).logPublicKey).toBe(keys[0]!.publicKey);
     const verifier = verifierFrom(keys[0]!.verifierKey);
 
     const logs = nodes.map((n) => remoteLog(n.url, root, orgId));
