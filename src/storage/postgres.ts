@@ -11,9 +11,8 @@
  * - tx.lock(name, key): pg_advisory_xact_lock(hashtext(name), hashtext(key)), held until the
  *   transaction ends.
  * - tx.savepoint(fn): SAVEPOINT / RELEASE, ROLLBACK TO when fn throws.
- * - A deferred write (Queries.deferred: the log append) goes with the unit's next statement, or,
- *   when it is the last, with the COMMIT in one message (EXECUTE of its prepared statement with
- *   the values written out, then COMMIT): the row lock it follows is held one round trip less.
+ * - Statements nobody waits for go with the unit's next message, and statements asked for at
+ *   once go together (Unit: fewer round trips, nothing reordered).
  * - The repositories (postgresRepos.ts) are built per unit of work over its connection; once the
  *   unit has ended they refuse every call.
  * Migrations (pgMigrations.ts) are applied at open under an advisory lock.
@@ -84,29 +83,102 @@ export function typeParsers(): pg.CustomTypesConfig {
 
 const noop = (): void => {};
 
-/** The statements PREPAREd by name on each connection (for a deferred write's EXECUTE). */
-const preparedStatements = new WeakMap<pg.PoolClient, Set<string>>();
-function preparedOn(client: pg.PoolClient): Set<string> {
-  let set = preparedStatements.get(client);
-  if (!set) preparedStatements.set(client, set = new Set());
-  return set;
+/** pg's own conversion of a parameter to its wire text, and its result rows (the submittable below needs both). */
+const pgInternals = createRequire(import.meta.url);
+const { prepareValue } = pgInternals('pg/lib/utils.js') as { prepareValue: (v: unknown) => unknown };
+const PgResult = pgInternals('pg/lib/result.js') as new (rowMode: string | undefined, types: unknown) => PgResultRow;
+interface PgResultRow extends pg.QueryResult<Row> {
+  addFields(fields: unknown[]): void;
+  parseRow(fields: unknown[]): Row;
+  addRow(row: Row): void;
+  addCommandComplete(msg: unknown): void;
+}
+/** The connection as pg's submittables see it (pg/lib/connection.js). */
+interface PgConnection {
+  parsedStatements: Record<string, string>;
+  stream: { cork?: () => void; uncork?: () => void };
+  parse(q: { text: string; name: string; types: unknown[] }): void;
+  bind(c: { portal: string; statement: string; values: unknown[]; valueMapper: (v: unknown) => unknown }): void;
+  describe(m: { type: 'P'; name: string }): void;
+  execute(c: { portal: string; rows: number }): void;
+  sync(): void;
 }
 
-/** pg's own conversion of a parameter to the text the extended protocol sends (a Buffer stays a Buffer). */
-const prepareValue = (createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue: (v: unknown) => string | Buffer | null }).prepareValue;
+/** The pool's type parsers, also given to the pipelined results. */
+const TYPES = typeParsers();
 
 /**
- * A parameter written out as an SQL literal, for EXECUTE: the text the extended protocol would
- * send for it (bytes as bytea's hex form), as an E'' string (the same whatever
- * standard_conforming_strings says), which PostgreSQL reads with the parameter type's input
- * function, as it reads a protocol parameter; null as NULL.
+ * Several statements in one message of the extended protocol (a pg "submittable", the interface
+ * pg-cursor uses): Parse (for a named statement this connection has not parsed yet; unnamed for a
+ * bare one such as BEGIN), Bind, Describe, Execute for each, then one Sync. PostgreSQL answers
+ * them in order and, after an error, skips the rest up to the Sync. Values travel as they do for
+ * a single query (pg's prepareValue): nothing is written out as SQL text.
  */
-export function literal(v: unknown): string {
-  const text = prepareValue(v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v);
-  if (text === null) return 'NULL';
-  const t = Buffer.isBuffer(text) ? `\\x${text.toString('hex')}` : text;
-  if (t.includes('\0')) throw new Error('a parameter with a NUL character');
-  return `E'${t.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+class Pipelined {
+  /** read by pg when a ParseComplete arrives: the statement being parsed (undefined: unnamed) */
+  name: string | undefined;
+  text: string | undefined;
+  readonly #statements: { sql: string; args?: unknown[] | undefined; name: string; parse: boolean }[];
+  readonly #results: PgResultRow[] = [];
+  #at = 0;
+  #failed: unknown;
+  constructor(statements: { sql: string; args?: unknown[] | undefined }[], private readonly done: (e: unknown, r?: PgResultRow[]) => void) {
+    this.#statements = statements.map((st) => ({ ...st, name: st.args === undefined ? '' : statementName(st.sql), parse: false }));
+  }
+
+  submit(connection: PgConnection): Error | null {
+    const parsing = new Set<string>();
+    connection.stream.cork?.();
+    try {
+      for (const st of this.#statements) {
+        st.parse = st.name === '' || (connection.parsedStatements[st.name] === undefined && !parsing.has(st.name));
+        if (st.parse) {
+          connection.parse({ text: st.sql, name: st.name, types: [] });
+          if (st.name !== '') parsing.add(st.name);
+        }
+        connection.bind({ portal: '', statement: st.name, values: st.args ?? [], valueMapper: prepareValue });
+        connection.describe({ type: 'P', name: '' });
+        connection.execute({ portal: '', rows: 0 });
+        this.#results.push(new PgResult(undefined, TYPES));
+      }
+      connection.sync();
+    } catch (e) {
+      // a value pg cannot send: nothing was flushed yet (corked), so nothing reaches the server
+      return e instanceof Error ? e : new Error(String(e));
+    } finally {
+      connection.stream.uncork?.();
+    }
+    this.#expect();
+    return null;
+  }
+
+  /** What pg records when the ParseComplete of the current statement arrives. */
+  #expect(): void {
+    const st = this.#statements[this.#at];
+    this.name = st?.parse && st.name !== '' ? st.name : undefined;
+    this.text = st?.sql;
+  }
+
+  handleRowDescription(msg: { fields: unknown[] }): void { this.#results[this.#at]?.addFields(msg.fields); }
+  handleDataRow(msg: { fields: unknown[] }): void {
+    if (this.#failed) return;
+    const r = this.#results[this.#at]!;
+    try { r.addRow(r.parseRow(msg.fields)); } catch (e) { this.#failed = e; }
+  }
+  handleCommandComplete(msg: unknown): void {
+    this.#results[this.#at]?.addCommandComplete(msg);
+    this.#at++;
+    this.#expect();
+  }
+  handleEmptyQuery(): void { this.#at++; this.#expect(); }
+  handlePortalSuspended(): void {}
+  handleCopyInResponse(): void {}
+  handleCopyData(): void {}
+  handleError(err: unknown): void { this.done(err); }
+  handleReadyForQuery(): void {
+    if (this.#failed) this.done(this.#failed);
+    else this.done(undefined, this.#results);
+  }
 }
 
 /** Runs a committed write's afterCommit callbacks; one that throws neither stops the others nor fails the write. */
@@ -149,20 +221,16 @@ const LOCKS_SENT_WITH_NEXT: ReadonlySet<LockName> = new Set<LockName>(['request'
  * the log append and the activity insert: Queries.deferred) is not sent on its own; it waits in
  * `pending` and goes with the unit's next statement, or with the COMMIT. Statements asked for in
  * the same turn of the event loop (Promise.all over two reads) go together too. Such a message is
- * one simple-protocol query: a repository statement in it is EXECUTEd (PREPAREd by name the first
- * time on the connection: parsed and planned once, like the protocol's named statements) with its
- * values written out as literals, the text forms the extended protocol would send (pg's
- * prepareValue), quoted. PostgreSQL runs a message's statements in order and stops at the first
- * error: the unit then fails as it would have one statement later. A lone statement goes as
- * before, over the extended protocol.
+ * one pipeline of the extended protocol (Pipelined: each statement parsed once per connection,
+ * bound with its values as a lone query would be, one Sync at the end). PostgreSQL runs a
+ * message's statements in order and skips the rest after an error: the unit then fails as it
+ * would have one statement later.
  */
 class Unit {
   active = true;
   /** a statement of this unit met a stale plan: its connection must not be reused */
   stale = false;
   after: (() => void)[] = [];
-  /** the connection must not serve another unit (a message with a PREPARE failed: see #send) */
-  discard = false;
   /** statements not sent yet, in order */
   pending: Pending[] = [];
   readonly tx: Tx;
@@ -238,35 +306,15 @@ class Unit {
     }
   }
 
-  /** The statements as one simple-protocol message; a result per statement. */
-  async #message(statements: Pending[]): Promise<pg.QueryResult<Row>[]> {
-    const known = preparedOn(this.client);
-    const parts: string[] = [];
-    const at: number[] = [];
-    const made: string[] = [];
-    for (const { sql, args } of statements) {
-      if (args === undefined) {
-        at.push(parts.push(sql) - 1);
-        continue;
-      }
-      const name = `${statementName(sql)}_x`;
-      if (!known.has(name) && !made.includes(name)) { parts.push(`PREPARE ${name} AS ${sql}`); made.push(name); }
-      at.push(parts.push(args.length === 0 ? `EXECUTE ${name}` : `EXECUTE ${name}(${args.map(literal).join(', ')})`) - 1);
-    }
-    // A PREPARE outlives a failed transaction: after a failure, whether it was made is not known,
-    // so the connection is not used again.
-    if (made.length > 0) this.discard = true;
-    let results: pg.QueryResult<Row>[] | pg.QueryResult<Row>;
-    try {
-      results = await this.client.query<Row>(parts.join(';\n')) as unknown as pg.QueryResult<Row>[] | pg.QueryResult<Row>;
-    } catch (e) {
+  /** The statements in one message (Pipelined); a result per statement. */
+  #message(statements: Pending[]): Promise<pg.QueryResult<Row>[]> {
+    return new Promise<PgResultRow[]>((resolve, reject) => {
+      const batch = new Pipelined(statements, (e, r) => (e ? reject(e) : resolve(r!)));
+      void this.client.query(batch as unknown as pg.QueryConfig);
+    }).catch((e: unknown) => {
       if (stalePlan(e)) this.stale = true;
       throw e;
-    }
-    this.discard = false;
-    for (const name of made) known.add(name);
-    const all = Array.isArray(results) ? results : [results];
-    return at.map((i) => all[i]!);
+    });
   }
 
   /** What is pending, then `last`, in one message; the result of `last`. */
@@ -331,7 +379,7 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
     max: opts.poolSize ?? 10,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
     ...(opts.statementTimeoutMs !== undefined ? { statement_timeout: opts.statementTimeoutMs } : {}),
-    types: typeParsers(),
+    types: TYPES,
   });
   // An idle connection that breaks (the server restarted) is dropped by the pool; without a
   // listener its error would end the process.
@@ -402,7 +450,7 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
       if (unit) unit.active = false;
       client.removeListener('error', onError);
       // A connection that broke or could not roll back is not given to the next unit.
-      client.release(broken ?? (unit?.discard ? new Error('a deferred write failed with its PREPARE') : undefined));
+      client.release(broken);
     }
   }
 

@@ -229,7 +229,7 @@ if (server === undefined) {
       const node = (level: number, index: number) => ({ level, index, hash: allBytes.slice(level, level + 32) });
       const head = (size: number) => ({ organizationId: org.id, size, frontier: allBytes.slice(0, 32 * (size % 3)), root: allBytes.slice(size, size + 32), updatedMs: size });
 
-      it('values of every kind arrive as they were (quotes, backslashes, every byte, empty and full arrays), on new and reused connections', async () => {
+      it('values of every kind arrive as they were (quotes, backslashes, every byte, empty and full arrays, large numbers), on new and reused connections', async () => {
         const db = track(await openPostgresDb(await freshDatabase(), { poolSize: 2 }));
         await db.write((tx) => tx.organizations.insert(org));
         for (let i = 0; i < 6; i++) {
@@ -260,6 +260,18 @@ if (server === undefined) {
         });
         await db.write((tx) => tx.log.append(entry(1), [], head(2)));
         expect(await db.read((tx) => tx.log.head(org.id))).toEqual(head(2));
+      });
+
+      it('a statement first parsed in a message that then fails is still known to the connection: the next unit runs it', async () => {
+        const db = track(await openPostgresDb(await freshDatabase(), { poolSize: 1 }));
+        await db.write(async (tx) => { await tx.organizations.insert(org); await tx.log.insertEntry(entry(0)); await tx.log.setHead(head(1)); });
+        // the append's first use on this connection: parsed, then refused (index 0 is taken)
+        await expect(db.write((tx) => tx.log.append(entry(0, 'again'), [node(0, 0)], head(1)))).rejects.toThrow(/duplicate key/);
+        await db.write((tx) => tx.log.append(entry(1), [node(0, 1)], head(2)));
+        await db.read(async (tx) => {
+          expect((await tx.log.entries(org.id, 0, 10)).map((e) => e.activityId)).toEqual([entry(0).activityId, entry(1).activityId]);
+          expect(await tx.log.nodes(org.id, [{ level: 0, index: 0 }, { level: 0, index: 1 }])).toEqual([node(0, 1)]);
+        });
       });
 
       it('the unit\'s next statement sees it; a savepoint that is undone takes it away', async () => {
