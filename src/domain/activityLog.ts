@@ -13,7 +13,7 @@
  */
 import { consistencyProof, EMPTY_ROOT, Frontier, inclusionProof, leafHash, subtreeRoot, type Node, type NodeReader } from '../tlog/merkle.js';
 import { invalidArgument } from '../errors.js';
-import { entryBytes, entryOf } from '../tlog/entry.js';
+import { activityEntryBytes } from '../tlog/entry.js';
 import { checkpointText, signNoteWith, verifierKey } from '../tlog/note.js';
 import type { Db, LogCheckpointRow, LogHeadRow, Tx } from '../storage/types.js';
 
@@ -52,7 +52,7 @@ export async function appendActivity(tx: Tx, record: Record<string, unknown>, cr
   const head = await tx.log.takeHead(organizationId);
   const size = head?.size ?? 0;
   const frontier = new Frontier(size, head && size > 0 ? frontierNodes(size, head.frontier) : []);
-  const bytes = entryBytes(entryOf(size, record, createdMs, updatedMs));
+  const bytes = activityEntryBytes(size, record, createdMs, updatedMs);
   const made = frontier.append(leafHash(bytes));
   await tx.log.append({ organizationId, index: size, activityId: String(record.id), entry: bytes, createdMs: updatedMs }, made,
     { organizationId, size: frontier.size, frontier: concat(frontier.nodes.map((n) => n.hash)), root: frontier.root(), updatedMs });

@@ -138,6 +138,34 @@ export function entryOf(index: number, record: Record<string, unknown>, createdM
 /** The canonical bytes of an entry (what the leaf hash is taken over). */
 export const entryBytes = (e: LogEntry): Uint8Array => canonicalBytes(e);
 
+/**
+ * entryBytes(entryOf(index, record, createdMs, updatedMs)), built without the intermediate
+ * object: the members are written in their canonical order (the names of version 1 sorted as
+ * RFC 8785 sorts them), and the intent's text is the one the record digest already made (it is
+ * a member of the record). What an append runs; test/tlog/entry.test.ts holds it to entryOf's bytes.
+ */
+export function activityEntryBytes(index: number, record: Record<string, unknown>, createdMs: number, updatedMs: number): Uint8Array {
+  const memo = new Map<object, string>();
+  const resultDigest = digestOf(record.result ?? null, memo);
+  const failureDigest = record.failure === undefined ? null : digestOf(record.failure, memo);
+  const recordDigest = digestOf(record, memo);
+  const votes = Array.isArray(record.votes) ? (record.votes as Record<string, unknown>[]) : [];
+  const s = (x: unknown): string => JSON.stringify(String(x));
+  let votesText = '[';
+  for (let i = 0; i < votes.length; i++) {
+    const v = votes[i]!;
+    votesText += `${i === 0 ? '' : ','}{"id":${s(v.id)},"selection":${s(v.selection)},"userId":${s(v.userId)}}`;
+  }
+  votesText += ']';
+  // activityId < createdMs < failureDigest < fingerprint < index < intent < organizationId < recordDigest
+  // < resultDigest < status < timestampMs < type < updatedMs < v < votes (UTF-16 code unit order)
+  const text = `{"activityId":${s(record.id)},"createdMs":${canonicalJson(createdMs)},"failureDigest":${failureDigest === null ? 'null' : s(failureDigest)}`
+    + `,"fingerprint":${s(record.fingerprint)},"index":${canonicalJson(index)},"intent":${canonicalJson(record.intent ?? null, memo)}`
+    + `,"organizationId":${s(record.organizationId)},"recordDigest":${s(recordDigest)},"resultDigest":${s(resultDigest)},"status":${s(record.status)}`
+    + `,"timestampMs":${s(record.timestampMs)},"type":${s(record.type)},"updatedMs":${canonicalJson(updatedMs)},"v":${ENTRY_VERSION},"votes":${votesText}}`;
+  return enc.encode(text);
+}
+
 export class EntryError extends Error {}
 
 /**
