@@ -458,4 +458,22 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 27,
+    name: 'log_nodes keyed by the tree size an append completed them at (organization_id, size, level): the nodes of one append share one page',
+    // node (level, idx) covers leaves [idx·2^level, (idx+1)·2^level): the append that brought the
+    // tree to (idx+1)·2^level leaves completed it. Same hashes, another key.
+    sql: `
+      CREATE TABLE log_nodes_by_size (
+        organization_id TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        level INTEGER NOT NULL,
+        hash BLOB NOT NULL,
+        PRIMARY KEY (organization_id, size, level)
+      ) WITHOUT ROWID;
+      INSERT INTO log_nodes_by_size (organization_id, size, level, hash) SELECT organization_id, (idx + 1) << level, level, hash FROM log_nodes;
+      DROP TABLE log_nodes;
+      ALTER TABLE log_nodes_by_size RENAME TO log_nodes;
+    `,
+  },
 ];

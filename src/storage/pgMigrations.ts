@@ -441,6 +441,18 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: 'log_nodes keyed by the tree size an append completed them at (SQLite migration 27)',
+    sql: `
+      ALTER TABLE log_nodes ADD COLUMN size bigint;
+      UPDATE log_nodes SET size = (idx + 1) << level;
+      ALTER TABLE log_nodes ALTER COLUMN size SET NOT NULL;
+      ALTER TABLE log_nodes DROP CONSTRAINT log_nodes_pkey;
+      ALTER TABLE log_nodes DROP COLUMN idx;
+      ALTER TABLE log_nodes ADD PRIMARY KEY (organization_id, size, level);
+    `,
+  },
 ];
 
 /** The session advisory lock held while migrating: (hashtext('kmas'), hashtext('schema_migrations')). */

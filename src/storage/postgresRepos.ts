@@ -12,6 +12,9 @@ import type {
 } from './types.js';
 import { addressKey, type AddressEntry, type ImportTargetRow, type KeyStore, type ListPage, type PrivateKeyRow, type WalletAccountRow, type WalletRow } from './keys.js';
 
+/** log_nodes' key: node (level, index) by the tree size whose append completed it, (index + 1)·2^level. */
+const nodeSize = (n: { level: number; index: number }): number => (n.index + 1) * 2 ** n.level;
+
 export type Row = Record<string, unknown>;
 
 /** The queries of one unit of work (postgres.ts): every call refused once the unit has ended. */
@@ -595,10 +598,10 @@ export function pgRepositories(q: Queries): Repositories {
       // the entry, the nodes it completes and the new head in one statement
       append: async (e, nodes, h) => {
         await q.run(`WITH entry AS (INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms) VALUES ($1, $2, $3, $4, $5)),
-          nodes AS (INSERT INTO log_nodes (organization_id, level, idx, hash) SELECT $1, l, i, hh FROM unnest($6::integer[], $7::bigint[], $8::bytea[]) AS t(l, i, hh))
+          nodes AS (INSERT INTO log_nodes (organization_id, size, level, hash) SELECT $1, sz, l, hh FROM unnest($7::bigint[], $6::integer[], $8::bytea[]) AS t(sz, l, hh))
           INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $9, $10, $11, $12)
           ON CONFLICT (organization_id) DO UPDATE SET size = excluded.size, frontier = excluded.frontier, root = excluded.root, updated_ms = excluded.updated_ms`,
-        [e.organizationId, e.index, e.activityId, buf(e.entry), e.createdMs, nodes.map((n) => n.level), nodes.map((n) => n.index), nodes.map((n) => buf(n.hash)),
+        [e.organizationId, e.index, e.activityId, buf(e.entry), e.createdMs, nodes.map((n) => n.level), nodes.map(nodeSize), nodes.map((n) => buf(n.hash)),
           h.size, buf(h.frontier), buf(h.root), h.updatedMs]);
       },
       setHead: (h) => exec(`INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $2, $3, $4, $5)
@@ -612,14 +615,14 @@ export function pgRepositories(q: Queries): Repositories {
       indexesOf: async (org, activityId) => (await q.all('SELECT idx FROM log_entries WHERE organization_id = $1 AND activity_id = $2 ORDER BY idx', [org, activityId])).map((r) => num(r.idx)),
       insertNodes: async (org, nodes) => {
         if (nodes.length === 0) return;
-        await q.run('INSERT INTO log_nodes (organization_id, level, idx, hash) SELECT $1, l, i, h FROM unnest($2::integer[], $3::bigint[], $4::bytea[]) AS t(l, i, h)',
-          [org, nodes.map((n) => n.level), nodes.map((n) => n.index), nodes.map((n) => buf(n.hash))]);
+        await q.run('INSERT INTO log_nodes (organization_id, size, level, hash) SELECT $1, sz, l, h FROM unnest($2::bigint[], $3::integer[], $4::bytea[]) AS t(sz, l, h)',
+          [org, nodes.map(nodeSize), nodes.map((n) => n.level), nodes.map((n) => buf(n.hash))]);
       },
       nodes: async (org, wanted) => {
         if (wanted.length === 0) return [];
-        const rows = await q.all(`SELECT n.level, n.idx, n.hash FROM log_nodes n JOIN unnest($2::integer[], $3::bigint[]) AS w(l, i)
-          ON n.level = w.l AND n.idx = w.i WHERE n.organization_id = $1`, [org, wanted.map((w) => w.level), wanted.map((w) => w.index)]);
-        return rows.map((r) => ({ level: num(r.level), index: num(r.idx), hash: bytes(r.hash) }));
+        const rows = await q.all(`SELECT n.size, n.level, n.hash FROM log_nodes n JOIN unnest($2::bigint[], $3::integer[]) AS w(sz, l)
+          ON n.size = w.sz AND n.level = w.l WHERE n.organization_id = $1`, [org, wanted.map(nodeSize), wanted.map((w) => w.level)]);
+        return rows.map((r) => ({ level: num(r.level), index: num(r.size) / 2 ** num(r.level) - 1, hash: bytes(r.hash) }));
       },
       insertCheckpoint: (c) => exec('INSERT INTO log_checkpoints (organization_id, size, root, note, created_ms) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING',
         [c.organizationId, c.size, buf(c.root), c.note, c.createdMs]),
