@@ -17,6 +17,7 @@ import { RowCache } from './rowcache.js';
 import { pageBySeq } from './paging.js';
 import type { SqliteSynchronous } from '../config.js';
 import { BUSY_TIMEOUT_MS, SqliteUnits, WalSync, type Sync } from './sqliteUnit.js';
+import { LogHeads } from './logHeads.js';
 
 type Row = Record<string, unknown>;
 
@@ -320,6 +321,7 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       root: new Uint8Array(r.root as Buffer), updatedMs: r.updated_ms as number,
     } : undefined;
   };
+  const logHeads = new LogHeads(cache, logHeadOf);
   const featureOf = (org: string, name: string): string | undefined => cache.get(featCache, `${org}/${name}`, () => s.featGet.get(org, name) ?? { value: undefined })!.value;
   const endpointsOf = (org: string): WebhookEndpointRow[] => cache.get(endpointCache, org, () => s.whepList.all(org).map(endpointFrom), (rows) => rows.map((r) => ({ ...r, subscriptions: r.subscriptions.map((x) => ({ ...x })) })))!;
   const allowlistGet = (org: string, pk: string): IpAllowlistRow | undefined => cache.get(allowlistCache, `${org}/${pk}`, () => {
@@ -525,14 +527,16 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     },
     log: {
       head: (org) => logHeadOf(org),
-      // one writer at a time: the head read in a write is the head until it commits
-      takeHead: (org) => logHeadOf(org),
+      // one writer at a time: the head read in a write is the head until it commits (kept in memory: logHeads.ts)
+      takeHead: (org) => logHeads.take(org),
       append: (e, nodes, h) => {
+        logHeads.forget(h.organizationId);
         s.logEntryInsert.run(e.organizationId, e.index, e.activityId, e.entry, e.createdMs);
         insertLogNodes(e.organizationId, nodes);
         s.logSetHead.run(h.organizationId, h.size, h.frontier, h.root, h.updatedMs);
+        logHeads.wrote(h);
       },
-      setHead: (h) => { s.logSetHead.run(h.organizationId, h.size, h.frontier, h.root, h.updatedMs); },
+      setHead: (h) => { logHeads.forget(h.organizationId); s.logSetHead.run(h.organizationId, h.size, h.frontier, h.root, h.updatedMs); },
       insertEntry: (e) => { s.logEntryInsert.run(e.organizationId, e.index, e.activityId, e.entry, e.createdMs); },
       entries: (org, start, end) => s.logEntries.all(org, start, end).map((r) => ({
         organizationId: r.organization_id as string, index: r.idx as number, activityId: r.activity_id as string,
@@ -655,7 +659,10 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     return pageBySeq(db, 'activities', lq.organizationId, lq, where, args)?.map(activityFrom);
   }
 
-  const units = new SqliteUnits(db, repos, () => cache.transactionEnded(), { multiProcess: opts.multiProcess !== false, budgetMs: opts.groupBudgetMs });
+  const units = new SqliteUnits(db, repos, {
+    ended: (committed) => { logHeads.ended(committed); cache.transactionEnded(); },
+    rolledBackToSavepoint: () => logHeads.rolledBackToSavepoint(),
+  }, { multiProcess: opts.multiProcess !== false, budgetMs: opts.groupBudgetMs });
   const sqliteDb: Db = {
     engine: 'sqlite',
     read: (fn) => units.read(fn),
