@@ -460,20 +460,18 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 27,
-    name: 'log_nodes keyed by the tree size an append completed them at (organization_id, size, level): the nodes of one append share one page',
-    // node (level, idx) covers leaves [idx·2^level, (idx+1)·2^level): the append that brought the
-    // tree to (idx+1)·2^level leaves completed it. Same hashes, another key.
+    name: 'the subtree hashes an append completes are a column of its entry (log_entries.nodes) instead of rows of log_nodes: an append writes one row',
+    // Node (level, idx) covers leaves [idx·2^level, (idx+1)·2^level): the append of entry
+    // (idx+1)·2^level − 1 completed it, with the other nodes of levels 0…k ending there. Their
+    // hashes, level 0 first, become that entry's nodes. Same hashes, stored elsewhere.
     sql: `
-      CREATE TABLE log_nodes_by_size (
-        organization_id TEXT NOT NULL,
-        size INTEGER NOT NULL,
-        level INTEGER NOT NULL,
-        hash BLOB NOT NULL,
-        PRIMARY KEY (organization_id, size, level)
-      ) WITHOUT ROWID;
-      INSERT INTO log_nodes_by_size (organization_id, size, level, hash) SELECT organization_id, (idx + 1) << level, level, hash FROM log_nodes;
+      ALTER TABLE log_entries ADD COLUMN nodes BLOB NOT NULL DEFAULT x'';
+      CREATE TEMP TABLE log_nodes_folded AS
+        SELECT organization_id, ((idx + 1) << level) - 1 AS idx, unhex(group_concat(hex(hash), '' ORDER BY level)) AS nodes
+        FROM log_nodes GROUP BY organization_id, ((idx + 1) << level) - 1;
+      UPDATE log_entries SET nodes = f.nodes FROM temp.log_nodes_folded f WHERE f.organization_id = log_entries.organization_id AND f.idx = log_entries.idx;
+      DROP TABLE temp.log_nodes_folded;
       DROP TABLE log_nodes;
-      ALTER TABLE log_nodes_by_size RENAME TO log_nodes;
     `,
   },
 ];

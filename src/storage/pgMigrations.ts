@@ -443,14 +443,14 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   },
   {
     version: 3,
-    name: 'log_nodes keyed by the tree size an append completed them at (SQLite migration 27)',
+    name: 'the subtree hashes an append completes are a column of its entry (SQLite migration 27)',
     sql: `
-      ALTER TABLE log_nodes ADD COLUMN size bigint;
-      UPDATE log_nodes SET size = (idx + 1) << level;
-      ALTER TABLE log_nodes ALTER COLUMN size SET NOT NULL;
-      ALTER TABLE log_nodes DROP CONSTRAINT log_nodes_pkey;
-      ALTER TABLE log_nodes DROP COLUMN idx;
-      ALTER TABLE log_nodes ADD PRIMARY KEY (organization_id, size, level);
+      ALTER TABLE log_entries ADD COLUMN nodes bytea NOT NULL DEFAULT ''::bytea;
+      UPDATE log_entries e SET nodes = f.nodes
+        FROM (SELECT organization_id, ((idx + 1) << level) - 1 AS idx, string_agg(hash, ''::bytea ORDER BY level) AS nodes
+              FROM log_nodes GROUP BY organization_id, ((idx + 1) << level) - 1) f
+        WHERE e.organization_id = f.organization_id AND e.idx = f.idx;
+      DROP TABLE log_nodes;
     `,
   },
 ];

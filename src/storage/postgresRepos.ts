@@ -12,8 +12,7 @@ import type {
 } from './types.js';
 import { addressKey, type AddressEntry, type ImportTargetRow, type KeyStore, type ListPage, type PrivateKeyRow, type WalletAccountRow, type WalletRow } from './keys.js';
 
-/** log_nodes' key: node (level, index) by the tree size whose append completed it, (index + 1)·2^level. */
-const nodeSize = (n: { level: number; index: number }): number => (n.index + 1) * 2 ** n.level;
+import { foldNodes, nodePlace } from './logNodes.js';
 
 export type Row = Record<string, unknown>;
 
@@ -597,11 +596,10 @@ export function pgRepositories(q: Queries): Repositories {
         ON CONFLICT (organization_id) DO UPDATE SET size = log_heads.size RETURNING *`, [org], headFrom),
       // the entry, the nodes it completes and the new head in one statement
       append: async (e, nodes, h) => {
-        await q.run(`WITH entry AS (INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms) VALUES ($1, $2, $3, $4, $5)),
-          nodes AS (INSERT INTO log_nodes (organization_id, size, level, hash) SELECT $1, sz, l, hh FROM unnest($7::bigint[], $6::integer[], $8::bytea[]) AS t(sz, l, hh))
-          INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $9, $10, $11, $12)
+        await q.run(`WITH entry AS (INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms, nodes) VALUES ($1, $2, $3, $4, $5, $6))
+          INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $7, $8, $9, $10)
           ON CONFLICT (organization_id) DO UPDATE SET size = excluded.size, frontier = excluded.frontier, root = excluded.root, updated_ms = excluded.updated_ms`,
-        [e.organizationId, e.index, e.activityId, buf(e.entry), e.createdMs, nodes.map((n) => n.level), nodes.map(nodeSize), nodes.map((n) => buf(n.hash)),
+        [e.organizationId, e.index, e.activityId, buf(e.entry), e.createdMs, buf(foldNodes(e.index, nodes)),
           h.size, buf(h.frontier), buf(h.root), h.updatedMs]);
       },
       setHead: (h) => exec(`INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $2, $3, $4, $5)
@@ -609,20 +607,16 @@ export function pgRepositories(q: Queries): Repositories {
       [h.organizationId, h.size, buf(h.frontier), buf(h.root), h.updatedMs]),
       insertEntry: (e) => exec('INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms) VALUES ($1, $2, $3, $4, $5)',
         [e.organizationId, e.index, e.activityId, buf(e.entry), e.createdMs]),
-      entries: (org, start, end) => many('SELECT * FROM log_entries WHERE organization_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx', [org, start, end], (r) => ({
+      entries: (org, start, end) => many('SELECT organization_id, idx, activity_id, entry, created_ms FROM log_entries WHERE organization_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx', [org, start, end], (r) => ({
         organizationId: str(r.organization_id), index: num(r.idx), activityId: str(r.activity_id), entry: bytes(r.entry), createdMs: num(r.created_ms),
       })),
       indexesOf: async (org, activityId) => (await q.all('SELECT idx FROM log_entries WHERE organization_id = $1 AND activity_id = $2 ORDER BY idx', [org, activityId])).map((r) => num(r.idx)),
-      insertNodes: async (org, nodes) => {
-        if (nodes.length === 0) return;
-        await q.run('INSERT INTO log_nodes (organization_id, size, level, hash) SELECT $1, sz, l, h FROM unnest($2::bigint[], $3::integer[], $4::bytea[]) AS t(sz, l, h)',
-          [org, nodes.map(nodeSize), nodes.map((n) => n.level), nodes.map((n) => buf(n.hash))]);
-      },
       nodes: async (org, wanted) => {
         if (wanted.length === 0) return [];
-        const rows = await q.all(`SELECT n.size, n.level, n.hash FROM log_nodes n JOIN unnest($2::bigint[], $3::integer[]) AS w(sz, l)
-          ON n.size = w.sz AND n.level = w.l WHERE n.organization_id = $1`, [org, wanted.map(nodeSize), wanted.map((w) => w.level)]);
-        return rows.map((r) => ({ level: num(r.level), index: num(r.size) / 2 ** num(r.level) - 1, hash: bytes(r.hash) }));
+        const places = wanted.map((w) => nodePlace(w.level, w.index));
+        const rows = await q.all(`SELECT w.n, substring(e.nodes FROM w.o + 1 FOR 32) AS hash FROM unnest($2::bigint[], $3::integer[]) WITH ORDINALITY AS w(i, o, n)
+          JOIN log_entries e ON e.organization_id = $1 AND e.idx = w.i WHERE length(e.nodes) >= w.o + 32`, [org, places.map((p) => p.entry), places.map((p) => p.offset)]);
+        return rows.map((r) => { const w = wanted[num(r.n) - 1]!; return { level: w.level, index: w.index, hash: bytes(r.hash) }; });
       },
       insertCheckpoint: (c) => exec('INSERT INTO log_checkpoints (organization_id, size, root, note, created_ms) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING',
         [c.organizationId, c.size, buf(c.root), c.note, c.createdMs]),

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type {
   Db, Repositories,
   SendTransactionRow,
-  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, ContractInterfaceRow, InvitationRow, SecretRow, FeatureRow, IpAllowlistRow, IpAllowlistRule, OauthProviderRow, OrganizationRow, OtpRow, Tx, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription, LogHeadRow, LogNodeRow,
+  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, ContractInterfaceRow, InvitationRow, SecretRow, FeatureRow, IpAllowlistRow, IpAllowlistRule, OauthProviderRow, OrganizationRow, OtpRow, Tx, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription, LogHeadRow,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
@@ -18,11 +18,9 @@ import { pageBySeq } from './paging.js';
 import type { SqliteSynchronous } from '../config.js';
 import { BUSY_TIMEOUT_MS, SqliteUnits, WalSync, type Sync } from './sqliteUnit.js';
 import { LogHeads } from './logHeads.js';
+import { foldNodes, nodePlace } from './logNodes.js';
 
 type Row = Record<string, unknown>;
-
-/** log_nodes' key: node (level, index) by the tree size whose append completed it, (index + 1)·2^level. */
-const nodeSize = (n: { level: number; index: number }): number => (n.index + 1) * 2 ** n.level;
 
 const orgFrom = (r: Row): OrganizationRow => ({
   id: r.id as string, name: r.name as string, parentId: (r.parent_id as string | null) ?? null,
@@ -289,10 +287,10 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     logHead: q('SELECT * FROM log_heads WHERE organization_id = ?'),
     logSetHead: q(`INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES (?, ?, ?, ?, ?)
       ON CONFLICT (organization_id) DO UPDATE SET size = excluded.size, frontier = excluded.frontier, root = excluded.root, updated_ms = excluded.updated_ms`),
-    logEntryInsert: q('INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms) VALUES (?, ?, ?, ?, ?)'),
-    logEntries: q('SELECT * FROM log_entries WHERE organization_id = ? AND idx >= ? AND idx < ? ORDER BY idx'),
+    logEntryInsert: q('INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms, nodes) VALUES (?, ?, ?, ?, ?, ?)'),
+    logEntries: q('SELECT organization_id, idx, activity_id, entry, created_ms FROM log_entries WHERE organization_id = ? AND idx >= ? AND idx < ? ORDER BY idx'),
     logIndexesOf: q<{ idx: number }>('SELECT idx FROM log_entries WHERE organization_id = ? AND activity_id = ? ORDER BY idx'),
-    logNode: q('SELECT hash FROM log_nodes WHERE organization_id = ? AND size = ? AND level = ?'),
+    logNode: q('SELECT substr(nodes, ?, 32) AS hash FROM log_entries WHERE organization_id = ? AND idx = ?'),
     logCpInsert: q('INSERT INTO log_checkpoints (organization_id, size, root, note, created_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING'),
     logCpAt: q('SELECT * FROM log_checkpoints WHERE organization_id = ? AND size = ?'),
     logCpLatest: q('SELECT * FROM log_checkpoints WHERE organization_id = ? ORDER BY size DESC LIMIT 1'),
@@ -305,15 +303,6 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
   const featCache = cache.map<{ value: string | undefined }>();
   const endpointCache = cache.map<WebhookEndpointRow[]>();
   const allowlistCache = cache.map<{ row: IpAllowlistRow | undefined }>();
-  // The nodes one append completes, one INSERT for them all (a statement per count, made when first needed).
-  const logNodeInserts: Database.Statement[] = [];
-  const insertLogNodes = (org: string, nodes: readonly LogNodeRow[]): void => {
-    if (nodes.length === 0) return;
-    const st = logNodeInserts[nodes.length] ??= db.prepare(`INSERT INTO log_nodes (organization_id, size, level, hash) VALUES ${nodes.map(() => '(?, ?, ?, ?)').join(', ')}`);
-    const args: unknown[] = [];
-    for (const n of nodes) args.push(org, nodeSize(n), n.level, n.hash);
-    st.run(...args);
-  };
   const logHeadOf = (org: string): LogHeadRow | undefined => {
     const r = s.logHead.get(org);
     return r ? {
@@ -531,24 +520,23 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       takeHead: (org) => logHeads.take(org),
       append: (e, nodes, h) => {
         logHeads.forget(h.organizationId);
-        s.logEntryInsert.run(e.organizationId, e.index, e.activityId, e.entry, e.createdMs);
-        insertLogNodes(e.organizationId, nodes);
+        s.logEntryInsert.run(e.organizationId, e.index, e.activityId, e.entry, e.createdMs, foldNodes(e.index, nodes));
         s.logSetHead.run(h.organizationId, h.size, h.frontier, h.root, h.updatedMs);
         logHeads.wrote(h);
       },
       setHead: (h) => { logHeads.forget(h.organizationId); s.logSetHead.run(h.organizationId, h.size, h.frontier, h.root, h.updatedMs); },
-      insertEntry: (e) => { s.logEntryInsert.run(e.organizationId, e.index, e.activityId, e.entry, e.createdMs); },
+      insertEntry: (e) => { s.logEntryInsert.run(e.organizationId, e.index, e.activityId, e.entry, e.createdMs, new Uint8Array(0)); },
       entries: (org, start, end) => s.logEntries.all(org, start, end).map((r) => ({
         organizationId: r.organization_id as string, index: r.idx as number, activityId: r.activity_id as string,
         entry: new Uint8Array(r.entry as Buffer), createdMs: r.created_ms as number,
       })),
       indexesOf: (org, activityId) => s.logIndexesOf.all(org, activityId).map((r) => r.idx),
-      insertNodes: (org, nodes) => { for (let i = 0; i < nodes.length; i += 64) insertLogNodes(org, nodes.slice(i, i + 64)); },
       nodes: (org, wanted) => {
         const out = [];
         for (const w of wanted) {
-          const r = s.logNode.get(org, nodeSize(w), w.level);
-          if (r) out.push({ level: w.level, index: w.index, hash: new Uint8Array(r.hash as Buffer) });
+          const at = nodePlace(w.level, w.index);
+          const r = s.logNode.get(at.offset + 1, org, at.entry);
+          if (r && (r.hash as Buffer).length === 32) out.push({ level: w.level, index: w.index, hash: new Uint8Array(r.hash as Buffer) });
         }
         return out;
       },

@@ -1,6 +1,6 @@
-// log_nodes re-keyed by the tree size an append completed a node at (SQLite migration 27,
-// PostgreSQL migration 3): a log stored in the previous layout — (level, idx) — upgrades to the
-// same entries and the same tree. The truth is RFC 6962's tree head written out from its
+// The subtree hashes moved from log_nodes rows into their entries' rows (log_entries.nodes:
+// SQLite migration 27, PostgreSQL migration 3): a log stored in the previous layout — a log_nodes
+// row per node, by (level, idx) — upgrades to the same entries and the same tree. The truth is RFC 6962's tree head written out from its
 // definition over the entries' own bytes; the old rows are made here from the entries with
 // merkle.ts's Frontier, as the previous appendActivity stored them.
 import { afterAll, describe, expect, it } from 'vitest';
@@ -73,7 +73,7 @@ async function checkUpgraded(db: Db): Promise<void> {
   expect(verifyConsistency(OLD, OLD + more, mth(leaves), head.root, c)).toBe(true);
 }
 
-describe('SQLite migration 27 (log_nodes by completing size)', () => {
+describe('SQLite migration 27 (the nodes in their entries\' rows)', () => {
   const dirs: string[] = [];
   afterAll(() => { for (const d of dirs) fs.rmSync(d, { recursive: true, force: true }); });
 
@@ -100,8 +100,9 @@ describe('SQLite migration 27 (log_nodes by completing size)', () => {
     try {
       const raw = new Database(file, { readonly: true });
       try {
-        expect((raw.prepare('SELECT COUNT(*) AS n FROM log_nodes').get() as { n: number }).n).toBe(log.nodes.length);
-        expect((raw.prepare('PRAGMA table_info(log_nodes)').all() as { name: string }[]).map((c) => c.name)).toEqual(['organization_id', 'size', 'level', 'hash']);
+        // every node's 32 bytes, and nothing else, are in the entries' rows now
+        expect((raw.prepare('SELECT SUM(length(nodes)) AS n FROM log_entries').get() as { n: number }).n).toBe(32 * log.nodes.length);
+        expect(raw.prepare("SELECT name FROM sqlite_master WHERE name = 'log_nodes'").all()).toEqual([]);
       } finally { raw.close(); }
       await checkUpgraded(db);
     } finally {
@@ -112,9 +113,9 @@ describe('SQLite migration 27 (log_nodes by completing size)', () => {
 
 const server = await testDatabaseUrl();
 if (server === undefined) {
-  it.skip(missingPostgres('PostgreSQL migration 3 (log_nodes by completing size)'), () => undefined);
+  it.skip(missingPostgres('PostgreSQL migration 3 (the nodes in their entries\' rows)'), () => undefined);
 } else {
-  describe('PostgreSQL migration 3 (log_nodes by completing size)', () => {
+  describe('PostgreSQL migration 3 (the nodes in their entries\' rows)', () => {
     afterAll(async () => { await dropFreshDatabases(); });
 
     it('a log stored by (level, idx) upgrades to the same tree: its proofs verify and appends continue it', async () => {
