@@ -37,6 +37,19 @@ export const ENTRY_VERSION = 1;
 const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
 
+/** Member names as JSON strings: the same few names come back in every record (bounded: past the limit, quoted each time). */
+const quotedNames = new Map<string, string>();
+const quoted = (name: string): string => {
+  let q = quotedNames.get(name);
+  if (q === undefined) {
+    q = JSON.stringify(name);
+    if (quotedNames.size < 4096) quotedNames.set(name, q);
+  }
+  return q;
+};
+/** UTF-16 code unit order (what Array.prototype.sort does for strings without a comparator, RFC 8785 §3.2.3). */
+const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 /**
  * The RFC 8785 text of a JSON value (see the file comment for the one difference). `memo` holds
  * the texts of objects already serialized in this call's context (the record's result inside the
@@ -52,8 +65,10 @@ export function canonicalJson(value: unknown, memo?: Map<object, string>): strin
       return JSON.stringify(value);
     case 'object': {
       if (value === null) return 'null';
-      const known = memo?.get(value);
-      if (known !== undefined) return known;
+      if (memo !== undefined) {
+        const known = memo.get(value);
+        if (known !== undefined) return known;
+      }
       let text: string;
       if (Array.isArray(value)) {
         text = '[';
@@ -64,19 +79,22 @@ export function canonicalJson(value: unknown, memo?: Map<object, string>): strin
         text += ']';
       } else {
         const o = value as Record<string, unknown>;
-        // Array.prototype.sort without a comparator compares UTF-16 code units, as RFC 8785 §3.2.3 asks.
-        const names = Object.keys(o).sort();
+        const names = Object.keys(o);
+        // sorted by UTF-16 code units, as RFC 8785 §3.2.3 asks (often already so)
+        for (let i = 1; i < names.length; i++) {
+          if (names[i - 1]! > names[i]!) { names.sort(byCodeUnits); break; }
+        }
         text = '{';
         let first = true;
         for (const k of names) {
           const v = o[k];
           if (v === undefined) continue;
-          text += (first ? '' : ',') + JSON.stringify(k) + ':' + canonicalJson(v, memo);
+          text += (first ? '' : ',') + quoted(k) + ':' + canonicalJson(v, memo);
           first = false;
         }
         text += '}';
       }
-      memo?.set(value, text);
+      if (memo !== undefined) memo.set(value, text);
       return text;
     }
     default: throw new TypeError(`a ${typeof value} is not a JSON value`);
