@@ -195,7 +195,7 @@ export interface ServerProcess {
 export async function startServerProcess(flags: string[] = [], bin = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'kmas.js'), opts: ServerProcessOptions = {}): Promise<ServerProcess> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'kmas-bench-server-'));
-  const child = spawn(process.execPath, [bin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--log-level', 'silent',
+  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), bin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--log-level', 'silent',
     // a load generator is one client with one key: the rate limits would measure themselves
     '--rate-limit-api-key', '0', '--rate-limit-organization', '0', ...flags],
     { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...opts.env } });

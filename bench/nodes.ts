@@ -14,13 +14,17 @@
  *
  * Run: npm run build && node dist/bench/nodes.js
  * Env: BENCH_NODES_REQUESTS (timed requests per cell and round, default 1500), BENCH_NODES_BATCHES
- *      (timed sign_raw_payloads ×100 requests, default 30), BENCH_NODES_ROUNDS (default 3).
+ *      (timed sign_raw_payloads ×100 requests, default 30), BENCH_NODES_ROUNDS (default 3),
+ *      BENCH_NODES_BASE (another checkout, built: adds "PostgreSQL, 1 node" of that build, for an
+ *      A/B of the PostgreSQL path in the same run), BENCH_NODES_SCENARIOS (comma-separated names:
+ *      only those scenarios), BENCH_NODES_TWO=0 (no two-node set-up, no projection).
  */
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 import { cpuSeconds, loadInChild, percentile, post, stampBody, startServerProcess, type LoadResult, type Req, type ServerProcess } from './load.js';
 import { startPgCluster, type PgCluster } from './pgcluster.js';
+import { join, resolve } from 'node:path';
 
 const COMPLETED = '"ACTIVITY_STATUS_COMPLETED"';
 const BATCH = 100;
@@ -40,13 +44,14 @@ async function sqliteSetUp(): Promise<SetUp> {
   return { name: 'SQLite, 1 node', nodes: [node], privateKeyId: await createKey(node), seq: 0 };
 }
 
-async function postgresSetUp(count: number): Promise<SetUp> {
+async function postgresSetUp(count: number, base?: string): Promise<SetUp> {
   const pg = await startPgCluster();
   const env = { DATABASE_URL: pg.url, KMAS_MASTER_KEY: randomBytes(32).toString('hex') };
-  const first = await startServerProcess([], undefined, { env });
+  const bin = base ? join(resolve(base), 'bin', 'kmas.js') : undefined;
+  const first = await startServerProcess([], bin, { env });
   const nodes = [first];
-  for (let i = 1; i < count; i++) nodes.push(await startServerProcess([], undefined, { env, rootKey: first.rootKey }));
-  return { name: `PostgreSQL, ${count} node${count > 1 ? 's' : ''}`, nodes, pg, privateKeyId: await createKey(first), seq: 0 };
+  for (let i = 1; i < count; i++) nodes.push(await startServerProcess([], bin, { env, rootKey: first.rootKey }));
+  return { name: `PostgreSQL, ${count} node${count > 1 ? 's' : ''}${base ? ` (${base})` : ''}`, nodes, pg, privateKeyId: await createKey(first), seq: 0 };
 }
 
 const submit = (t: SetUp, path: string, type: string, parameters: unknown): Req => {
@@ -102,7 +107,11 @@ export async function run(): Promise<string> {
   const nb = Number(process.env.BENCH_NODES_BATCHES ?? 30);
   const rounds = Math.max(1, Number(process.env.BENCH_NODES_ROUNDS ?? 3));
   const load0 = loadavg()[0]!;
-  const setUps = [await sqliteSetUp(), await postgresSetUp(1), await postgresSetUp(2)];
+  const base = process.env.BENCH_NODES_BASE;
+  const two = process.env.BENCH_NODES_TWO !== '0';
+  const only = process.env.BENCH_NODES_SCENARIOS?.split(',');
+  const scenarios = SCENARIOS.filter((x) => !only || only.includes(x.name.split(' ')[0]!));
+  const setUps = [await sqliteSetUp(), await postgresSetUp(1), ...(two ? [await postgresSetUp(2)] : []), ...(base ? [await postgresSetUp(1, base)] : [])];
   const out: string[] = [];
   // per scenario and clients: the median rounds of each set-up, for the projection
   const results = new Map<string, Round[]>();
@@ -112,7 +121,7 @@ export async function run(): Promise<string> {
       await load(t, SCENARIOS[2]!.make(t, 8), 4, 0);
     }
     out.push(`| scenario | clients | set-up | rate /s | p50 / p99 ms | ÷ SQLite | CPU s per 1,000 activities: each kmas node | PostgreSQL |`, '|---|---|---|---|---|---|---|---|');
-    for (const s of SCENARIOS) {
+    for (const s of scenarios) {
       for (const c of [1, 16]) {
         const count = s.unit > 1 ? nb : n;
         const warm = s.unit > 1 ? 4 : 200;
@@ -138,7 +147,7 @@ export async function run(): Promise<string> {
     }
     out.push('', `${cpus().length} × ${cpus()[0]?.model ?? '?'}, node ${process.version}; ${rounds} rounds interleaved; ${n} timed requests per cell (${nb} for ×${BATCH}); load average ${load0.toFixed(2)} → ${loadavg()[0]!.toFixed(2)}.`);
     out.push('Rates: the median round; ± is half the range of the rounds. CPU: user + system seconds from /proc over the round (warm-up requests included in the count).');
-    out.push('', ...projection(results));
+    if (two) out.push('', ...projection(results));
   } finally {
     for (const t of setUps) {
       for (const node of t.nodes) await node.stop();

@@ -101,16 +101,24 @@ async function enqueueEvents(tx: Tx, kick: () => void, urls: Set<string>, row: O
 }
 
 /**
- * Inside the transaction that stores an activity: an outbox row for every address of the
- * activity's organization and of its parent (each address once). Cached lookups only when there
- * is none.
+ * The addresses an activity of the organization is announced to: those of the organization and of
+ * its parent (each address once). Read while the organization's log head is taken (engine.ts:
+ * both in one round trip on PostgreSQL), so the head's lock is held for as few statements as possible.
  */
-export async function enqueueActivityEvents(
-  tx: Tx, kick: () => void, organization: OrganizationRow, activityId: string, recordJson: string, nowMs: number, logIndex?: number,
-): Promise<void> {
+export async function activityEventAddresses(tx: Tx, organization: OrganizationRow): Promise<Set<string>> {
   const urls = new Set<string>();
   await activityAddresses(tx, organization.id, urls);
   if (organization.parentId !== null) await activityAddresses(tx, organization.parentId, urls);
+  return urls;
+}
+
+/**
+ * Inside the transaction that stores an activity: an outbox row for every address
+ * (activityEventAddresses) with the activity and the index of this change's log entry.
+ */
+export async function enqueueActivityEvents(
+  tx: Tx, kick: () => void, urls: Set<string>, organization: OrganizationRow, activityId: string, recordJson: string, nowMs: number, logIndex?: number,
+): Promise<void> {
   if (urls.size === 0) return;
   // The activity object plus kmas's own member `kmasLog`: the index of this change's entry in the
   // organization's verifiable log (the dispatcher adds the latest checkpoint when it sends).

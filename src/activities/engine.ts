@@ -17,7 +17,7 @@ import { authorizeSubmit, castVoteRow, refusal, type Voucher } from './consensus
 import type { Decision } from '../policy/decide.js';
 import type { StampCheck } from '../crypto/signpool.js';
 import type { Obj } from '../domain/validate.js';
-import { enqueueActivityEvents } from '../webhooks.js';
+import { activityEventAddresses, enqueueActivityEvents } from '../webhooks.js';
 import { CREDENTIAL } from '../auth/services.js';
 import { appendActivity } from '../domain/activityLog.js';
 
@@ -105,6 +105,24 @@ export interface SubmitInput {
   nowMs: number;
   pre?: Prepared | undefined;
   voucher?: Voucher | undefined;
+  /** requestLookup(tx, fingerprint, requestMs), started by the caller alongside its own reads */
+  lookup?: Promise<ActivityRow | undefined>;
+}
+
+/**
+ * Takes the request's lock, then looks for the activity an identical body created. Both are
+ * asked for at once (a statement issued after tx.lock runs once the lock is held, even before
+ * lock's promise settles), so a caller can start this with its own first read: one round trip
+ * for all on PostgreSQL. Two writers with one body (on other nodes) are taken one after the
+ * other: the second finds what the first stored.
+ */
+export function requestLookup(tx: Tx, fingerprint: string, requestMs: number): Promise<ActivityRow | undefined> {
+  const locked = tx.lock('request', fingerprint);
+  const found = tx.activities.byFingerprint(fingerprint, requestMs);
+  const both = Promise.all([locked, found]).then(([, row]) => row);
+  // the caller may throw before it awaits this (a refused credential): not an unhandled rejection
+  both.catch(() => undefined);
+  return both;
 }
 
 export async function submitInTransaction(tx: Tx, input: SubmitInput): Promise<SubmitOutcome> {
@@ -117,12 +135,10 @@ export async function submitInTransaction(tx: Tx, input: SubmitInput): Promise<S
   }
   const keys = op.types[env.type]!;
   const requestMs = Number(env.timestampMs);
-  // Two writers with one body (on other nodes) are taken one after the other: the second finds
-  // what the first stored. Writes of other bodies do not wait for each other.
-  await tx.lock('request', fingerprint);
   // Identical body → the activity it already created (checked before re-validating, so a
-  // resubmission returns the same activity even if the state has moved on since).
-  const existing = await tx.activities.byFingerprint(fingerprint, requestMs);
+  // resubmission returns the same activity even if the state has moved on since). Writes of
+  // other bodies do not wait for each other.
+  const existing = await (input.lookup ?? requestLookup(tx, fingerprint, requestMs));
   if (existing) {
     const activity = reuse(existing, organization);
     return { activity, activityJson: existing.recordJson ?? JSON.stringify(activity), reused: true };
@@ -186,9 +202,10 @@ async function storeActivity(
     createdMs: nowMs, updatedMs: nowMs, record, recordJson,
   };
   await tx.activities.insert(row);
-  // In this transaction: if the log cannot take the entry, the activity is not stored either.
-  const logIndex = await appendActivity(tx, record, nowMs, nowMs);
-  await enqueueActivityEvents(tx, services.kick.deliveries, organization, id, recordJson, nowMs, logIndex);
+  // In this transaction: if the log cannot take the entry, the activity is not stored either. Who
+  // hears of it is read at the same time (one round trip on PostgreSQL).
+  const [urls, logIndex] = await Promise.all([activityEventAddresses(tx, organization), appendActivity(tx, record, nowMs, nowMs)]);
+  await enqueueActivityEvents(tx, services.kick.deliveries, urls, organization, id, recordJson, nowMs, logIndex);
   return { activity: record, activityJson: recordJson, reused: false };
 }
 
@@ -304,8 +321,11 @@ async function castVote(tx: Tx, input: SubmitInput, intent: { fingerprint: strin
   const recordJson = JSON.stringify(record);
   await tx.activities.update({ ...row, status: record.status as string, updatedMs: nowMs, record, recordJson });
   // every vote and status change is an entry of the log, in this transaction
-  const logIndex = await appendActivity(tx, record, row.createdMs, nowMs);
-  if (record.status !== STATUS_CONSENSUS_NEEDED) await enqueueActivityEvents(tx, services.kick.deliveries, organization, row.id, recordJson, nowMs, logIndex);
+  const [urls, logIndex] = await Promise.all([
+    record.status !== STATUS_CONSENSUS_NEEDED ? activityEventAddresses(tx, organization) : new Set<string>(),
+    appendActivity(tx, record, row.createdMs, nowMs),
+  ]);
+  await enqueueActivityEvents(tx, services.kick.deliveries, urls, organization, row.id, recordJson, nowMs, logIndex);
   return { activity: record, activityJson: recordJson, reused: false };
 }
 

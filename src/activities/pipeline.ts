@@ -11,17 +11,17 @@
  * Nothing here knows which engine serves the Db.
  */
 import { invalidArgument, TurnkeyMessage, unauthenticated } from '../errors.js';
-import type { ApiKeyCurve, ApiKeyRow, AuthenticatorRow, Db, Tx } from '../storage/types.js';
+import type { ApiKeyCurve, ApiKeyRow, AuthenticatorRow, Db, StampContext, Tx } from '../storage/types.js';
 import { allowedOrigins, verifyWebauthnStamp, type WebauthnStamp } from '../domain/authenticators.js';
 import { verifyStamp, type Stamp } from '../crypto/stamp.js';
 import type { StampCheck } from '../crypto/signpool.js';
 import type { StampVerifier } from '../crypto/verifypool.js';
-import { candidateKeys, resolvePrincipal, type Resolution } from '../domain/credentials.js';
+import { resolvePrincipal, type Resolution } from '../domain/credentials.js';
 import type { Obj } from '../domain/validate.js';
 import type { StampFailure } from '../metrics.js';
 import type { Principal } from '../domain/principal.js';
 import { authorizeSubmit, refusal, type Voucher } from './consensus.js';
-import { checkTimestamp, fingerprintOf, parseEnvelope, prepareSubmit, runQuery, submitInTransaction, type Envelope, type Prepared, type SubmitOutcome } from './engine.js';
+import { checkTimestamp, fingerprintOf, parseEnvelope, prepareSubmit, requestLookup, runQuery, submitInTransaction, type Envelope, type Prepared, type SubmitOutcome } from './engine.js';
 import type { QueryOperation, Services, SubmitOperation } from './types.js';
 
 /** What the pipeline tells the caller about a request as it goes (the log line, the metrics). */
@@ -62,7 +62,8 @@ export interface PipelineDeps {
   admit?: (credentialId: string, organizationId: string, nowMs: number) => void;
 }
 
-interface KeyCredential { kind: 'key'; stamp: Stamp; keys: ApiKeyRow[]; curve: ApiKeyCurve }
+/** `context`: the stamp's rows for the organization the body names, read with the keys (one statement) */
+interface KeyCredential { kind: 'key'; stamp: Stamp; keys: ApiKeyRow[]; curve: ApiKeyCurve; context: StampContext }
 interface PasskeyCredential { kind: 'passkey'; webauthn: WebauthnStamp; keys: AuthenticatorRow[] }
 type Credential = KeyCredential | PasskeyCredential;
 
@@ -83,12 +84,12 @@ export class Pipeline {
     if (!op.external) {
       // One read: the caller, then the reply.
       reply = await db.read(async (tx) => {
-        const { principal, organization } = await resolvePrincipal(tx, cred.keys, orgId, scope, nowMs);
+        const { principal, organization } = await resolvePrincipal(tx, cred.keys, orgId, scope, nowMs, contextOf(cred));
         this.#admit(principal, orgId, nowMs);
         return runQuery(tx, services, op, op.validate(body), principal, organization, fingerprint, nowMs);
       });
     } else {
-      const { principal, organization } = await db.read((tx) => resolvePrincipal(tx, cred.keys, orgId, scope, nowMs));
+      const { principal, organization } = await db.read((tx) => resolvePrincipal(tx, cred.keys, orgId, scope, nowMs, contextOf(cred)));
       this.#admit(principal, orgId, nowMs);
       const query = op.validate(body);
       // A query that asks outside the store (a network's node) does so once the caller is known.
@@ -106,7 +107,7 @@ export class Pipeline {
     const cred = await this.#credential(r);
     const scope = { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false, clientAddress: r.clientAddress };
     // The caller as the request names it, or undefined (the transaction gives the answer).
-    const resolveIn = (e: Envelope) => (tx: Tx) => resolvePrincipal(tx, cred.keys, e.organizationId, scope, nowMs).catch((): Resolution | undefined => undefined);
+    const resolveIn = (e: Envelope) => (tx: Tx) => resolvePrincipal(tx, cred.keys, e.organizationId, scope, nowMs, contextOf(cred)).catch((): Resolution | undefined => undefined);
     let pre: Prepared | undefined;
     let env: Envelope;
     // A lone request (nothing else in progress) is served on this thread: a thread hop would add
@@ -146,7 +147,7 @@ export class Pipeline {
       const intent = pre?.intent ?? op.validate(envelope.parameters, envelope.type);
       const needed = await db.read(async (tx) => {
         if (await tx.activities.byFingerprint(fingerprint, Number(envelope.timestampMs))) return false;
-        const { principal, organization } = await resolvePrincipal(tx, cred.keys, envelope.organizationId, scope, nowMs);
+        const { principal, organization } = await resolvePrincipal(tx, cred.keys, envelope.organizationId, scope, nowMs, contextOf(cred));
         const decision = await authorizeSubmit(tx, services, op, principal, intent, envelope.type, organization, nowMs);
         // Such an activity cannot wait for approvals: what it checked outside would be stale by then.
         if (decision.outcome !== 'OUTCOME_ALLOW') throw refusal(decision, op.path);
@@ -158,12 +159,17 @@ export class Pipeline {
     // resolved again in there: an earlier write may have deleted the key or its user.
     const envelope = env;
     const out = await db.write(async (tx) => {
-      const keys = cred.kind === 'key' ? await this.#registeredKeys(tx, cred.stamp.publicKey, cred.curve) : await stillRegistered(tx, cred);
-      const { principal, organization } = await resolvePrincipal(tx, keys, envelope.organizationId, scope, nowMs);
+      // The key, its organization, user and allowlists as this transaction sees them (one read),
+      // and the request's lock and idempotency lookup, asked for together: one round trip.
+      const reading = cred.kind === 'key' ? tx.apiKeys.stampContext(cred.stamp.publicKey, envelope.organizationId) : undefined;
+      const lookup = requestLookup(tx, fingerprint, Number(envelope.timestampMs));
+      const context = await reading;
+      const keys = cred.kind === 'key' ? registeredKeys(context!, cred.curve) : await stillRegistered(tx, cred);
+      const { principal, organization } = await resolvePrincipal(tx, keys, envelope.organizationId, scope, nowMs, context);
       // A refusal (this 429 too) rolls the write back: nothing is left behind.
       this.#admit(principal, envelope.organizationId, nowMs);
       return submitInTransaction(tx, {
-        services, lookupSubmit: this.deps.lookupSubmit, op, env: envelope, principal, organization, fingerprint, nowMs, pre, voucher: voucherOf(cred),
+        services, lookupSubmit: this.deps.lookupSubmit, op, env: envelope, principal, organization, fingerprint, nowMs, pre, voucher: voucherOf(cred), lookup,
       });
     });
     r.trace.activityId = out.activity.id as string;
@@ -201,16 +207,11 @@ export class Pipeline {
       r.trace.stampFailure = undefined;
       return { kind: 'passkey', webauthn: h.webauthn, keys };
     }
-    const keys = await this.deps.db.peek((tx) => this.#registeredKeys(tx, h.stamp.publicKey, h.curve));
+    // With the keys, the rows resolving them against the organization the body names (if it names one).
+    const context = await this.deps.db.peek((tx) => tx.apiKeys.stampContext(h.stamp.publicKey, namedOrganization(r)));
+    const keys = registeredKeys(context, h.curve);
     r.trace.stampFailure = undefined;
-    return { kind: 'key', stamp: h.stamp, keys, curve: h.curve };
-  }
-
-  /** The API keys registered for a stamp's public key (401 when there is none). */
-  async #registeredKeys(tx: Tx, publicKey: string, curve: ApiKeyCurve): Promise<ApiKeyRow[]> {
-    const keys = await candidateKeys(tx, publicKey, curve);
-    if (keys.length === 0) throw unauthenticated(TurnkeyMessage.PUBLIC_KEY_NOT_FOUND, 'PUBLIC_KEY_NOT_FOUND', 'no API key is registered for the stamp\'s public key');
-    return keys;
+    return { kind: 'key', stamp: h.stamp, keys, curve: h.curve, context };
   }
 
   /** Verifies the stamp over the raw bytes (401 when it does not). */
@@ -246,6 +247,25 @@ export class Pipeline {
     if (moved.length > 0) await db.write(async (tx) => { for (const v of moved) await tx.authenticators.setSignCount(v.row.id, v.signCount); });
     cred.keys = verified.map((v) => v.row);
     return verified.length > 0;
+  }
+}
+
+/** The API keys registered for a stamp's public key with its scheme's curve (401 when there is none). */
+function registeredKeys(context: StampContext, curve: ApiKeyCurve): ApiKeyRow[] {
+  const keys = context.keys.filter((k) => k.curve === curve);
+  if (keys.length === 0) throw unauthenticated(TurnkeyMessage.PUBLIC_KEY_NOT_FOUND, 'PUBLIC_KEY_NOT_FOUND', 'no API key is registered for the stamp\'s public key');
+  return keys;
+}
+
+const contextOf = (cred: Credential): StampContext | undefined => (cred.kind === 'key' ? cred.context : undefined);
+
+/** The organizationId the body names ('' when it names none or is not JSON: the answer comes later). */
+function namedOrganization(r: Request): string {
+  try {
+    const id = r.body().organizationId;
+    return typeof id === 'string' ? id : '';
+  } catch {
+    return '';
   }
 }
 

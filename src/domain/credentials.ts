@@ -1,13 +1,8 @@
 /** Resolves a verified stamp's public key to the acting user and the addressed organization. */
 import { ApiError, Grpc, TurnkeyMessage, unauthenticated } from '../errors.js';
-import type { ApiKeyCurve, ApiKeyRow, AuthenticatorRow, OrganizationRow, Tx } from '../storage/types.js';
+import type { ApiKeyRow, AuthenticatorRow, OrganizationRow, StampContext, Tx } from '../storage/types.js';
 import type { Principal } from './principal.js';
 import { checkClientAddress } from './ipAllowlist.js';
-
-/** Registered keys usable with a stamp (same public key, curve of the scheme). */
-export async function candidateKeys(tx: Tx, publicKey: string, curve: ApiKeyCurve): Promise<ApiKeyRow[]> {
-  return (await tx.apiKeys.byPublicKey(publicKey)).filter((k) => k.curve === curve);
-}
 
 export function isExpired(k: ApiKeyRow | AuthenticatorRow, nowMs: number): boolean {
   return 'expiresAtMs' in k && k.expiresAtMs !== null && nowMs >= k.expiresAtMs;
@@ -30,19 +25,23 @@ export async function resolvePrincipal(
   organizationId: string,
   opts: { parentMayRead: boolean; resolvesFromParent: boolean; clientAddress: string | undefined },
   nowMs: number,
+  known?: StampContext,
 ): Promise<Resolution> {
+  // `known`: the stamp's rows for this organization, read already in one statement (no re-read)
+  const read = known && known.organizationId === organizationId ? known : undefined;
   const build = async (k: ApiKeyRow | AuthenticatorRow, access: 'member' | 'parent', organization: OrganizationRow): Promise<Resolution> => {
     if (isExpired(k, nowMs)) {
       throw unauthenticated(`${TurnkeyMessage.API_KEY_EXPIRED}: ${k.publicKey}`, 'API_KEY_EXPIRED', `API key ${k.id} expired`);
     }
+    const fromRead = read !== undefined && access === 'member' && k.organizationId === read.organizationId && k.publicKey === read.publicKey && !('credentialId' in k);
     const own = access === 'member' ? organization : await tx.organizations.get(k.organizationId);
-    const user = await tx.users.get(k.organizationId, k.userId);
+    const user = fromRead ? (read.user?.id === k.userId ? read.user : undefined) : await tx.users.get(k.organizationId, k.userId);
     if (!own || !user) throw new ApiError(Grpc.UNAUTHENTICATED, 'credential not found', { turnkeyErrorCode: 'CREDENTIAL_NOT_FOUND' });
-    await checkClientAddress(tx, k, opts.clientAddress);
+    await checkClientAddress(tx, k, opts.clientAddress, fromRead ? read.allowlists : undefined);
     return { principal: { organization: own, user, credential: k, access, clientAddress: opts.clientAddress }, organization };
   };
 
-  const target = await tx.organizations.get(organizationId);
+  const target = read ? read.organization : await tx.organizations.get(organizationId);
   if (target) {
     const own = keys.find((k) => k.organizationId === organizationId);
     if (own) return await build(own, 'member', target);

@@ -63,9 +63,12 @@ export function admits(row: IpAllowlistRow, address: string | undefined): boolea
  * The list that governs a credential: its API key's own, else its organization's when enabled.
  * With `replaced`, as it would be once that list is stored (set_ip_allowlist's lock-out check).
  */
-export async function governingAllowlist(tx: Tx, credential: ApiKeyRow | AuthenticatorRow, replaced?: IpAllowlistRow): Promise<IpAllowlistRow | undefined> {
+export async function governingAllowlist(
+  tx: Tx, credential: ApiKeyRow | AuthenticatorRow, replaced?: IpAllowlistRow, read?: { own?: IpAllowlistRow; organization?: IpAllowlistRow },
+): Promise<IpAllowlistRow | undefined> {
   const isKey = !('credentialId' in credential);
-  const found = await tx.ipAllowlists.governing(credential.organizationId, isKey ? credential.publicKey : '');
+  // `read`: ipAllowlists.governing of this credential, read already (a StampContext)
+  const found = read ?? await tx.ipAllowlists.governing(credential.organizationId, isKey ? credential.publicKey : '');
   const as = (row: IpAllowlistRow | undefined, publicKey: string): IpAllowlistRow | undefined =>
     (replaced && replaced.organizationId === credential.organizationId && replaced.publicKey === publicKey ? replaced : row);
   const own = isKey ? as(found.own, credential.publicKey) : undefined;
@@ -75,8 +78,10 @@ export async function governingAllowlist(tx: Tx, credential: ApiKeyRow | Authent
 }
 
 /** Refuses (403) a request whose client address the credential's allowlist does not admit. */
-export async function checkClientAddress(tx: Tx, credential: ApiKeyRow | AuthenticatorRow, address: string | undefined): Promise<void> {
-  const list = await governingAllowlist(tx, credential);
+export async function checkClientAddress(
+  tx: Tx, credential: ApiKeyRow | AuthenticatorRow, address: string | undefined, read?: { own?: IpAllowlistRow; organization?: IpAllowlistRow },
+): Promise<void> {
+  const list = await governingAllowlist(tx, credential, undefined, read);
   if (!list) return;
   const ok = admits(list, address);
   if (ok === true || (ok === undefined && list.onEvaluationError === 'ALLOW')) return;

@@ -350,6 +350,14 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     apiKeys: {
       get: (org, id) => { const r = s.keyGet.get(org, id); return r ? keyFrom(r) : undefined; },
       byPublicKey: (pk) => keysByPublicKey(pk),
+      // the cached reads the resolution made one by one
+      stampContext: (pk, org) => {
+        const keys = keysByPublicKey(pk);
+        const own = keys.find((k) => k.organizationId === org);
+        const user = own ? cache.get(userCache, `${org}/${own.userId}`, () => { const r = s.userGet.get(org, own.userId); return r ? userFrom(r) : undefined; }) : undefined;
+        const organization = cache.get(orgCache, org, () => { const r = s.orgGet.get(org); return r ? orgFrom(r) : undefined; });
+        return { publicKey: pk, organizationId: org, keys, organization, user, allowlists: { own: allowlistGet(org, pk), organization: allowlistGet(org, '') } };
+      },
       listByUser: (org, user) => s.keyByUser.all(org, user).map(keyFrom),
       listByOrganization: (org) => s.keyByOrg.all(org).map(keyFrom),
       insert: (k) => {

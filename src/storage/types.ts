@@ -8,6 +8,24 @@ import type { KeyStore } from './keys.js';
 export type ApiKeyCurve = 'API_KEY_CURVE_P256' | 'API_KEY_CURVE_SECP256K1' | 'API_KEY_CURVE_ED25519';
 export type TagType = 'TAG_TYPE_USER' | 'TAG_TYPE_PRIVATE_KEY';
 
+/**
+ * The rows resolving an API-key stamp against the organization a request names reads
+ * (domain/credentials.ts resolvePrincipal): every key with the stamp's public key, the named
+ * organization, and for the key registered in that organization (at most one: a public key is
+ * unique per organization) its user and the IP allowlists that govern it. One read, where the
+ * engine has round trips to save (PostgreSQL), instead of four.
+ */
+export interface StampContext {
+  publicKey: string;
+  organizationId: string;
+  keys: ApiKeyRow[];
+  organization: OrganizationRow | undefined;
+  /** the user of the key with this public key registered in `organization` */
+  user: UserRow | undefined;
+  /** ipAllowlists.governing(organizationId, publicKey) */
+  allowlists: { own?: IpAllowlistRow; organization?: IpAllowlistRow };
+}
+
 export interface OrganizationRow {
   id: string;
   name: string;
@@ -387,6 +405,8 @@ export interface Repositories {
     get(organizationId: string, id: string): Promise<ApiKeyRow | undefined>;
     /** Every key with this public key, in any organization. */
     byPublicKey(publicKey: string): Promise<ApiKeyRow[]>;
+    /** What a stamp's resolution against the organization a request names reads (StampContext), in one statement where the engine can. */
+    stampContext(publicKey: string, organizationId: string): Promise<StampContext>;
     listByUser(organizationId: string, userId: string): Promise<ApiKeyRow[]>;
     listByOrganization(organizationId: string): Promise<ApiKeyRow[]>;
     insert(row: ApiKeyRow): Promise<void>;
@@ -618,7 +638,11 @@ export type LockName =
 
 /** One transaction: the repositories, plus what a unit of work adds. */
 export interface Tx extends Repositories {
-  /** Takes the named lock until this transaction ends (see LockName). */
+  /**
+   * Takes the named lock until this transaction ends (see LockName). A statement of this
+   * transaction issued after the call runs once the lock is held, even one issued before the
+   * returned promise settles (PostgreSQL may send the lock with it).
+   */
   lock(name: LockName, key: string): Promise<void>;
   /** Runs fn in a savepoint: if it throws, its changes are undone and the error passes on. */
   savepoint<T>(fn: () => Promise<T>): Promise<T>;

@@ -4,7 +4,7 @@
 import { describe, it, expect, beforeEach, afterEach } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import type {
-  ActivityRow, ApiKeyRow, AuthenticatorRow, Db, OauthProviderRow, OrganizationRow, SendTransactionRow, TagRow, UserRow, WebhookDeliveryRow,
+  ActivityRow, ApiKeyRow, AuthenticatorRow, Db, OauthProviderRow, OrganizationRow, SendTransactionRow, TagRow, Tx, UserRow, WebhookDeliveryRow,
 } from '../../src/storage/types.js';
 import type { PrivateKeyRow, WalletAccountRow, WalletRow } from '../../src/storage/keys.js';
 import { appendActivity, consistencyProofOf, inclusionProofOf } from '../../src/domain/activityLog.js';
@@ -255,6 +255,51 @@ export function storageContract(target: ContractTarget): void {
         await expect(db.write((tx) => tx.apiKeys.insert(apiKey(a.o.id, a.u.id, '02aa')))).rejects.toThrow();
         await db.write((tx) => tx.apiKeys.delete(a.o.id, k1.id));
         expect((await db.read((tx) => tx.apiKeys.byPublicKey('02aa'))).map((k) => k.id)).toEqual([k2.id]);
+      });
+
+      it('a stamp\'s context: the same rows as the four reads it stands for, for every organization a request may name', async () => {
+        const a = await seed();
+        const b = await seed();
+        const expiring = apiKey(a.o.id, a.u.id, '02cc', { expiresAtMs: 123, expirationSeconds: '60' });
+        const k1 = apiKey(a.o.id, a.u.id, '02cc'.replace('cc', 'dd'));
+        const k2 = apiKey(b.o.id, b.u.id, '02dd', { createdMs: 2 });
+        const list = (org: string, pk: string, cidr: string) => ({ organizationId: org, publicKey: pk, enabled: true, onEvaluationError: 'ALLOW' as const, rules: [{ cidr, label: 'l', createdMs: 1 }], createdMs: 1, updatedMs: 1 });
+        await db.write(async (tx) => {
+          for (const k of [expiring, k1, k2]) await tx.apiKeys.insert(k);
+          await tx.ipAllowlists.set(list(a.o.id, '', '10.0.0.0/8'));
+          await tx.ipAllowlists.set(list(a.o.id, '02dd', '192.0.2.0/24'));
+          await tx.ipAllowlists.set(list(b.o.id, '02ee', '198.51.100.0/24'));
+        });
+        const separately = async (tx: Tx, pk: string, org: string) => {
+          const keys = await tx.apiKeys.byPublicKey(pk);
+          const own = keys.find((k) => k.organizationId === org);
+          return {
+            publicKey: pk, organizationId: org, keys, organization: await tx.organizations.get(org),
+            user: own ? await tx.users.get(org, own.userId) : undefined, allowlists: await tx.ipAllowlists.governing(org, pk),
+          };
+        };
+        const sorted = <T extends { keys: ApiKeyRow[] }>(c: T): T => ({ ...c, keys: [...c.keys].sort((x, y) => x.id.localeCompare(y.id)) });
+        for (const read of [db.read.bind(db), db.write.bind(db)]) {
+          await read(async (tx) => {
+            for (const [pk, org] of [['02dd', a.o.id], ['02dd', b.o.id], ['02cc', a.o.id], ['02cc', b.o.id], ['02dd', id()], ['02ff', a.o.id], ['02dd', '']] as const) {
+              const got = await tx.apiKeys.stampContext(pk, org);
+              expect(sorted(got)).toEqual(sorted(await separately(tx, pk, org)));
+            }
+            const ctx = await tx.apiKeys.stampContext('02dd', a.o.id);
+            expect(ctx.keys.map((k) => k.id).sort()).toEqual([k1.id, k2.id].sort());
+            expect(ctx.user).toEqual(a.u);
+            expect(ctx.allowlists.own?.rules[0]?.cidr).toBe('192.0.2.0/24');
+            expect(ctx.allowlists.organization?.rules[0]?.cidr).toBe('10.0.0.0/8');
+            expect((await tx.apiKeys.stampContext('02cc', a.o.id)).keys).toEqual([expiring]);
+          });
+        }
+        // a change is seen by the next read
+        await db.write(async (tx) => { await tx.apiKeys.delete(b.o.id, k2.id); await tx.users.delete(b.o.id, b.u.id); });
+        await db.read(async (tx) => {
+          const ctx = await tx.apiKeys.stampContext('02dd', b.o.id);
+          expect(ctx.keys.map((k) => k.id)).toEqual([k1.id]);
+          expect(ctx.user).toBeUndefined();
+        });
       });
 
       it('passkeys: by credential id, per user and organization, sign counter; one registration per organization', async () => {

@@ -184,10 +184,11 @@ if (server === undefined) {
       const holding = new Promise<void>((r) => { let n = 0; bothHoldOne = () => { if (++n === 2) r(); }; });
       const crossing = (first: string, second: string) => db.write(async (tx) => {
         runs++;
-        await tx.lock('approval', first);
+        // sender-nonce: a lock taken at once (request, approval and one-time-code go with the next statement)
+        await tx.lock('sender-nonce', first);
         bothHoldOne();
         await holding;
-        await tx.lock('approval', second);
+        await tx.lock('sender-nonce', second);
         return first;
       });
       expect(await Promise.all([crossing('x', 'y'), crossing('y', 'x')])).toEqual(['x', 'y']);
@@ -203,6 +204,79 @@ if (server === undefined) {
         await tx.organizations.insert(o).catch(() => undefined); // duplicate key, swallowed
       })).rejects.toThrow(/rolled back/);
       expect((await db.read((tx) => tx.organizations.get('o1')))!.name).toBe('o');
+    });
+
+    it('a lock sent with the next statement is held before that statement reads: racing read-modify-writes under one lock lose nothing', async () => {
+      const db = track(await openPostgresDb(await freshDatabase(), { poolSize: 8 }));
+      const o = { id: 'o1', name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 0 };
+      await db.write((tx) => tx.organizations.insert(o));
+      for (const name of ['request', 'approval', 'one-time-code', 'sender-nonce'] as const) {
+        const before = (await db.read((tx) => tx.organizations.get('o1')))!.updatedMs;
+        await Promise.all(Array.from({ length: 12 }, () => db.write(async (tx) => {
+          await tx.lock(name, 'the-key');
+          const seen = (await tx.organizations.get('o1'))!.updatedMs;
+          await new Promise((r) => setTimeout(r, 2));
+          await tx.organizations.touch('o1', seen + 1);
+        })));
+        expect((await db.read((tx) => tx.organizations.get('o1')))!.updatedMs).toBe(before + 12);
+      }
+    });
+
+    describe('a deferred write (the log append) goes with the COMMIT, or before the next statement', () => {
+      const org = { id: "o'1\\x", name: 'o', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 };
+      const allBytes = new Uint8Array(256).map((_, i) => i);
+      const entry = (index: number, activityId = `a'${index}\\ é`) => ({ organizationId: org.id, index, activityId, entry: allBytes.slice(index), createdMs: 2 ** 40 + index });
+      const node = (level: number, index: number) => ({ level, index, hash: allBytes.slice(level, level + 32) });
+      const head = (size: number) => ({ organizationId: org.id, size, frontier: allBytes.slice(0, 32 * (size % 3)), root: allBytes.slice(size, size + 32), updatedMs: size });
+
+      it('values of every kind arrive as they were (quotes, backslashes, every byte, empty and full arrays), on new and reused connections', async () => {
+        const db = track(await openPostgresDb(await freshDatabase(), { poolSize: 2 }));
+        await db.write((tx) => tx.organizations.insert(org));
+        for (let i = 0; i < 6; i++) {
+          await db.write(async (tx) => {
+            const h = await tx.log.takeHead(org.id);
+            expect(h?.size ?? 0).toBe(i);
+            // the nodes an append stores are some it completes (levels 0…k ending at its entry: storage/logNodes.ts)
+            await tx.log.append(entry(i), i === 5 ? [node(0, 5), node(1, 2)] : i % 2 ? [] : [node(0, i)], head(i + 1));
+          });
+        }
+        await db.read(async (tx) => {
+          expect(await tx.log.entries(org.id, 0, 10)).toEqual([0, 1, 2, 3, 4, 5].map((i) => entry(i)));
+          expect(await tx.log.head(org.id)).toEqual(head(6));
+          expect(await tx.log.nodes(org.id, [{ level: 0, index: 4 }, { level: 1, index: 2 }, { level: 0, index: 5 }])).toEqual(expect.arrayContaining([node(0, 4), node(1, 2)]));
+          expect(await tx.log.nodes(org.id, [{ level: 0, index: 3 }])).toEqual([]);
+        });
+      });
+
+      it('a deferred write that breaks a constraint fails its unit: nothing of it is stored, and the next units work', async () => {
+        const db = track(await openPostgresDb(await freshDatabase(), { poolSize: 1 }));
+        await db.write(async (tx) => { await tx.organizations.insert(org); await tx.log.append(entry(0), [], head(1)); });
+        await expect(db.write(async (tx) => {
+          await tx.organizations.rename(org.id, 'lost', 5);
+          await tx.log.append(entry(0, 'again'), [], head(1)); // index 0 is taken
+        })).rejects.toThrow(/duplicate key/);
+        await db.read(async (tx) => {
+          expect((await tx.organizations.get(org.id))!.name).toBe('o');
+          expect((await tx.log.entries(org.id, 0, 10)).map((e) => e.activityId)).toEqual([entry(0).activityId]);
+        });
+        await db.write((tx) => tx.log.append(entry(1), [], head(2)));
+        expect(await db.read((tx) => tx.log.head(org.id))).toEqual(head(2));
+      });
+
+      it('the unit\'s next statement sees it; a savepoint that is undone takes it away', async () => {
+        const db = track(await openPostgresDb(await freshDatabase()));
+        await db.write((tx) => tx.organizations.insert(org));
+        await db.write(async (tx) => {
+          await tx.log.append(entry(0), [], head(1));
+          expect((await tx.log.takeHead(org.id))!.size).toBe(1);
+          await expect(tx.savepoint(async () => {
+            await tx.log.append(entry(1), [], head(2));
+            throw new Error('undone');
+          })).rejects.toThrow('undone');
+          expect((await tx.log.takeHead(org.id))!.size).toBe(1);
+        });
+        expect((await db.read((tx) => tx.log.entries(org.id, 0, 10))).map((e) => e.index)).toEqual([0]);
+      });
     });
 
     it('a savepoint whose statement broke a constraint is undone, and the write goes on to commit', async () => {
