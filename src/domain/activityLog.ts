@@ -4,16 +4,17 @@
  * hashes, and signing checkpoints with the log key. The tree arithmetic and the entry bytes are
  * the pure modules src/tlog/merkle.ts and src/tlog/entry.ts (the offline verifier uses the same).
  *
- * Storage (repository `log`): the entries; every completed perfect subtree's hash (log_nodes, what
- * a proof reads: O(log n) nodes for an inclusion proof); a head per organization with the size
- * and the frontier (the right edge's subtree hashes), so an append reads one row and writes
- * O(log n) nodes, never recomputing the tree. Appends of one organization are serialized by
+ * Storage (repository `log`): the entries, each with the hashes of the perfect subtrees its append
+ * completed (what a proof reads: O(log n) nodes for an inclusion proof; storage/logNodes.ts); a
+ * head per organization with the size and the frontier (the right edge's subtree hashes), so an
+ * append reads one row (none on SQLite when it wrote the head last) and writes the entry and the
+ * head, never recomputing the tree. Appends of one organization are serialized by
  * log.takeHead (the head's row lock on PostgreSQL), and log_entries' primary key
  * (organization_id, idx) refuses a second entry at one index whatever happens.
  */
 import { consistencyProof, EMPTY_ROOT, Frontier, inclusionProof, leafHash, subtreeRoot, type Node, type NodeReader } from '../tlog/merkle.js';
 import { invalidArgument } from '../errors.js';
-import { entryBytes, entryOf } from '../tlog/entry.js';
+import { activityEntryBytes } from '../tlog/entry.js';
 import { checkpointText, signNoteWith, verifierKey } from '../tlog/note.js';
 import type { Db, LogCheckpointRow, LogHeadRow, Tx } from '../storage/types.js';
 
@@ -52,7 +53,7 @@ export async function appendActivity(tx: Tx, record: Record<string, unknown>, cr
   const head = await tx.log.takeHead(organizationId);
   const size = head?.size ?? 0;
   const frontier = new Frontier(size, head && size > 0 ? frontierNodes(size, head.frontier) : []);
-  const bytes = entryBytes(entryOf(size, record, createdMs, updatedMs));
+  const bytes = activityEntryBytes(size, record, createdMs, updatedMs);
   const made = frontier.append(leafHash(bytes));
   await tx.log.append({ organizationId, index: size, activityId: String(record.id), entry: bytes, createdMs: updatedMs }, made,
     { organizationId, size: frontier.size, frontier: concat(frontier.nodes.map((n) => n.hash)), root: frontier.root(), updatedMs });

@@ -458,4 +458,38 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 27,
+    name: 'the subtree hashes an append completes are a column of its entry (log_entries.nodes) instead of rows of log_nodes, and log_entries is a rowid table: an append writes one row, at the end of the table',
+    // Node (level, idx) covers leaves [idx·2^level, (idx+1)·2^level): the append of entry
+    // (idx+1)·2^level − 1 completed it, with the other nodes of levels 0…k ending there. Their
+    // hashes, level 0 first, become that entry's nodes. Same hashes, stored elsewhere. The table is
+    // rebuilt with a rowid (the primary key becomes its index): an entry of about 1 KB then stays in
+    // its page (a WITHOUT ROWID row spills into an overflow page past about 1,000 bytes) and an
+    // append adds to the end of the table's B-tree.
+    sql: `
+      CREATE TEMP TABLE log_nodes_folded AS
+        SELECT organization_id, ((idx + 1) << level) - 1 AS idx, unhex(group_concat(hex(hash), '' ORDER BY level)) AS nodes
+        FROM log_nodes GROUP BY organization_id, ((idx + 1) << level) - 1;
+      CREATE INDEX temp.log_nodes_folded_key ON log_nodes_folded(organization_id, idx);
+      CREATE TABLE log_entries_new (
+        organization_id TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        activity_id TEXT NOT NULL,
+        entry BLOB NOT NULL,
+        created_ms INTEGER NOT NULL,
+        nodes BLOB NOT NULL DEFAULT x'',
+        PRIMARY KEY (organization_id, idx)
+      );
+      INSERT INTO log_entries_new (organization_id, idx, activity_id, entry, created_ms, nodes)
+        SELECT e.organization_id, e.idx, e.activity_id, e.entry, e.created_ms, coalesce(f.nodes, x'')
+        FROM log_entries e LEFT JOIN temp.log_nodes_folded f ON f.organization_id = e.organization_id AND f.idx = e.idx
+        ORDER BY e.organization_id, e.idx;
+      DROP TABLE temp.log_nodes_folded;
+      DROP TABLE log_nodes;
+      DROP TABLE log_entries;
+      ALTER TABLE log_entries_new RENAME TO log_entries;
+      CREATE INDEX log_entries_activity ON log_entries(organization_id, activity_id, idx);
+    `,
+  },
 ];

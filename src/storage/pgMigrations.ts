@@ -441,6 +441,18 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: 'the subtree hashes an append completes are a column of its entry (SQLite migration 27)',
+    sql: `
+      ALTER TABLE log_entries ADD COLUMN nodes bytea NOT NULL DEFAULT ''::bytea;
+      UPDATE log_entries e SET nodes = f.nodes
+        FROM (SELECT organization_id, ((idx + 1) << level) - 1 AS idx, string_agg(hash, ''::bytea ORDER BY level) AS nodes
+              FROM log_nodes GROUP BY organization_id, ((idx + 1) << level) - 1) f
+        WHERE e.organization_id = f.organization_id AND e.idx = f.idx;
+      DROP TABLE log_nodes;
+    `,
+  },
 ];
 
 /** The session advisory lock held while migrating: (hashtext('kmas'), hashtext('schema_migrations')). */

@@ -12,6 +12,8 @@ import type {
 } from './types.js';
 import { addressKey, type AddressEntry, type ImportTargetRow, type KeyStore, type ListPage, type PrivateKeyRow, type WalletAccountRow, type WalletRow } from './keys.js';
 
+import { foldNodes, nodePlace } from './logNodes.js';
+
 export type Row = Record<string, unknown>;
 
 /** The queries of one unit of work (postgres.ts): every call refused once the unit has ended. */
@@ -620,11 +622,10 @@ export function pgRepositories(q: Queries): Repositories {
       // when it is the unit's last (it is, for a stored activity): the head's row lock, taken by
       // takeHead, is then held for one round trip fewer.
       append: async (e, nodes, h) => {
-        const sql = `WITH entry AS (INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms) VALUES ($1, $2, $3, $4, $5)),
-          nodes AS (INSERT INTO log_nodes (organization_id, level, idx, hash) SELECT $1, l, i, hh FROM unnest($6::integer[], $7::bigint[], $8::bytea[]) AS t(l, i, hh))
-          INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $9, $10, $11, $12)
+        const sql = `WITH entry AS (INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms, nodes) VALUES ($1, $2, $3, $4, $5, $6))
+          INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $7, $8, $9, $10)
           ON CONFLICT (organization_id) DO UPDATE SET size = excluded.size, frontier = excluded.frontier, root = excluded.root, updated_ms = excluded.updated_ms`;
-        const args = [e.organizationId, e.index, e.activityId, buf(e.entry), e.createdMs, nodes.map((n) => n.level), nodes.map((n) => n.index), nodes.map((n) => buf(n.hash)),
+        const args = [e.organizationId, e.index, e.activityId, buf(e.entry), e.createdMs, buf(foldNodes(e.index, nodes)),
           h.size, buf(h.frontier), buf(h.root), h.updatedMs];
         await later(sql, args);
       },
@@ -633,20 +634,16 @@ export function pgRepositories(q: Queries): Repositories {
       [h.organizationId, h.size, buf(h.frontier), buf(h.root), h.updatedMs]),
       insertEntry: (e) => exec('INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms) VALUES ($1, $2, $3, $4, $5)',
         [e.organizationId, e.index, e.activityId, buf(e.entry), e.createdMs]),
-      entries: (org, start, end) => many('SELECT * FROM log_entries WHERE organization_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx', [org, start, end], (r) => ({
+      entries: (org, start, end) => many('SELECT organization_id, idx, activity_id, entry, created_ms FROM log_entries WHERE organization_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx', [org, start, end], (r) => ({
         organizationId: str(r.organization_id), index: num(r.idx), activityId: str(r.activity_id), entry: bytes(r.entry), createdMs: num(r.created_ms),
       })),
       indexesOf: async (org, activityId) => (await q.all('SELECT idx FROM log_entries WHERE organization_id = $1 AND activity_id = $2 ORDER BY idx', [org, activityId])).map((r) => num(r.idx)),
-      insertNodes: async (org, nodes) => {
-        if (nodes.length === 0) return;
-        await q.run('INSERT INTO log_nodes (organization_id, level, idx, hash) SELECT $1, l, i, h FROM unnest($2::integer[], $3::bigint[], $4::bytea[]) AS t(l, i, h)',
-          [org, nodes.map((n) => n.level), nodes.map((n) => n.index), nodes.map((n) => buf(n.hash))]);
-      },
       nodes: async (org, wanted) => {
         if (wanted.length === 0) return [];
-        const rows = await q.all(`SELECT n.level, n.idx, n.hash FROM log_nodes n JOIN unnest($2::integer[], $3::bigint[]) AS w(l, i)
-          ON n.level = w.l AND n.idx = w.i WHERE n.organization_id = $1`, [org, wanted.map((w) => w.level), wanted.map((w) => w.index)]);
-        return rows.map((r) => ({ level: num(r.level), index: num(r.idx), hash: bytes(r.hash) }));
+        const places = wanted.map((w) => nodePlace(w.level, w.index));
+        const rows = await q.all(`SELECT w.n, substring(e.nodes FROM w.o + 1 FOR 32) AS hash FROM unnest($2::bigint[], $3::integer[]) WITH ORDINALITY AS w(i, o, n)
+          JOIN log_entries e ON e.organization_id = $1 AND e.idx = w.i WHERE length(e.nodes) >= w.o + 32`, [org, places.map((p) => p.entry), places.map((p) => p.offset)]);
+        return rows.map((r) => { const w = wanted[num(r.n) - 1]!; return { level: w.level, index: w.index, hash: bytes(r.hash) }; });
       },
       insertCheckpoint: (c) => exec('INSERT INTO log_checkpoints (organization_id, size, root, note, created_ms) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING',
         [c.organizationId, c.size, buf(c.root), c.note, c.createdMs]),

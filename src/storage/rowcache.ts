@@ -69,6 +69,9 @@ export class RowCache {
     return copy(v);
   }
 
+  /** Drops everything if another connection committed since the last check (once per write transaction, as get() does). */
+  check(): void { this.#fresh(); }
+
   /** Drops everything if another connection committed since the last check. */
   #fresh(): void {
     if (this.#db.inTransaction) {

@@ -17,6 +17,8 @@ import { RowCache } from './rowcache.js';
 import { pageBySeq } from './paging.js';
 import type { SqliteSynchronous } from '../config.js';
 import { BUSY_TIMEOUT_MS, SqliteUnits, WalSync, type Sync } from './sqliteUnit.js';
+import { LogHeads } from './logHeads.js';
+import { foldNodes, nodePlace } from './logNodes.js';
 
 type Row = Record<string, unknown>;
 
@@ -285,11 +287,10 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     logHead: q('SELECT * FROM log_heads WHERE organization_id = ?'),
     logSetHead: q(`INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES (?, ?, ?, ?, ?)
       ON CONFLICT (organization_id) DO UPDATE SET size = excluded.size, frontier = excluded.frontier, root = excluded.root, updated_ms = excluded.updated_ms`),
-    logEntryInsert: q('INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms) VALUES (?, ?, ?, ?, ?)'),
-    logEntries: q('SELECT * FROM log_entries WHERE organization_id = ? AND idx >= ? AND idx < ? ORDER BY idx'),
+    logEntryInsert: q('INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms, nodes) VALUES (?, ?, ?, ?, ?, ?)'),
+    logEntries: q('SELECT organization_id, idx, activity_id, entry, created_ms FROM log_entries WHERE organization_id = ? AND idx >= ? AND idx < ? ORDER BY idx'),
     logIndexesOf: q<{ idx: number }>('SELECT idx FROM log_entries WHERE organization_id = ? AND activity_id = ? ORDER BY idx'),
-    logNodeInsert: q('INSERT INTO log_nodes (organization_id, level, idx, hash) VALUES (?, ?, ?, ?)'),
-    logNode: q('SELECT hash FROM log_nodes WHERE organization_id = ? AND level = ? AND idx = ?'),
+    logNode: q('SELECT substr(nodes, ?, 32) AS hash FROM log_entries WHERE organization_id = ? AND idx = ?'),
     logCpInsert: q('INSERT INTO log_checkpoints (organization_id, size, root, note, created_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING'),
     logCpAt: q('SELECT * FROM log_checkpoints WHERE organization_id = ? AND size = ?'),
     logCpLatest: q('SELECT * FROM log_checkpoints WHERE organization_id = ? ORDER BY size DESC LIMIT 1'),
@@ -309,6 +310,7 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       root: new Uint8Array(r.root as Buffer), updatedMs: r.updated_ms as number,
     } : undefined;
   };
+  const logHeads = new LogHeads(cache, logHeadOf);
   const featureOf = (org: string, name: string): string | undefined => cache.get(featCache, `${org}/${name}`, () => s.featGet.get(org, name) ?? { value: undefined })!.value;
   const endpointsOf = (org: string): WebhookEndpointRow[] => cache.get(endpointCache, org, () => s.whepList.all(org).map(endpointFrom), (rows) => rows.map((r) => ({ ...r, subscriptions: r.subscriptions.map((x) => ({ ...x })) })))!;
   const allowlistGet = (org: string, pk: string): IpAllowlistRow | undefined => cache.get(allowlistCache, `${org}/${pk}`, () => {
@@ -522,26 +524,27 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     },
     log: {
       head: (org) => logHeadOf(org),
-      // one writer at a time: the head read in a write is the head until it commits
-      takeHead: (org) => logHeadOf(org),
+      // one writer at a time: the head read in a write is the head until it commits (kept in memory: logHeads.ts)
+      takeHead: (org) => logHeads.take(org),
       append: (e, nodes, h) => {
-        s.logEntryInsert.run(e.organizationId, e.index, e.activityId, e.entry, e.createdMs);
-        for (const n of nodes) s.logNodeInsert.run(e.organizationId, n.level, n.index, n.hash);
+        logHeads.forget(h.organizationId);
+        s.logEntryInsert.run(e.organizationId, e.index, e.activityId, e.entry, e.createdMs, foldNodes(e.index, nodes));
         s.logSetHead.run(h.organizationId, h.size, h.frontier, h.root, h.updatedMs);
+        logHeads.wrote(h);
       },
-      setHead: (h) => { s.logSetHead.run(h.organizationId, h.size, h.frontier, h.root, h.updatedMs); },
-      insertEntry: (e) => { s.logEntryInsert.run(e.organizationId, e.index, e.activityId, e.entry, e.createdMs); },
+      setHead: (h) => { logHeads.forget(h.organizationId); s.logSetHead.run(h.organizationId, h.size, h.frontier, h.root, h.updatedMs); },
+      insertEntry: (e) => { s.logEntryInsert.run(e.organizationId, e.index, e.activityId, e.entry, e.createdMs, new Uint8Array(0)); },
       entries: (org, start, end) => s.logEntries.all(org, start, end).map((r) => ({
         organizationId: r.organization_id as string, index: r.idx as number, activityId: r.activity_id as string,
         entry: new Uint8Array(r.entry as Buffer), createdMs: r.created_ms as number,
       })),
       indexesOf: (org, activityId) => s.logIndexesOf.all(org, activityId).map((r) => r.idx),
-      insertNodes: (org, nodes) => { for (const n of nodes) s.logNodeInsert.run(org, n.level, n.index, n.hash); },
       nodes: (org, wanted) => {
         const out = [];
         for (const w of wanted) {
-          const r = s.logNode.get(org, w.level, w.index);
-          if (r) out.push({ level: w.level, index: w.index, hash: new Uint8Array(r.hash as Buffer) });
+          const at = nodePlace(w.level, w.index);
+          const r = s.logNode.get(at.offset + 1, org, at.entry);
+          if (r && (r.hash as Buffer).length === 32) out.push({ level: w.level, index: w.index, hash: new Uint8Array(r.hash as Buffer) });
         }
         return out;
       },
@@ -652,7 +655,10 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     return pageBySeq(db, 'activities', lq.organizationId, lq, where, args)?.map(activityFrom);
   }
 
-  const units = new SqliteUnits(db, repos, () => cache.transactionEnded(), { multiProcess: opts.multiProcess !== false, budgetMs: opts.groupBudgetMs });
+  const units = new SqliteUnits(db, repos, {
+    ended: (committed) => { logHeads.ended(committed); cache.transactionEnded(); },
+    rolledBackToSavepoint: () => logHeads.rolledBackToSavepoint(),
+  }, { multiProcess: opts.multiProcess !== false, budgetMs: opts.groupBudgetMs });
   const sqliteDb: Db = {
     engine: 'sqlite',
     read: (fn) => units.read(fn),

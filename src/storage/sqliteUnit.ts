@@ -81,9 +81,17 @@ export interface UnitOptions {
   budgetMs?: number;
 }
 
+/** What the unit of work tells the adapter's caches about transactions. */
+export interface TransactionEvents {
+  /** An outermost transaction ended: committed, or rolled back. */
+  ended(committed: boolean): void;
+  /** A savepoint was rolled back (a write that threw, a nested savepoint): the transaction goes on without its changes. */
+  rolledBackToSavepoint(): void;
+}
+
 /**
  * The SQLite unit of work: reads (one snapshot each) and grouped writes on one connection.
- * `endTransaction` tells the row cache an outermost transaction ended.
+ * `events` tells the adapter's caches when transactions end and savepoints roll back.
  */
 export class SqliteUnits {
   readonly tx: Tx;
@@ -100,7 +108,7 @@ export class SqliteUnits {
   #busyRetries = 0;
   walSync: WalSync | undefined;
 
-  constructor(db: Database.Database, repos: Sync<Repositories>, private readonly endTransaction: () => void, opts: UnitOptions) {
+  constructor(db: Database.Database, repos: Sync<Repositories>, private readonly events: TransactionEvents, opts: UnitOptions) {
     this.#db = db;
     this.#budgetMs = opts.budgetMs ?? GROUP_BUDGET_MS;
     this.#multiProcess = opts.multiProcess;
@@ -130,7 +138,7 @@ export class SqliteUnits {
         if (this.#db.inTransaction) this.#st.commit.run();
         this.#active = false;
         this.#after = [];
-        this.endTransaction();
+        this.events.ended(true);
       }
     });
   }
@@ -217,7 +225,7 @@ export class SqliteUnits {
     }
     if (failed !== undefined) {
       if (this.#db.inTransaction) this.#st.rollback.run();
-      this.endTransaction();
+      this.events.ended(false);
       settled = batch.length === 1 ? [{ ok: false, error: failed }] : [];
       if (batch.length > 1) for (const job of batch) settled.push(await this.#alone(job));
     }
@@ -239,6 +247,7 @@ export class SqliteUnits {
       return { ok: true, value, after: this.#after };
     } catch (error) {
       if (this.#db.inTransaction) { this.#st.spRollback.run(); this.#st.spRelease.run(); }
+      this.events.rolledBackToSavepoint();
       return { ok: false, error };
     }
   }
@@ -261,7 +270,7 @@ export class SqliteUnits {
       this.#active = false;
     }
     if (this.#db.inTransaction) this.#st.rollback.run();
-    this.endTransaction();
+    this.events.ended(false);
     return s;
   }
 
@@ -269,7 +278,7 @@ export class SqliteUnits {
     this.#st.commit.run();
     dbCommitDuration.observe(secondsSince(start));
     this.walSync?.committed();
-    this.endTransaction();
+    this.events.ended(true);
   }
 
   /**
@@ -307,6 +316,7 @@ export class SqliteUnits {
       return v;
     } catch (e) {
       if (this.#db.inTransaction) this.#db.exec(`ROLLBACK TO ${name}; RELEASE ${name}`);
+      this.events.rolledBackToSavepoint();
       this.#after.length = after;
       throw e;
     } finally {

@@ -587,17 +587,19 @@ export interface Repositories {
      * SQLite has one writer). Undefined (or a head of size 0) for a log with no entry yet.
      */
     takeHead(organizationId: string): Promise<LogHeadRow | undefined>;
-    /** One append: the entry, the subtree nodes it completes, and the new head (fails when the index is taken). */
+    /**
+     * One append: the entry, the subtree nodes it completes (levels 0…k, all ending at this entry:
+     * stored in its row, logNodes.ts), and the new head (fails when the index is taken).
+     */
     append(entry: LogEntryRow, nodes: LogNodeRow[], head: LogHeadRow): Promise<void>;
     /** Creates or replaces the head. */
     setHead(row: LogHeadRow): Promise<void>;
-    /** Fails (a unique violation) when the index is taken: two appends never share one. */
+    /** An entry without its nodes. Fails (a unique violation) when the index is taken: two appends never share one. */
     insertEntry(row: LogEntryRow): Promise<void>;
     /** Entries [start, end), by index. */
     entries(organizationId: string, start: number, end: number): Promise<LogEntryRow[]>;
     /** The indexes of an activity's entries, oldest first. */
     indexesOf(organizationId: string, activityId: string): Promise<number[]>;
-    insertNodes(organizationId: string, nodes: LogNodeRow[]): Promise<void>;
     /** The stored nodes among those asked for (absent ones are left out). */
     nodes(organizationId: string, wanted: { level: number; index: number }[]): Promise<LogNodeRow[]>;
     /** Keeps a checkpoint (a second one at the same size is ignored). */

@@ -37,6 +37,19 @@ export const ENTRY_VERSION = 1;
 const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
 
+/** Member names as JSON strings: the same few names come back in every record (bounded: past the limit, quoted each time). */
+const quotedNames = new Map<string, string>();
+const quoted = (name: string): string => {
+  let q = quotedNames.get(name);
+  if (q === undefined) {
+    q = JSON.stringify(name);
+    if (quotedNames.size < 4096) quotedNames.set(name, q);
+  }
+  return q;
+};
+/** UTF-16 code unit order (what Array.prototype.sort does for strings without a comparator, RFC 8785 §3.2.3). */
+const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 /**
  * The RFC 8785 text of a JSON value (see the file comment for the one difference). `memo` holds
  * the texts of objects already serialized in this call's context (the record's result inside the
@@ -52,8 +65,10 @@ export function canonicalJson(value: unknown, memo?: Map<object, string>): strin
       return JSON.stringify(value);
     case 'object': {
       if (value === null) return 'null';
-      const known = memo?.get(value);
-      if (known !== undefined) return known;
+      if (memo !== undefined) {
+        const known = memo.get(value);
+        if (known !== undefined) return known;
+      }
       let text: string;
       if (Array.isArray(value)) {
         text = '[';
@@ -64,19 +79,22 @@ export function canonicalJson(value: unknown, memo?: Map<object, string>): strin
         text += ']';
       } else {
         const o = value as Record<string, unknown>;
-        // Array.prototype.sort without a comparator compares UTF-16 code units, as RFC 8785 §3.2.3 asks.
-        const names = Object.keys(o).sort();
+        const names = Object.keys(o);
+        // sorted by UTF-16 code units, as RFC 8785 §3.2.3 asks (often already so)
+        for (let i = 1; i < names.length; i++) {
+          if (names[i - 1]! > names[i]!) { names.sort(byCodeUnits); break; }
+        }
         text = '{';
         let first = true;
         for (const k of names) {
           const v = o[k];
           if (v === undefined) continue;
-          text += (first ? '' : ',') + JSON.stringify(k) + ':' + canonicalJson(v, memo);
+          text += (first ? '' : ',') + quoted(k) + ':' + canonicalJson(v, memo);
           first = false;
         }
         text += '}';
       }
-      memo?.set(value, text);
+      if (memo !== undefined) memo.set(value, text);
       return text;
     }
     default: throw new TypeError(`a ${typeof value} is not a JSON value`);
@@ -137,6 +155,34 @@ export function entryOf(index: number, record: Record<string, unknown>, createdM
 
 /** The canonical bytes of an entry (what the leaf hash is taken over). */
 export const entryBytes = (e: LogEntry): Uint8Array => canonicalBytes(e);
+
+/**
+ * entryBytes(entryOf(index, record, createdMs, updatedMs)), built without the intermediate
+ * object: the members are written in their canonical order (the names of version 1 sorted as
+ * RFC 8785 sorts them), and the intent's text is the one the record digest already made (it is
+ * a member of the record). What an append runs; test/tlog/entry.test.ts holds it to entryOf's bytes.
+ */
+export function activityEntryBytes(index: number, record: Record<string, unknown>, createdMs: number, updatedMs: number): Uint8Array {
+  const memo = new Map<object, string>();
+  const resultDigest = digestOf(record.result ?? null, memo);
+  const failureDigest = record.failure === undefined ? null : digestOf(record.failure, memo);
+  const recordDigest = digestOf(record, memo);
+  const votes = Array.isArray(record.votes) ? (record.votes as Record<string, unknown>[]) : [];
+  const s = (x: unknown): string => JSON.stringify(String(x));
+  let votesText = '[';
+  for (let i = 0; i < votes.length; i++) {
+    const v = votes[i]!;
+    votesText += `${i === 0 ? '' : ','}{"id":${s(v.id)},"selection":${s(v.selection)},"userId":${s(v.userId)}}`;
+  }
+  votesText += ']';
+  // activityId < createdMs < failureDigest < fingerprint < index < intent < organizationId < recordDigest
+  // < resultDigest < status < timestampMs < type < updatedMs < v < votes (UTF-16 code unit order)
+  const text = `{"activityId":${s(record.id)},"createdMs":${canonicalJson(createdMs)},"failureDigest":${failureDigest === null ? 'null' : s(failureDigest)}`
+    + `,"fingerprint":${s(record.fingerprint)},"index":${canonicalJson(index)},"intent":${canonicalJson(record.intent ?? null, memo)}`
+    + `,"organizationId":${s(record.organizationId)},"recordDigest":${s(recordDigest)},"resultDigest":${s(resultDigest)},"status":${s(record.status)}`
+    + `,"timestampMs":${s(record.timestampMs)},"type":${s(record.type)},"updatedMs":${canonicalJson(updatedMs)},"v":${ENTRY_VERSION},"votes":${votesText}}`;
+  return enc.encode(text);
+}
 
 export class EntryError extends Error {}
 

@@ -1,7 +1,7 @@
 // Log entries (src/tlog/entry.ts): RFC 8785 canonical JSON, checked against the RFC's own rules
 // (its §3.2.3 member-sorting example, ECMAScript number forms), and an entry's round trip.
 import { describe, it, expect } from 'vitest';
-import { canonicalJson, entryBytes, entryOf, EntryError, parseEntry } from '../../src/tlog/entry.js';
+import { activityEntryBytes, canonicalJson, entryBytes, entryOf, EntryError, parseEntry } from '../../src/tlog/entry.js';
 
 describe('RFC 8785 canonical JSON', () => {
   it('sorts members by UTF-16 code units (the RFC\'s §3.2.3 example order), recursively, without whitespace', () => {
@@ -43,5 +43,23 @@ describe('log entries', () => {
     expect(() => parseEntry(spaced)).toThrow(EntryError);
     const bad = bytes.slice(); bad[bad.length - 2] ^= 1;
     expect(() => parseEntry(bad)).toThrow(EntryError);
+  });
+
+  it('activityEntryBytes (what an append runs) writes the bytes of entryBytes(entryOf(...))', () => {
+    const shared = { k: ['\u2028', 1.5e-9, { '\ud800': true }] };
+    const records: Record<string, unknown>[] = [
+      record,
+      { ...record, failure: undefined, result: { r: { sig: 'ab', n: [1, 2, 3] }, activity: { type: 'T' } }, votes: [] },
+      { id: 'x', organizationId: 'o', type: 't', status: 's', fingerprint: 'f', timestampMs: '0' },
+      { ...record, intent: null, votes: undefined, extra: { b: 1, a: [null, false, '\u0000"\\'] } },
+      { ...record, intent: shared, result: { again: shared }, votes: [{ id: 1, selection: 'A', userId: 'é' }, { id: 'v2', selection: 'B', userId: 'u\n' }] },
+    ];
+    for (const r of records) {
+      for (const [index, created, updated] of [[0, 0, 0], [4, 10, 11], [2 ** 40, 1_700_000_000_000, 1_700_000_000_001]] as const) {
+        const want = entryBytes(entryOf(index, r, created, updated));
+        expect(Buffer.from(activityEntryBytes(index, r, created, updated)).toString('utf8')).toBe(Buffer.from(want).toString('utf8'));
+        expect(parseEntry(activityEntryBytes(index, r, created, updated))).toEqual(entryOf(index, r, created, updated));
+      }
+    }
   });
 });
