@@ -14,7 +14,9 @@ const field = readFileSync(join(here, 'field.tpl'), 'utf8')
   .replaceAll('@@SIMDCOLS@@', run('gensimd.mjs'))
   .replaceAll('@@SQRCOLS@@', g('sqrCols'))
   .replaceAll('@@REDK1@@', g('redK1'))
-  .replaceAll('@@REDP256@@', g('redP256'));
+  .replaceAll('@@REDP256@@', g('redP256'))
+  .replaceAll('@@REDK1LIN@@', g('redK1Lin'))
+  .replaceAll('@@REDP256LIN@@', g('redP256Lin'));
 writeFileSync(join(outDir, 'field.ts'), field);
 const scalar = readFileSync(join(here, 'scalar.tpl'), 'utf8')
   .replaceAll('@@MULCOLS@@', g('mulCols'))
