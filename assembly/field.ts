@@ -687,6 +687,115 @@ export function fe_sqrThrice(cv: usize, r: usize, a: usize): void {
   if (DEBUG) verifyFe(cv, r);
 }
 
+/** r = a^(2^n) for n ≥ 1 (r may alias a): n squarings with the limbs kept in locals from one to
+ *  the next (the carry of each feeds the columns of the next without a store, a load or a call);
+ *  the square roots' addition chains are mostly runs of these. */
+export function fe_sqrN(cv: usize, r: usize, a: usize, n: i32): void {
+  if (DEBUG) {
+    verifyFe(cv, a);
+    assert(n >= 1, 'fe_sqrN: n < 1');
+  }
+  let a0 = <i64>load<u32>(a, 0);
+  let a1 = <i64>load<u32>(a, 4);
+  let a2 = <i64>load<u32>(a, 8);
+  let a3 = <i64>load<u32>(a, 12);
+  let a4 = <i64>load<u32>(a, 16);
+  let a5 = <i64>load<u32>(a, 20);
+  let a6 = <i64>load<u32>(a, 24);
+  let a7 = <i64>load<u32>(a, 28);
+  let a8 = <i64>load<u32>(a, 32);
+  let k1 = isK1(cv);
+  for (let i = 0; i < n; i++) {
+  let d0 = a0 << 1;
+  let d1 = a1 << 1;
+  let d2 = a2 << 1;
+  let d3 = a3 << 1;
+  let d4 = a4 << 1;
+  let d5 = a5 << 1;
+  let d6 = a6 << 1;
+  let d7 = a7 << 1;
+  let d8 = a8 << 1;
+  let c0 = a0 * a0;
+  let c1 = d0 * a1;
+  let c2 = d0 * a2 + a1 * a1;
+  let c3 = d0 * a3 + d1 * a2;
+  let c4 = d0 * a4 + d1 * a3 + a2 * a2;
+  let c5 = d0 * a5 + d1 * a4 + d2 * a3;
+  let c6 = d0 * a6 + d1 * a5 + d2 * a4 + a3 * a3;
+  let c7 = d0 * a7 + d1 * a6 + d2 * a5 + d3 * a4;
+  let c8 = d0 * a8 + d1 * a7 + d2 * a6 + d3 * a5 + a4 * a4;
+  let c9 = d1 * a8 + d2 * a7 + d3 * a6 + d4 * a5;
+  let c10 = d2 * a8 + d3 * a7 + d4 * a6 + a5 * a5;
+  let c11 = d3 * a8 + d4 * a7 + d5 * a6;
+  let c12 = d4 * a8 + d5 * a7 + a6 * a6;
+  let c13 = d5 * a8 + d6 * a7;
+  let c14 = d6 * a8 + a7 * a7;
+  let c15 = d7 * a8;
+  let c16 = a8 * a8;
+    if (k1) {
+      let l9 = c9 & M; let h9 = c9 >> 29;
+      let l10 = c10 & M; let h10 = c10 >> 29;
+      let l11 = c11 & M; let h11 = c11 >> 29;
+      let l12 = c12 & M; let h12 = c12 >> 29;
+      let l13 = c13 & M; let h13 = c13 >> 29;
+      let l14 = c14 & M; let h14 = c14 >> 29;
+      let l15 = c15 & M; let h15 = c15 >> 29;
+      let l16 = c16 & M; let h16 = c16 >> 29;
+      c0 += l9 * 31264; c1 += l9 << 8;
+      c1 += h9 * 31264; c2 += h9 << 8;
+      c1 += l10 * 31264; c2 += l10 << 8;
+      c2 += h10 * 31264; c3 += h10 << 8;
+      c2 += l11 * 31264; c3 += l11 << 8;
+      c3 += h11 * 31264; c4 += h11 << 8;
+      c3 += l12 * 31264; c4 += l12 << 8;
+      c4 += h12 * 31264; c5 += h12 << 8;
+      c4 += l13 * 31264; c5 += l13 << 8;
+      c5 += h13 * 31264; c6 += h13 << 8;
+      c5 += l14 * 31264; c6 += l14 << 8;
+      c6 += h14 * 31264; c7 += h14 << 8;
+      c6 += l15 * 31264; c7 += l15 << 8;
+      c7 += h15 * 31264; c8 += h15 << 8;
+      c7 += l16 * 31264; c8 += l16 << 8;
+      c8 += h16 * 31264; c0 += (h16 << 8) * 31264; c1 += h16 << 16;
+      c1 += c0 >> 29; c0 &= M;
+      c2 += c1 >> 29; c1 &= M;
+      c3 += c2 >> 29; c2 &= M;
+      c4 += c3 >> 29; c3 &= M;
+      c5 += c4 >> 29; c4 &= M;
+      c6 += c5 >> 29; c5 &= M;
+      c7 += c6 >> 29; c6 &= M;
+      c8 += c7 >> 29; c7 &= M;
+      let top = c8 >> 24; c8 &= M24; c0 += top * 977; c1 += top << 3;
+      c1 += c0 >> 29; c0 &= M; c2 += c1 >> 29; c1 &= M;
+      a0 = c0; a1 = c1; a2 = c2; a3 = c3; a4 = c4; a5 = c5; a6 = c6; a7 = c7; a8 = c8;
+    } else {
+      let c17: i64 = 0; let m: i64;
+      m = c0 & M; c1 += c0 >> 29; c3 += m << 9; c6 += m << 18; c7 -= m << 21; c8 += m << 24;
+      m = c1 & M; c2 += c1 >> 29; c4 += m << 9; c7 += m << 18; c8 -= m << 21; c9 += m << 24;
+      m = c2 & M; c3 += c2 >> 29; c5 += m << 9; c8 += m << 18; c9 -= m << 21; c10 += m << 24;
+      m = c3 & M; c4 += c3 >> 29; c6 += m << 9; c9 += m << 18; c10 -= m << 21; c11 += m << 24;
+      m = c4 & M; c5 += c4 >> 29; c7 += m << 9; c10 += m << 18; c11 -= m << 21; c12 += m << 24;
+      m = c5 & M; c6 += c5 >> 29; c8 += m << 9; c11 += m << 18; c12 -= m << 21; c13 += m << 24;
+      m = c6 & M; c7 += c6 >> 29; c9 += m << 9; c12 += m << 18; c13 -= m << 21; c14 += m << 24;
+      m = c7 & M; c8 += c7 >> 29; c10 += m << 9; c13 += m << 18; c14 -= m << 21; c15 += m << 24;
+      m = c8 & M; c9 += c8 >> 29; c11 += m << 9; c14 += m << 18; c15 -= m << 21; c16 += m << 24;
+      c10 += c9 >> 29; c9 &= M;
+      c11 += c10 >> 29; c10 &= M;
+      c12 += c11 >> 29; c11 &= M;
+      c13 += c12 >> 29; c12 &= M;
+      c14 += c13 >> 29; c13 &= M;
+      c15 += c14 >> 29; c14 &= M;
+      c16 += c15 >> 29; c15 &= M;
+      c17 += c16 >> 29; c16 &= M;
+      a0 = c9; a1 = c10; a2 = c11; a3 = c12; a4 = c13; a5 = c14; a6 = c15; a7 = c16; a8 = c17;
+    }
+  }
+  store<u32>(r, <u32>a0, 0); store<u32>(r, <u32>a1, 4); store<u32>(r, <u32>a2, 8);
+  store<u32>(r, <u32>a3, 12); store<u32>(r, <u32>a4, 16); store<u32>(r, <u32>a5, 20);
+  store<u32>(r, <u32>a6, 24); store<u32>(r, <u32>a7, 28); store<u32>(r, <u32>a8, 32);
+  if (DEBUG) verifyFe(cv, r);
+}
+
 /** r = a + b */
 export function fe_add(cv: usize, r: usize, a: usize, b: usize): void {
   if (DEBUG) {
@@ -923,8 +1032,7 @@ export function fe_inv(cv: usize, r: usize, a: usize): void {
 
 /** r = a^(2^n) · m */
 function sqrMul(cv: usize, r: usize, a: usize, n: i32, m: usize): void {
-  fe_sqr(cv, r, a);
-  for (let i = 1; i < n; i++) fe_sqr(cv, r, r);
+  fe_sqrN(cv, r, a, n);
   fe_mul(cv, r, r, m);
 }
 
@@ -948,8 +1056,7 @@ export function fe_sqrt(cv: usize, r: usize, a: usize): u32 {
     sqrMul(cv, x6, t, 3, x3); //      x223
     sqrMul(cv, t, x6, 23, x22);
     sqrMul(cv, t, t, 6, x2);
-    fe_sqr(cv, t, t);
-    fe_sqr(cv, r, t);
+    fe_sqrN(cv, r, t, 2);
   } else {
     // (p+1)/4 = (2^32 − 1)·2^222 + 2^190 + 2^94: 253 squarings, 7 multiplications
     sqrMul(cv, x2, a, 1, a); //        2^2 − 1
@@ -959,8 +1066,7 @@ export function fe_sqrt(cv: usize, r: usize, a: usize): u32 {
     sqrMul(cv, t, x9, 16, x9); //      2^32 − 1
     sqrMul(cv, t, t, 32, a);
     sqrMul(cv, t, t, 96, a);
-    fe_sqr(cv, r, t);
-    for (let i = 1; i < 94; i++) fe_sqr(cv, r, r);
+    fe_sqrN(cv, r, t, 94);
   }
   fe_sqr(cv, T2, r);
   fe_sub(cv, T2, T2, a);

@@ -275,6 +275,38 @@ export function fe_sqrThrice(cv: usize, r: usize, a: usize): void {
   if (DEBUG) verifyFe(cv, r);
 }
 
+/** r = a^(2^n) for n ≥ 1 (r may alias a): n squarings with the limbs kept in locals from one to
+ *  the next (the carry of each feeds the columns of the next without a store, a load or a call);
+ *  the square roots' addition chains are mostly runs of these. */
+export function fe_sqrN(cv: usize, r: usize, a: usize, n: i32): void {
+  if (DEBUG) {
+    verifyFe(cv, a);
+    assert(n >= 1, 'fe_sqrN: n < 1');
+  }
+  let a0 = <i64>load<u32>(a, 0);
+  let a1 = <i64>load<u32>(a, 4);
+  let a2 = <i64>load<u32>(a, 8);
+  let a3 = <i64>load<u32>(a, 12);
+  let a4 = <i64>load<u32>(a, 16);
+  let a5 = <i64>load<u32>(a, 20);
+  let a6 = <i64>load<u32>(a, 24);
+  let a7 = <i64>load<u32>(a, 28);
+  let a8 = <i64>load<u32>(a, 32);
+  let k1 = isK1(cv);
+  for (let i = 0; i < n; i++) {
+@@SQRCOLSREG@@
+    if (k1) {
+@@REDK1REG@@
+    } else {
+@@REDP256REG@@
+    }
+  }
+  store<u32>(r, <u32>a0, 0); store<u32>(r, <u32>a1, 4); store<u32>(r, <u32>a2, 8);
+  store<u32>(r, <u32>a3, 12); store<u32>(r, <u32>a4, 16); store<u32>(r, <u32>a5, 20);
+  store<u32>(r, <u32>a6, 24); store<u32>(r, <u32>a7, 28); store<u32>(r, <u32>a8, 32);
+  if (DEBUG) verifyFe(cv, r);
+}
+
 /** r = a + b */
 export function fe_add(cv: usize, r: usize, a: usize, b: usize): void {
   if (DEBUG) {
@@ -511,8 +543,7 @@ export function fe_inv(cv: usize, r: usize, a: usize): void {
 
 /** r = a^(2^n) · m */
 function sqrMul(cv: usize, r: usize, a: usize, n: i32, m: usize): void {
-  fe_sqr(cv, r, a);
-  for (let i = 1; i < n; i++) fe_sqr(cv, r, r);
+  fe_sqrN(cv, r, a, n);
   fe_mul(cv, r, r, m);
 }
 
@@ -536,8 +567,7 @@ export function fe_sqrt(cv: usize, r: usize, a: usize): u32 {
     sqrMul(cv, x6, t, 3, x3); //      x223
     sqrMul(cv, t, x6, 23, x22);
     sqrMul(cv, t, t, 6, x2);
-    fe_sqr(cv, t, t);
-    fe_sqr(cv, r, t);
+    fe_sqrN(cv, r, t, 2);
   } else {
     // (p+1)/4 = (2^32 − 1)·2^222 + 2^190 + 2^94: 253 squarings, 7 multiplications
     sqrMul(cv, x2, a, 1, a); //        2^2 − 1
@@ -547,8 +577,7 @@ export function fe_sqrt(cv: usize, r: usize, a: usize): u32 {
     sqrMul(cv, t, x9, 16, x9); //      2^32 − 1
     sqrMul(cv, t, t, 32, a);
     sqrMul(cv, t, t, 96, a);
-    fe_sqr(cv, r, t);
-    for (let i = 1; i < 94; i++) fe_sqr(cv, r, r);
+    fe_sqrN(cv, r, t, 94);
   }
   fe_sqr(cv, T2, r);
   fe_sub(cv, T2, T2, a);
