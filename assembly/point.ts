@@ -34,7 +34,9 @@ const u0: usize = S_POINT + 520; // scratch of the _var wrappers / conversions
 const u1: usize = S_POINT + 560;
 
 /** r = 2p (r may alias p). Doubling infinity gives infinity (Z stays 0); no point of order 2 exists.
- *  The linear steps are fused (field.ts fe_subMul, fe_mulSub, fe_addMul): one carry pass each. */
+ *  The linear steps are fused (field.ts fe_subMul, fe_mulSub, fe_addMul: one carry pass each), and
+ *  where a step follows a product, into the product (fe_sqrThenSub, fe_mulThenSub, fe_mulTwice,
+ *  fe_sqrThrice: no carry pass of its own). All of them are straight-line code. */
 export function pt_dbl(cv: usize, r: usize, p: usize): void {
   let X = p, Y = p + FE, Z = p + 2 * FE;
   if (isK1(cv)) {
@@ -66,8 +68,9 @@ export function pt_dbl(cv: usize, r: usize, p: usize): void {
   }
 }
 
-/** r = p + q with q affine (madd-2004-hmv, 8M + 3S). Not valid when p = ±q or p is infinity.
- *  r may alias p. */
+/** r = p + q with q affine (madd-2004-hmv, 8M + 3S; on secp256k1 four of its five linear steps are
+ *  fused into the products before them, on P-256 the X3 one). Not valid when p = ±q or p is
+ *  infinity. r may alias p. */
 export function pt_madd(cv: usize, r: usize, p: usize, q: usize): void {
   maddStart(cv, p, q);
   maddFinish(cv, r, p);
