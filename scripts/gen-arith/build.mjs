@@ -11,7 +11,7 @@ const run = (script, ...args) => execFileSync('node', [join(here, script), ...ar
 const g = (what) => run('genfield.mjs', what);
 
 const field = readFileSync(join(here, 'field.tpl'), 'utf8')
-  .replaceAll('@@SIMDCOLS@@', run('gensimd.mjs'))
+  .replaceAll('@@MULCOLS@@', run('genhybrid.mjs', '8'))
   .replaceAll('@@SQRCOLS@@', g('sqrCols'))
   .replaceAll('@@REDK1@@', g('redK1'))
   .replaceAll('@@REDP256@@', g('redP256'))

@@ -106,13 +106,14 @@ function carryStore(cv: usize, r: usize, c0: i64, c1: i64, c2: i64, c3: i64, c4:
   else carryStoreP256(r, c0, c1, c2, c3, c4, c5, c6, c7, c8);
 }
 
-/** r = a · b (r may alias a or b). Column products two at a time with SIMD 32x32→64 multiplies. */
+/** r = a · b (r may alias a or b). Columns 0–7 two at a time with SIMD 32x32→64 multiplies, columns
+ *  8–16 with scalar i64 ones (genhybrid.mjs: the two kinds use different execution ports). */
 export function fe_mul(cv: usize, r: usize, a: usize, b: usize): void {
   if (DEBUG) {
     verifyFe(cv, a);
     verifyFe(cv, b);
   }
-@@SIMDCOLS@@
+@@MULCOLS@@
   if (isK1(cv)) {
 @@REDK1@@
   } else {
@@ -175,7 +176,7 @@ function linStoreP256(cv: usize, r: usize, kc: i64,
 // @ts-ignore: decorator
 @inline
 function mulLin(cv: usize, r: usize, a: usize, b: usize, k: i64, c: usize, kc: i64, d: usize, kd: i64): void {
-@@SIMDCOLS@@
+@@MULCOLS@@
   if (k != 1) {
     c0 *= k; c1 *= k; c2 *= k; c3 *= k; c4 *= k; c5 *= k; c6 *= k; c7 *= k; c8 *= k;
     c9 *= k; c10 *= k; c11 *= k; c12 *= k; c13 *= k; c14 *= k; c15 *= k; c16 *= k;
