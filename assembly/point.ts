@@ -6,8 +6,9 @@
 // Doubling is the only place the two curves differ (a = 0 vs a = −3), chosen by isK1(cv) (public).
 import { isK1 } from './curve';
 import {
-  fe_mul, fe_sqr, fe_add, fe_sub, fe_neg, fe_mulInt, fe_setOne, fe_setZero, fe_isZero, fe_inv, fe_equal,
-  fe_curveRhs, fe_subMul, fe_mulSub, fe_addMul, fe_subSubMul, fe_isZero_var,
+  fe_mul, fe_sqr, fe_add, fe_sub, fe_neg, fe_setOne, fe_setZero, fe_isZero, fe_inv, fe_equal,
+  fe_curveRhs, fe_subMul, fe_mulSub, fe_addMul, fe_isZero_var,
+  fe_mulThenSub, fe_mulThenAdd, fe_mulTwice, fe_sqrThenSub, fe_sqrThenSubSub2, fe_sqrThrice,
 } from './field';
 import { FE, copy40, cmov40 } from './limbs';
 import { S_POINT, PUBLIC } from './layout';
@@ -33,44 +34,43 @@ const u0: usize = S_POINT + 520; // scratch of the _var wrappers / conversions
 const u1: usize = S_POINT + 560;
 
 /** r = 2p (r may alias p). Doubling infinity gives infinity (Z stays 0); no point of order 2 exists.
- *  The linear steps are fused (field.ts fe_subMul, fe_mulSub, fe_addMul): one carry pass each. */
+ *  The linear steps are fused (field.ts fe_subMul, fe_mulSub, fe_addMul: one carry pass each), and
+ *  where a step follows a product, into the product (fe_sqrThenSub, fe_mulThenSub, fe_mulTwice,
+ *  fe_sqrThrice: no carry pass of its own). All of them are straight-line code. */
 export function pt_dbl(cv: usize, r: usize, p: usize): void {
   let X = p, Y = p + FE, Z = p + 2 * FE;
   if (isK1(cv)) {
-    // a = 0: X3 = (3X²)² − 8XY², Y3 = 3X²(4XY² − X3) − 8Y⁴, Z3 = 2YZ (3M + 4S)
-    fe_sqr(cv, t1, Y); //                B = Y²
-    fe_mul(cv, t3, X, t1); //            X·B (D = 4XB)
-    fe_sqr(cv, t2, t1); //               C = B²
-    fe_sqr(cv, t0, X); //                A = X²
-    fe_mulInt(cv, t4, t0, 3); //         E = 3A
-    fe_sqr(cv, t5, t4); //               F = E²
-    fe_mul(cv, t6, Y, Z); //             Y·Z
-    fe_subMul(cv, r, t5, t3, 8); //      X3 = F − 8XB
-    fe_mulSub(cv, t3, 4, t3, r); //      D − X3
-    fe_mul(cv, t3, t4, t3);
-    fe_subMul(cv, r + FE, t3, t2, 8); // Y3 = E(D − X3) − 8C
-    fe_add(cv, r + 2 * FE, t6, t6); //   Z3 = 2YZ
+    // a = 0: X3 = (3X²)² − 8XY², Y3 = 3X²(4XY² − X3) − 8Y⁴, Z3 = 2YZ (3M + 4S, three of them with
+    // the next linear step fused in, and one linear step)
+    fe_sqr(cv, t1, Y); //                      B = Y²
+    fe_mul(cv, t3, X, t1); //                  X·B (D = 4XB)
+    fe_sqr(cv, t2, t1); //                     C = B²
+    fe_sqrThrice(cv, t4, X); //                E = 3X²
+    fe_mulTwice(cv, r + 2 * FE, Y, Z); //      Z3 = 2YZ (Z is not read again; Y is)
+    fe_sqrThenSub(cv, r, t4, t3, 8); //        X3 = E² − 8XB
+    fe_mulSub(cv, t3, 4, t3, r); //            D − X3
+    fe_mulThenSub(cv, r + FE, t4, t3, t2, 8); // Y3 = E(D − X3) − 8C
   } else {
-    // a = −3: α = 3(X − Z²)(X + Z²), β = XY², X3 = α² − 8β, Y3 = α(4β − X3) − 8Y⁴, Z3 = 2YZ (4M + 4S)
-    fe_sqr(cv, t0, Z); //                delta
-    fe_sqr(cv, t1, Y); //                gamma
-    fe_mul(cv, t2, X, t1); //            beta
-    fe_mul(cv, t5, Y, Z); //             Y·Z
+    // a = −3: α = 3(X − Z²)(X + Z²), β = XY², X3 = α² − 8β, Y3 = α(4β − X3) − 8Y⁴, Z3 = 2YZ (4M + 4S,
+    // two of them with the next linear step fused in, and four linear steps)
+    fe_sqr(cv, t0, Z); //                      delta
+    fe_sqr(cv, t1, Y); //                      gamma
+    fe_mul(cv, t2, X, t1); //                  beta
+    fe_mulTwice(cv, r + 2 * FE, Y, Z); //      Z3 = 2YZ (Z is not read again; Y is not either)
     fe_sub(cv, t3, X, t0);
     fe_addMul(cv, t4, X, t0, 3);
-    fe_mul(cv, t3, t3, t4); //           alpha = 3(X − delta)(X + delta)
-    fe_sqr(cv, t6, t3);
-    fe_subMul(cv, r, t6, t2, 8); //      X3 = alpha² − 8 beta
+    fe_mul(cv, t3, t3, t4); //                 alpha = 3(X − delta)(X + delta)
+    fe_sqrThenSub(cv, r, t3, t2, 8); //        X3 = alpha² − 8 beta
     fe_mulSub(cv, t2, 4, t2, r);
     fe_mul(cv, t2, t3, t2);
-    fe_sqr(cv, t1, t1);
-    fe_subMul(cv, r + FE, t2, t1, 8); // Y3 = alpha(4 beta − X3) − 8 gamma²
-    fe_add(cv, r + 2 * FE, t5, t5); //   Z3 = 2YZ
+    fe_sqr(cv, t1, t1); //                     gamma²
+    fe_subMul(cv, r + FE, t2, t1, 8); //       Y3 = alpha(4 beta − X3) − 8 gamma² (fe_mulThenSub is not faster on P-256)
   }
 }
 
-/** r = p + q with q affine (madd-2004-hmv, 8M + 3S). Not valid when p = ±q or p is infinity.
- *  r may alias p. */
+/** r = p + q with q affine (madd-2004-hmv, 8M + 3S; on secp256k1 four of its five linear steps are
+ *  fused into the products before them, on P-256 the X3 one). Not valid when p = ±q or p is
+ *  infinity. r may alias p. */
 export function pt_madd(cv: usize, r: usize, p: usize, q: usize): void {
   maddStart(cv, p, q);
   maddFinish(cv, r, p);
@@ -84,11 +84,18 @@ function maddStart(cv: usize, p: usize, q: usize, neg: bool = false): void {
   let X1 = p, Y1 = p + FE, Z1 = p + 2 * FE, X2 = q, Y2 = q + FE;
   fe_sqr(cv, t1, Z1); //                 Z1²
   fe_mul(cv, t2, t1, Z1); //             Z1³
-  fe_mul(cv, t1, t1, X2); //             U2 = X2·Z1²
-  fe_mul(cv, t2, t2, Y2); //             S2 = Y2·Z1³
-  fe_sub(cv, t1, t1, X1); //             H
-  if (neg) fe_add(cv, t2, t2, Y1); //    −R
-  else fe_sub(cv, t2, t2, Y1); //        R
+  if (isK1(cv)) {
+    fe_mulThenSub(cv, t1, t1, X2, X1, 1); // H = X2·Z1² − X1
+    if (neg) fe_mulThenAdd(cv, t2, t2, Y2, Y1); // −R = Y2·Z1³ + Y1
+    else fe_mulThenSub(cv, t2, t2, Y2, Y1, 1); //  R = Y2·Z1³ − Y1
+  } else {
+    // P-256: the fused forms measured no faster here (fe_mulThenSub)
+    fe_mul(cv, t1, t1, X2); //           U2 = X2·Z1²
+    fe_mul(cv, t2, t2, Y2); //           S2 = Y2·Z1³
+    fe_sub(cv, t1, t1, X1); //           H
+    if (neg) fe_add(cv, t2, t2, Y1); //  −R
+    else fe_sub(cv, t2, t2, Y1); //      R
+  }
 }
 
 // @ts-ignore: decorator
@@ -100,12 +107,14 @@ function maddFinish(cv: usize, r: usize, p: usize, neg: bool = false): void {
   fe_mul(cv, t3, t4, t1); //             H³
   fe_mul(cv, t4, t4, X1); //             X1·H²
   fe_mul(cv, t5, Y1, t3); //             Y1·H³
-  fe_sqr(cv, t6, t2);
-  fe_subSubMul(cv, r, t6, t3, t4, 2); // X3 = R² − H³ − 2·X1·H²
+  fe_sqrThenSubSub2(cv, r, t2, t3, t4); // X3 = R² − H³ − 2·X1·H²
   if (neg) fe_sub(cv, t4, r, t4); //     (−R)(X3 − X1·H²) = R(X1·H² − X3)
   else fe_sub(cv, t4, t4, r);
-  fe_mul(cv, t4, t4, t2);
-  fe_sub(cv, r + FE, t4, t5); //         Y3 = R(X1·H² − X3) − Y1·H³
+  if (isK1(cv)) fe_mulThenSub(cv, r + FE, t4, t2, t5, 1); // Y3 = R(X1·H² − X3) − Y1·H³
+  else {
+    fe_mul(cv, t4, t4, t2);
+    fe_sub(cv, r + FE, t4, t5);
+  }
 }
 
 /** pt_madd that also leaves the Z ratio H = Z3 / Z1 at zr (for tables brought to one Z). */
@@ -286,11 +295,9 @@ export function pt_maddZinv_var(cv: usize, r: usize, p: usize, q: usize, u: usiz
   fe_mul(cv, t0, Z1, u); //                 az = Z1·u
   fe_sqr(cv, t1, t0);
   fe_mul(cv, t2, t1, t0); //                az³
-  fe_mul(cv, t1, t1, q); //                 U2 = x·az²
-  fe_mul(cv, t2, t2, q + FE); //            S2 = y·az³
-  fe_sub(cv, t1, t1, X1); //                H
-  if (neg) fe_add(cv, t2, t2, Y1); //       −R (q taken as −q, as in maddStart)
-  else fe_sub(cv, t2, t2, Y1); //           R
+  fe_mulThenSub(cv, t1, t1, q, X1, 1); //   H = x·az² − X1
+  if (neg) fe_mulThenAdd(cv, t2, t2, q + FE, Y1); // −R = y·az³ + Y1 (q taken as −q, as in maddStart)
+  else fe_mulThenSub(cv, t2, t2, q + FE, Y1, 1); //  R = y·az³ − Y1
   if (fe_isZero_var(cv, t1)) {
     if (fe_isZero_var(cv, t2)) {
       pt_dbl(cv, r, p);

@@ -11,10 +11,15 @@ const run = (script, ...args) => execFileSync('node', [join(here, script), ...ar
 const g = (what) => run('genfield.mjs', what);
 
 const field = readFileSync(join(here, 'field.tpl'), 'utf8')
-  .replaceAll('@@SIMDCOLS@@', run('gensimd.mjs'))
+  .replaceAll('@@MULCOLS@@', run('genhybrid.mjs', '8'))
   .replaceAll('@@SQRCOLS@@', g('sqrCols'))
   .replaceAll('@@REDK1@@', g('redK1'))
-  .replaceAll('@@REDP256@@', g('redP256'));
+  .replaceAll('@@REDP256@@', g('redP256'))
+  .replaceAll('@@SQRCOLSREG@@', g('sqrColsReg'))
+  .replaceAll('@@REDK1REG@@', g('redK1Reg'))
+  .replaceAll('@@REDP256REG@@', g('redP256Reg'))
+  .replaceAll('@@REDK1LIN@@', g('redK1Lin'))
+  .replaceAll('@@REDP256LIN@@', g('redP256Lin'));
 writeFileSync(join(outDir, 'field.ts'), field);
 const scalar = readFileSync(join(here, 'scalar.tpl'), 'utf8')
   .replaceAll('@@MULCOLS@@', g('mulCols'))

@@ -24,6 +24,7 @@ const POW_T: usize = S_FIELD; // 8 elements: addition-chain temporaries
 const T1: usize = S_FIELD + 640;
 const T2: usize = S_FIELD + 680;
 const T3: usize = S_FIELD + 720;
+const T4: usize = S_FIELD + 760; //  fe_mulThenSub / fe_mulThenAdd on P-256
 const PLAIN_ONE: usize = memory.data<u32>([1, 0, 0, 0, 0, 0, 0, 0, 0, 0], 16);
 
 // Carry helpers. "Light" outputs may leave limb 2 (secp256k1) a few bits above 2^29 — still far
@@ -105,13 +106,14 @@ function carryStore(cv: usize, r: usize, c0: i64, c1: i64, c2: i64, c3: i64, c4:
   else carryStoreP256(r, c0, c1, c2, c3, c4, c5, c6, c7, c8);
 }
 
-/** r = a · b (r may alias a or b). Column products two at a time with SIMD 32x32→64 multiplies. */
+/** r = a · b (r may alias a or b). Columns 0–7 two at a time with SIMD 32x32→64 multiplies, columns
+ *  8–16 with scalar i64 ones (genhybrid.mjs: the two kinds use different execution ports). */
 export function fe_mul(cv: usize, r: usize, a: usize, b: usize): void {
   if (DEBUG) {
     verifyFe(cv, a);
     verifyFe(cv, b);
   }
-@@SIMDCOLS@@
+@@MULCOLS@@
   if (isK1(cv)) {
 @@REDK1@@
   } else {
@@ -129,6 +131,180 @@ export function fe_sqr(cv: usize, r: usize, a: usize): void {
   } else {
 @@REDP256@@
   }
+  if (DEBUG) verifyFe(cv, r);
+}
+
+// ---- products with the next linear step fused in ----
+// r = k·(a·b) − kc·c − kd·d (or, with kc = −1, k·(a·b) + c): the small factor k scales the
+// columns before the reduction, and the linear terms are added to the reduced columns before the
+// final carry, so what would be a multiplication and one or two fe_add/fe_sub/fe_subMul calls (each
+// with its own loads, carry pass, fold and stores) is one carry pass. Subtracted terms are biased
+// by as many multiples of 4p (FP_BIAS) as they are subtracted, as in the linear combinations below.
+// Column bounds: a weakly normalised product column is < 9·(2^29 + 2^15)^2 < 2^61.2, so k ≤ 3
+// keeps it < 2^62.8 < 2^63, and the folds and Montgomery steps add < 2^54. The result before the
+// final carry: secp256k1, any value ≥ 0 (carryStoreK1 folds whatever is above 2^256); P-256, the
+// Montgomery output (< k·2^253 + p) plus at most 9·4p < 2^262 (carryStoreP256's precondition).
+
+/** The linear terms of column o: bq·q − kc·c − kd·d, with bq = max(kc, 0) + kd multiples of the bias. */
+// @ts-ignore: decorator
+@inline
+function linTerm(q: usize, c: usize, d: usize, o: usize, kc: i64, kd: i64): i64 {
+  let bq: i64 = (kc > 0 ? kc : 0) + kd;
+  let t: i64 = -kc * <i64>load<u32>(c + o);
+  if (bq != 0) t += bq * <i64>load<u32>(q + o);
+  if (kd != 0) t -= kd * <i64>load<u32>(d + o);
+  return t;
+}
+
+// @ts-ignore: decorator
+@inline
+function linStoreK1(cv: usize, r: usize, kc: i64,
+  c0: i64, c1: i64, c2: i64, c3: i64, c4: i64, c5: i64, c6: i64, c7: i64, c8: i64): void {
+  carryStoreK1(r, c0, c1, c2, c3, c4, c5, c6, c7, c8);
+}
+
+// @ts-ignore: decorator
+@inline
+function linStoreP256(cv: usize, r: usize, kc: i64,
+  c0: i64, c1: i64, c2: i64, c3: i64, c4: i64, c5: i64, c6: i64, c7: i64, c8: i64): void {
+  if (kc != 0) carryStoreP256(r, c0, c1, c2, c3, c4, c5, c6, c7, c8); // up to 2^261.2: carry, fold, carry
+  else carryStoreMont(r, c0, c1, c2, c3, c4, c5, c6, c7, c8); //        < 3·2^253 + p < 2^257
+}
+
+/** r = k·(a·b) − kc·c − kd·d (kc = −1: + c; kc = 0: no terms, kd then 0). k and the sign of kc
+ *  are compile-time constants at every use, so each wrapper below is its own straight-line code. */
+// @ts-ignore: decorator
+@inline
+function mulLin(cv: usize, r: usize, a: usize, b: usize, k: i64, c: usize, kc: i64, d: usize, kd: i64): void {
+@@MULCOLS@@
+  if (k != 1) {
+    c0 *= k; c1 *= k; c2 *= k; c3 *= k; c4 *= k; c5 *= k; c6 *= k; c7 *= k; c8 *= k;
+    c9 *= k; c10 *= k; c11 *= k; c12 *= k; c13 *= k; c14 *= k; c15 *= k; c16 *= k;
+  }
+  if (isK1(cv)) {
+@@REDK1LIN@@
+  } else {
+@@REDP256LIN@@
+  }
+}
+
+/** r = k·a² − kc·c − kd·d, as mulLin. */
+// @ts-ignore: decorator
+@inline
+function sqrLin(cv: usize, r: usize, a: usize, k: i64, c: usize, kc: i64, d: usize, kd: i64): void {
+@@SQRCOLS@@
+  if (k != 1) {
+    c0 *= k; c1 *= k; c2 *= k; c3 *= k; c4 *= k; c5 *= k; c6 *= k; c7 *= k; c8 *= k;
+    c9 *= k; c10 *= k; c11 *= k; c12 *= k; c13 *= k; c14 *= k; c15 *= k; c16 *= k;
+  }
+  if (isK1(cv)) {
+@@REDK1LIN@@
+  } else {
+@@REDP256LIN@@
+  }
+}
+
+/** r = a·b − k·c for a small constant k ≤ 8 (r may alias any input). Fused on secp256k1 only: on
+ *  P-256 the fused form (Montgomery steps, then carry, fold and carry with the terms) measured
+ *  no faster than fe_mul and fe_subMul in turn, so it is those two there. */
+export function fe_mulThenSub(cv: usize, r: usize, a: usize, b: usize, c: usize, k: i64): void {
+  if (DEBUG) {
+    verifyFe(cv, a);
+    verifyFe(cv, b);
+    verifyFe(cv, c);
+    assert(k >= 1 && k <= 8, 'fe_mulThenSub: k out of [1, 8]');
+  }
+  if (isK1(cv)) mulLin(cv, r, a, b, 1, c, k, 0, 0);
+  else {
+    fe_mul(cv, T4, a, b);
+    fe_subMul(cv, r, T4, c, k);
+  }
+  if (DEBUG) verifyFe(cv, r);
+}
+
+/** r = a·b + c (r may alias any input). Fused on secp256k1 only, as fe_mulThenSub. */
+export function fe_mulThenAdd(cv: usize, r: usize, a: usize, b: usize, c: usize): void {
+  if (DEBUG) {
+    verifyFe(cv, a);
+    verifyFe(cv, b);
+    verifyFe(cv, c);
+  }
+  if (isK1(cv)) mulLin(cv, r, a, b, 1, c, -1, 0, 0);
+  else {
+    fe_mul(cv, T4, a, b);
+    fe_add(cv, r, T4, c);
+  }
+  if (DEBUG) verifyFe(cv, r);
+}
+
+/** r = 2·a·b (r may alias a or b). */
+export function fe_mulTwice(cv: usize, r: usize, a: usize, b: usize): void {
+  if (DEBUG) {
+    verifyFe(cv, a);
+    verifyFe(cv, b);
+  }
+  mulLin(cv, r, a, b, 2, 0, 0, 0, 0);
+  if (DEBUG) verifyFe(cv, r);
+}
+
+/** r = a² − k·c for a small constant k ≤ 8 (r may alias any input). */
+export function fe_sqrThenSub(cv: usize, r: usize, a: usize, c: usize, k: i64): void {
+  if (DEBUG) {
+    verifyFe(cv, a);
+    verifyFe(cv, c);
+    assert(k >= 1 && k <= 8, 'fe_sqrThenSub: k out of [1, 8]');
+  }
+  sqrLin(cv, r, a, 1, c, k, 0, 0);
+  if (DEBUG) verifyFe(cv, r);
+}
+
+/** r = a² − b − 2·c (r may alias any input): X3 of the mixed addition. */
+export function fe_sqrThenSubSub2(cv: usize, r: usize, a: usize, b: usize, c: usize): void {
+  if (DEBUG) {
+    verifyFe(cv, a);
+    verifyFe(cv, b);
+    verifyFe(cv, c);
+  }
+  sqrLin(cv, r, a, 1, b, 1, c, 2);
+  if (DEBUG) verifyFe(cv, r);
+}
+
+/** r = 3·a² (r may alias a). */
+export function fe_sqrThrice(cv: usize, r: usize, a: usize): void {
+  if (DEBUG) verifyFe(cv, a);
+  sqrLin(cv, r, a, 3, 0, 0, 0, 0);
+  if (DEBUG) verifyFe(cv, r);
+}
+
+/** r = a^(2^n) for n ≥ 1 (r may alias a): n squarings with the limbs kept in locals from one to
+ *  the next (the carry of each feeds the columns of the next without a store, a load or a call);
+ *  the square roots' addition chains are mostly runs of these. */
+export function fe_sqrN(cv: usize, r: usize, a: usize, n: i32): void {
+  if (DEBUG) {
+    verifyFe(cv, a);
+    assert(n >= 1, 'fe_sqrN: n < 1');
+  }
+  let a0 = <i64>load<u32>(a, 0);
+  let a1 = <i64>load<u32>(a, 4);
+  let a2 = <i64>load<u32>(a, 8);
+  let a3 = <i64>load<u32>(a, 12);
+  let a4 = <i64>load<u32>(a, 16);
+  let a5 = <i64>load<u32>(a, 20);
+  let a6 = <i64>load<u32>(a, 24);
+  let a7 = <i64>load<u32>(a, 28);
+  let a8 = <i64>load<u32>(a, 32);
+  let k1 = isK1(cv);
+  for (let i = 0; i < n; i++) {
+@@SQRCOLSREG@@
+    if (k1) {
+@@REDK1REG@@
+    } else {
+@@REDP256REG@@
+    }
+  }
+  store<u32>(r, <u32>a0, 0); store<u32>(r, <u32>a1, 4); store<u32>(r, <u32>a2, 8);
+  store<u32>(r, <u32>a3, 12); store<u32>(r, <u32>a4, 16); store<u32>(r, <u32>a5, 20);
+  store<u32>(r, <u32>a6, 24); store<u32>(r, <u32>a7, 28); store<u32>(r, <u32>a8, 32);
   if (DEBUG) verifyFe(cv, r);
 }
 
@@ -368,8 +544,7 @@ export function fe_inv(cv: usize, r: usize, a: usize): void {
 
 /** r = a^(2^n) · m */
 function sqrMul(cv: usize, r: usize, a: usize, n: i32, m: usize): void {
-  fe_sqr(cv, r, a);
-  for (let i = 1; i < n; i++) fe_sqr(cv, r, r);
+  fe_sqrN(cv, r, a, n);
   fe_mul(cv, r, r, m);
 }
 
@@ -393,8 +568,7 @@ export function fe_sqrt(cv: usize, r: usize, a: usize): u32 {
     sqrMul(cv, x6, t, 3, x3); //      x223
     sqrMul(cv, t, x6, 23, x22);
     sqrMul(cv, t, t, 6, x2);
-    fe_sqr(cv, t, t);
-    fe_sqr(cv, r, t);
+    fe_sqrN(cv, r, t, 2);
   } else {
     // (p+1)/4 = (2^32 − 1)·2^222 + 2^190 + 2^94: 253 squarings, 7 multiplications
     sqrMul(cv, x2, a, 1, a); //        2^2 − 1
@@ -404,8 +578,7 @@ export function fe_sqrt(cv: usize, r: usize, a: usize): u32 {
     sqrMul(cv, t, x9, 16, x9); //      2^32 − 1
     sqrMul(cv, t, t, 32, a);
     sqrMul(cv, t, t, 96, a);
-    fe_sqr(cv, r, t);
-    for (let i = 1; i < 94; i++) fe_sqr(cv, r, r);
+    fe_sqrN(cv, r, t, 94);
   }
   fe_sqr(cv, T2, r);
   fe_sub(cv, T2, T2, a);

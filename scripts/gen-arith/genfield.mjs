@@ -36,6 +36,45 @@ function redK1() {
   s.push(`    carryStoreK1(r, c0, c1, c2, c3, c4, c5, c6, c7, c8);`);
   return s.join('\n');
 }
+// the same reductions with the fused linear terms of the *Lin cores (field.tpl) added to the
+// columns of weight 2^0..2^232 of the result first (secp256k1: c0..c8 before the fold; P-256:
+// c9..c17, which the Montgomery steps turn into the result without reading them), then
+// linStoreK1 / linStoreP256 instead of the plain carry-and-store
+const linAdds = (first) => [
+  `    if (kc != 0) {`,
+  `      let q = fpBias(cv);`,
+  ...Array.from({ length: L }, (_, i) => `      c${first + i} += linTerm(q, c, d, ${4 * i}, kc, kd);`),
+  `    }`,
+];
+function redK1Lin() {
+  return [...linAdds(0), redK1().replace('carryStoreK1(r, ', 'linStoreK1(cv, r, kc, ')].join('\n');
+}
+function redP256Lin() {
+  const [decl, ...rest] = redP256().split('\n');
+  return [decl, ...linAdds(9), ...rest].join('\n').replace('carryStoreMont(r, ', 'linStoreP256(cv, r, kc, ');
+}
+// fe_sqrN keeps the limbs in locals a0..a8 from one squaring to the next: the squaring columns
+// without their loads, and the reductions ending in a carry into a0..a8 instead of a store
+function sqrColsReg() {
+  return sqrCols().split('\n').slice(L).join('\n');
+}
+const carryRegs = (first, fold) => {
+  const c = (i) => `c${first + i}`;
+  const s = [];
+  for (let i = 0; i < L - 1; i++) s.push(`      ${c(i + 1)} += ${c(i)} >> 29; ${c(i)} &= M;`);
+  if (fold) {
+    s.push(`      let top = ${c(8)} >> 24; ${c(8)} &= M24; ${c(0)} += top * 977; ${c(1)} += top << 3;`);
+    s.push(`      ${c(1)} += ${c(0)} >> 29; ${c(0)} &= M; ${c(2)} += ${c(1)} >> 29; ${c(1)} &= M;`);
+  }
+  s.push('      ' + Array.from({ length: L }, (_, i) => `a${i} = ${c(i)};`).join(' '));
+  return s.join('\n');
+};
+function redK1Reg() {
+  return redK1().split('\n').filter((l) => !l.includes('carryStoreK1(')).map((l) => '  ' + l).join('\n') + '\n' + carryRegs(0, true);
+}
+function redP256Reg() {
+  return redP256().split('\n').filter((l) => !l.includes('carryStoreMont(')).map((l) => '  ' + l).join('\n') + '\n' + carryRegs(9, false);
+}
 function redP256() {
   const s = [`    let c17: i64 = 0; let m: i64;`];
   for (let i = 0; i < L; i++) {
@@ -55,4 +94,4 @@ function redScalar() {
   return s.join('\n');
 }
 const what = process.argv[2];
-console.log({ mulCols, sqrCols, redK1, redP256, redScalar }[what]());
+console.log({ mulCols, sqrCols, sqrColsReg, redK1, redP256, redK1Lin, redP256Lin, redK1Reg, redP256Reg, redScalar }[what]());
