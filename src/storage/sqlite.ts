@@ -16,10 +16,7 @@ import { sqliteKeyStore } from './keys.js';
 import { RowCache } from './rowcache.js';
 import { pageBySeq } from './paging.js';
 import type { SqliteSynchronous } from '../config.js';
-import { BUSY_TIMEOUT_MS, SqliteUnits, WalCheckpointer, WalSync, type Sync } from './sqliteUnit.js';
-
-/** The WAL size (pages) at which the main connection checkpoints itself, when the checkpoint thread has fallen behind (SQLite's default is 1,000). */
-const FALLBACK_CHECKPOINT_PAGES = 10_000;
+import { BUSY_TIMEOUT_MS, SqliteUnits, WalSync, type Sync } from './sqliteUnit.js';
 import { LogHeads } from './logHeads.js';
 import { foldNodes, nodePlace } from './logNodes.js';
 
@@ -673,9 +670,6 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       if (!offThread || units.walSync || closed) return;
       db.pragma('synchronous = NORMAL');
       units.walSync = new WalSync(`${file}-wal`);
-      // Checkpoints on a thread of their own; this connection's own only if that one falls far behind.
-      units.checkpointer = new WalCheckpointer(file);
-      db.pragma(`wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES}`);
     },
     isReady: async () => {
       if (closed || units.walSync?.failed) return false;
@@ -685,7 +679,6 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       if (closed) return;
       await units.close();
       closed = true;
-      await units.checkpointer?.close();
       units.walSync?.close();
       db.close();
     },

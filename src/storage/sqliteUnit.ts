@@ -14,8 +14,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { LockName, Repositories, Tx } from './types.js';
 import { dbCommitDuration, dbSyncDuration, secondsSince } from '../metrics.js';
@@ -109,8 +107,6 @@ export class SqliteUnits {
   #scheduled = false;
   #busyRetries = 0;
   walSync: WalSync | undefined;
-  /** WAL checkpoints on a thread (deferSyncs) */
-  checkpointer: WalCheckpointer | undefined;
 
   constructor(db: Database.Database, repos: Sync<Repositories>, private readonly events: TransactionEvents, opts: UnitOptions) {
     this.#db = db;
@@ -282,7 +278,6 @@ export class SqliteUnits {
     this.#st.commit.run();
     dbCommitDuration.observe(secondsSince(start));
     this.walSync?.committed();
-    this.checkpointer?.committed();
     this.events.ended(true);
   }
 
@@ -443,64 +438,3 @@ export class WalSync {
     this.#fd = undefined;
   }
 }
-
-/**
- * WAL checkpoints off the event loop. SQLite's automatic checkpoint runs in the connection that
- * commits, once the WAL passes a threshold: it copies the WAL's pages into the database file and
- * syncs both, on the event loop, in the middle of a request (every page a commit writes is written
- * a second time there). Here a worker thread with a connection of its own runs a PASSIVE checkpoint
- * (it waits for no one and never blocks a writer) at most every `intervalMs`, when there have been
- * commits since the last one; the main connection's automatic checkpoint stays as a safety net at
- * a much higher threshold (a worker that fell behind or died cannot let the WAL grow without
- * bound). A checkpoint is SQLite's own, crash-safe whichever connection runs it.
- */
-export class WalCheckpointer {
-  readonly #worker: Worker;
-  readonly #commits = new Int32Array(new SharedArrayBuffer(4));
-  #closed = false;
-
-  constructor(file: string, intervalMs = 250) {
-    const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-    this.#worker = new Worker(CHECKPOINT_WORKER, {
-      eval: true,
-      workerData: { file, driver, commits: this.#commits.buffer, intervalMs },
-    });
-    // the process must not stay up for it, nor fall over with it
-    this.#worker.unref();
-    this.#worker.on('error', (e) => { process.emitWarning(`the SQLite checkpoint thread stopped: ${e.message}`); });
-  }
-
-  /** A commit happened: the next round checkpoints. */
-  committed(): void { Atomics.add(this.#commits, 0, 1); }
-
-  /** Stops the thread (after its checkpoint under way, if any); resolves once its connection is closed. */
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    const exited = new Promise<void>((resolve) => this.#worker.once('exit', () => resolve()));
-    this.#worker.postMessage('close');
-    await exited;
-  }
-}
-
-/** The checkpoint thread (CommonJS, evaluated: no file of its own to find in a package or under vitest). */
-const CHECKPOINT_WORKER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.driver);
-const db = new Database(workerData.file);
-db.pragma('synchronous = NORMAL');
-const commits = new Int32Array(workerData.commits);
-let seen = Atomics.load(commits, 0);
-const timer = setInterval(() => {
-  const now = Atomics.load(commits, 0);
-  if (now === seen) return;
-  seen = now;
-  try { db.pragma('wal_checkpoint(PASSIVE)'); } catch { /* busy or closing: the next round tries again */ }
-}, workerData.intervalMs);
-parentPort.on('message', (m) => {
-  if (m !== 'close') return;
-  clearInterval(timer);
-  db.close();
-  parentPort.close();
-});
-`;
