@@ -13,14 +13,8 @@ import { openSqliteDb } from '../../src/storage/sqlite.js';
 import type { Db } from '../../src/storage/types.js';
 import { appendActivity, inclusionProofOf } from '../../src/domain/activityLog.js';
 import { leafHash, nodeHash, verifyInclusion } from '../../src/tlog/merkle.js';
+import { mth } from '../tlog/reference.js';
 
-function mth(d: readonly Uint8Array[]): Uint8Array {
-  if (d.length === 0) return sha256(new Uint8Array(0));
-  if (d.length === 1) return d[0]!;
-  let k = 1;
-  while (k * 2 < d.length) k *= 2;
-  return nodeHash(mth(d.slice(0, k)), mth(d.slice(k)));
-}
 
 const dirs: string[] = [];
 afterAll(() => { for (const d of dirs) fs.rmSync(d, { recursive: true, force: true }); });

@@ -20,18 +20,11 @@ import { appendActivity, consistencyProofOf, inclusionProofOf } from '../../src/
 import { activityEntryBytes } from '../../src/tlog/entry.js';
 import { Frontier, leafHash, nodeHash, verifyConsistency, verifyInclusion, type Node } from '../../src/tlog/merkle.js';
 import { dropFreshDatabases, freshDatabase, missingPostgres, testDatabaseUrl } from './pgcluster.js';
+import { mth } from '../tlog/reference.js';
 
 const ORG = 'org-upgraded';
 const OLD = 300;
 
-/** RFC 6962 §2.1 MTH, from its definition. */
-function mth(d: readonly Uint8Array[]): Uint8Array {
-  if (d.length === 0) return sha256(new Uint8Array(0));
-  if (d.length === 1) return d[0]!;
-  let k = 1;
-  while (k * 2 < d.length) k *= 2;
-  return nodeHash(mth(d.slice(0, k)), mth(d.slice(k)));
-}
 
 const record = (i: number) => ({ id: `act-${i}`, organizationId: ORG, type: 'ACTIVITY_TYPE_X', status: 'ACTIVITY_STATUS_COMPLETED', fingerprint: `sha256:${i}`, timestampMs: String(i), intent: { i }, result: {}, votes: [] });
 

@@ -3,7 +3,7 @@
 // proofs, each also mutated (wrong index, size, leaf or root; truncated, padded or altered paths;
 // swapped roots) and refused. (A size that keeps the path's shape, such as 8 for 7, is bound by
 // the root, not by the path: a checkpoint signs the two together.) Random trees compare the O(log n) frontier and the proofs built from
-// stored nodes with the RFC's recursive definition written out plainly here.
+// stored nodes with the RFC's recursive definition written out plainly (reference.ts).
 import { describe, it, expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { sha256 } from '@noble/hashes/sha2.js';
@@ -11,6 +11,7 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import {
   EMPTY_ROOT, Frontier, consistencyProof, inclusionProof, leafHash, nodeHash, rootOf, verifyConsistency, verifyInclusion, type NodeReader,
 } from '../../src/tlog/merkle.js';
+import { mth } from './reference.js';
 
 const V = JSON.parse(readFileSync(new URL('../vectors/merkle/rfc6962_ct_vectors.json', import.meta.url), 'utf8'));
 const data: Uint8Array[] = V.leaves.map((l: { dataHex: string }) => hexToBytes(l.dataHex));
@@ -32,14 +33,6 @@ function nodeStore(hashes: readonly Uint8Array[]): { reader: NodeReader; frontie
   };
 }
 
-/** RFC 6962 §2.1 MTH, straight from its definition. */
-function mth(d: readonly Uint8Array[]): Uint8Array {
-  if (d.length === 0) return sha256(new Uint8Array(0));
-  if (d.length === 1) return d[0]!;
-  let k = 1;
-  while (k * 2 < d.length) k *= 2;
-  return nodeHash(mth(d.slice(0, k)), mth(d.slice(k)));
-}
 
 const hex = (xs: readonly Uint8Array[]) => xs.map(bytesToHex);
 const flip = (b: Uint8Array) => { const c = b.slice(); c[0]! ^= 1; return c; };

@@ -15,6 +15,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { appendActivity, CHECKPOINT_INTERVAL_MS, consistencyProofOf, inclusionProofOf, latestCheckpoint, LogSigner } from '../../src/domain/activityLog.js';
 import { openCheckpoint, parseVerifierKey } from '../../src/tlog/note.js';
 import { leafHash, nodeHash, verifyConsistency, verifyInclusion } from '../../src/tlog/merkle.js';
+import { mth } from './reference.js';
 
 const N = 10_000;
 const ORG = 'org-stored';
@@ -22,14 +23,6 @@ let dir: string;
 let db: Db;
 let leaves: Uint8Array[];
 
-/** RFC 6962 §2.1 MTH, from its definition. */
-function mth(d: readonly Uint8Array[]): Uint8Array {
-  if (d.length === 0) return sha256(new Uint8Array(0));
-  if (d.length === 1) return d[0]!;
-  let k = 1;
-  while (k * 2 < d.length) k *= 2;
-  return nodeHash(mth(d.slice(0, k)), mth(d.slice(k)));
-}
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kmas-storedlog-'));
