@@ -231,6 +231,8 @@ class Unit {
   /** a statement of this unit met a stale plan: its connection must not be reused */
   stale = false;
   after: (() => void)[] = [];
+  /** a peek: no transaction */
+  readonly bare: boolean;
   /** statements not sent yet, in order */
   pending: Pending[] = [];
   readonly tx: Tx;
@@ -241,7 +243,7 @@ class Unit {
    * Without it (peek): no transaction around the statements, so only SELECTs, and no locks (they would not be held).
    */
   constructor(private readonly client: pg.PoolClient, begin?: string) {
-    const bare = begin === undefined;
+    const bare = this.bare = begin === undefined;
     if (begin) this.pending.push({ sql: begin });
     const refuse = () => Promise.reject(new Error('a repository was used outside db.read / db.write'));
     const queries: Queries = {
@@ -268,10 +270,7 @@ class Unit {
         self.after.push(fn);
       },
     });
-    this.bare = bare;
   }
-
-  readonly bare: boolean;
 
   #query(sql: string, args: unknown[] = []): Promise<pg.QueryResult<Row>> {
     if (this.bare && !/^\s*SELECT\b/i.test(sql)) return Promise.reject(new Error('db.peek only reads: use db.write'));
@@ -283,26 +282,19 @@ class Unit {
     });
   }
 
-  /** Sends what is pending: alone over the extended protocol when it is one statement, else one message. */
+  /** Sends what is pending (if anyone waits): alone as a plain prepared query when it is one statement, else one message. */
   async #dispatch(): Promise<void> {
-    if (!this.pending.some((p) => p.settle)) return;
-    const batch = this.pending;
-    this.pending = [];
-    const only = batch.length === 1 ? batch[0]! : undefined;
-    if (only?.args !== undefined && only.settle) {
-      try {
-        only.settle.resolve(await this.client.query<Row>({ name: statementName(only.sql), text: only.sql, values: only.args }));
-      } catch (e) {
-        if (stalePlan(e)) this.stale = true;
-        only.settle.reject(e);
-      }
+    if (!this.pending.some((p) => p.settle)) return; // sent already, with a COMMIT or a SAVEPOINT
+    if (this.pending.length > 1) {
+      await this.#send().catch(noop); // each waiting statement has its result or the error
       return;
     }
+    const only = this.pending.pop()!;
     try {
-      const results = await this.#message(batch);
-      batch.forEach((p, i) => p.settle?.resolve(results[i]!));
+      only.settle!.resolve(await this.client.query<Row>({ name: statementName(only.sql), text: only.sql, values: only.args }));
     } catch (e) {
-      for (const p of batch) p.settle?.reject(e);
+      if (stalePlan(e)) this.stale = true;
+      only.settle!.reject(e);
     }
   }
 
@@ -317,9 +309,9 @@ class Unit {
     });
   }
 
-  /** What is pending, then `last`, in one message; the result of `last`. */
-  async #send(last: Pending): Promise<pg.QueryResult<Row>> {
-    const batch = [...this.pending, last];
+  /** What is pending, then `last`, in one message; every waiting statement gets its result (or the error); the last result. */
+  async #send(last?: Pending): Promise<pg.QueryResult<Row>> {
+    const batch = last ? [...this.pending, last] : this.pending;
     this.pending = [];
     try {
       const results = await this.#message(batch);
@@ -331,9 +323,15 @@ class Unit {
     }
   }
 
+  /** Nothing was sent yet: the transaction's BEGIN still waits (first) in `pending`. */
+  #unopened(): boolean {
+    const first = this.pending[0];
+    return first !== undefined && first.args === undefined && /^BEGIN\b/.test(first.sql);
+  }
+
   /** COMMIT (with whatever is pending); its command tag (see once()). A unit that sent nothing sends nothing. */
   async commit(): Promise<string> {
-    if (this.pending.length === 1 && this.pending[0]!.args === undefined && /^BEGIN\b/.test(this.pending[0]!.sql)) {
+    if (this.#unopened() && this.pending.length === 1) {
       this.pending = [];
       return 'COMMIT';
     }
@@ -342,12 +340,9 @@ class Unit {
 
   /** ROLLBACK, unless the transaction was never opened. */
   async rollback(): Promise<void> {
-    if (this.pending.length > 0 && this.pending[0]!.args === undefined && /^BEGIN\b/.test(this.pending[0]!.sql)) {
-      this.pending = [];
-      return;
-    }
+    const opened = !this.#unopened();
     this.pending = [];
-    await this.client.query('ROLLBACK');
+    if (opened) await this.client.query('ROLLBACK');
   }
 
   async #savepoint<T>(fn: () => Promise<T>): Promise<T> {
