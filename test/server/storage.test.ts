@@ -10,6 +10,7 @@ import { MIGRATIONS } from '../../src/storage/migrations.js';
 import { openSqliteDb } from '../../src/storage/sqlite.js';
 import type { Db } from '../../src/storage/types.js';
 import { uuidV7 } from '../../src/activities/engine.js';
+import { sqliteAtVersion } from '../storage/oldschema.js';
 
 const dirs: string[] = [];
 const stores: Db[] = [];
@@ -27,13 +28,7 @@ describe('migration 11 (idempotency by request time and fingerprint)', () => {
   it('moves every activity of a v10 database, keeps its seq order and finds it by (timestampMs, fingerprint)', async () => {
     const file = tmpFile();
     // A database as the previous release left it: migrations 1…10 and a few activities.
-    const old = new Database(file);
-    old.pragma('journal_mode = WAL');
-    old.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_ms INTEGER NOT NULL)');
-    for (const m of MIGRATIONS.filter((x) => x.version <= 10)) {
-      old.exec(m.sql);
-      old.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, 1);
-    }
+    const old = sqliteAtVersion(file, 10);
     const ins = old.prepare('INSERT INTO activities (id, organization_id, type, status, fingerprint, created_ms, updated_ms, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
     const rows = [0, 1, 2].map((i) => {
       const ts = String(1_790_000_000_000 + i);

@@ -21,6 +21,7 @@ import { activityEntryBytes } from '../../src/tlog/entry.js';
 import { Frontier, leafHash, nodeHash, verifyConsistency, verifyInclusion, type Node } from '../../src/tlog/merkle.js';
 import { dropFreshDatabases, freshDatabase, missingPostgres, testDatabaseUrl } from './pgcluster.js';
 import { mth } from '../tlog/reference.js';
+import { sqliteAtVersion } from './oldschema.js';
 
 const ORG = 'org-upgraded';
 const OLD = 300;
@@ -74,13 +75,7 @@ describe('SQLite migration 27 (the nodes in their entries\' rows)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kmas-lognodes-'));
     dirs.push(dir);
     const file = path.join(dir, 'kmas.sqlite');
-    const old = new Database(file);
-    old.pragma('journal_mode = WAL');
-    old.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_ms INTEGER NOT NULL)');
-    for (const m of MIGRATIONS.filter((x) => x.version <= 26)) {
-      old.exec(m.sql);
-      old.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, 1);
-    }
+    const old = sqliteAtVersion(file, 26);
     const log = oldLog();
     old.transaction(() => {
       log.entries.forEach((e, i) => old.prepare('INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms) VALUES (?, ?, ?, ?, ?)').run(ORG, i, `act-${i}`, e, i));
