@@ -3,11 +3,17 @@
  * units of work of this node; other nodes use the same database at the same time, so every
  * cross-node guarantee is a constraint, a row lock or an advisory lock of the database.
  *
- * - write(fn): one pooled connection, BEGIN … COMMIT at READ COMMITTED, ROLLBACK when fn throws.
- *   A serialization failure or deadlock (SQLSTATE 40001, 40P01) runs the whole callback again on
- *   a fresh transaction, a few times; any other error reaches the caller. afterCommit callbacks
- *   run once COMMIT has returned (a PostgreSQL commit is durable then).
- * - read(fn): BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY: one snapshot for the callback.
+ * - write(fn): BEGIN … COMMIT at READ COMMITTED on a pooled connection, ROLLBACK when fn throws.
+ *   Group commit: the writes asked for while the node's groups under way run share the next
+ *   group's transaction (grouped(): their statements go in the same messages, one COMMIT, one
+ *   take of each log head); a group that cannot commit whole runs each write again alone, so no
+ *   write's outcome depends on the others. A serialization failure or deadlock (SQLSTATE 40001,
+ *   40P01) runs a lone write's callback again on a fresh transaction, a few times; any other error
+ *   reaches the caller. afterCommit callbacks run once COMMIT has returned (a PostgreSQL commit is
+ *   durable then).
+ * - read(fn): BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY: one snapshot for the callback
+ *   (reads asked for together share it, and each fails alone); peeks asked for together share a
+ *   connection.
  * - tx.lock(name, key): pg_advisory_xact_lock(hashtext(name), hashtext(key)), held until the
  *   transaction ends.
  * - tx.savepoint(fn): SAVEPOINT / RELEASE, ROLLBACK TO when fn throws.
@@ -21,7 +27,7 @@ import { StorageUnavailableError } from './errors.js';
 import { dbCommitDuration, secondsSince } from '../metrics.js';
 import pg from 'pg';
 import { createRequire } from 'node:module';
-import type { Db, LockName, Tx } from './types.js';
+import type { Db, LockName, LogHeadRow, Tx } from './types.js';
 import { pgRepositories, type Queries, type Row } from './postgresRepos.js';
 import { migrateClient } from './pgMigrations.js';
 
@@ -32,10 +38,14 @@ export interface PostgresOptions {
   statementTimeoutMs?: number;
   /** How long to wait for a new connection before giving up (ms; default 5000). */
   connectTimeoutMs?: number;
+  /** Group transactions of writes under way at once (default 2; 1 makes them follow each other). */
+  writeGroups?: number;
 }
 
 /** Tries of a unit that meets a serialization failure, a deadlock (writes) or a stale prepared statement. */
 const MAX_TRIES = 5;
+/** Writes in one group transaction at most (the rest form the next group). */
+const MAX_GROUP = 32;
 const RETRYABLE = new Set(['40001', '40P01']);
 /** isReady gives up after this long (a server that does not answer is not ready). */
 const READY_TIMEOUT_MS = 3000;
@@ -215,71 +225,155 @@ interface Pending {
 const LOCKS_SENT_WITH_NEXT: ReadonlySet<LockName> = new Set<LockName>(['request', 'approval', 'one-time-code']);
 
 /**
- * One unit of work on one connection: its Tx, refused once it has ended.
+ * Two writes of one group met where they must not both go on in one transaction (the same named
+ * lock, or an order the group cannot keep without one waiting for the other): the group rolls
+ * back and each of its writes runs again in a transaction of its own, where the database's locks
+ * order them.
+ */
+class GroupConflict extends Error {
+  constructor(what: string) {
+    super(`two writes of one group transaction need ${what}; each runs again alone`);
+  }
+}
+
+/**
+ * One transaction on one connection, shared by the writes of a group (db.write) or used by one
+ * read or peek. Each caller gets a Member: its own Tx, refused once that caller has returned.
  *
- * Round trips: a statement nobody reads the result of (BEGIN, the locks above, RELEASE SAVEPOINT,
- * the log append and the activity insert: Queries.deferred) is not sent on its own; it waits in
- * `pending` and goes with the unit's next statement, or with the COMMIT. Statements asked for in
- * the same turn of the event loop (Promise.all over two reads) go together too. Such a message is
- * one pipeline of the extended protocol (Pipelined: each statement parsed once per connection,
- * bound with its values as a lone query would be, one Sync at the end). PostgreSQL runs a
- * message's statements in order and skips the rest after an error: the unit then fails as it
- * would have one statement later.
+ * Round trips: a statement nobody reads the result of (BEGIN, the locks above, SAVEPOINT and
+ * RELEASE SAVEPOINT, the log append and the activity insert: Queries.deferred) is not sent on its
+ * own; it waits in `pending` and goes with the next statement, or with the COMMIT. Statements
+ * asked for in the same turn of the event loop, by one member or by several (their callbacks
+ * start together and wait for the same answers), go together too. Such a message is one pipeline
+ * of the extended protocol (Pipelined: each statement parsed once per connection, bound with its
+ * values as a lone query would be, one Sync at the end). PostgreSQL runs a message's statements
+ * in order and skips the rest after an error: the unit then fails as it would have one statement
+ * later.
+ *
+ * What keeps the members of a group apart (each rule fails the group, never waits in a cycle):
+ * - A named lock one member took is another member's GroupConflict (across groups and nodes the
+ *   advisory lock orders them).
+ * - A savepoint is exclusive: PostgreSQL's savepoints are one stack per transaction, so while a
+ *   member is inside one, the other members' statements are held back and sent after it.
+ * - The log: the group keeps each organization's head once taken (the row lock is the
+ *   transaction's), and one member at a time holds it from takeHead to its append, so the group's
+ *   appends follow each other. The member inside a savepoint never waits for another member:
+ *   where it would, GroupConflict.
  */
 class Unit {
-  active = true;
-  /** a statement of this unit met a stale plan: its connection must not be reused */
+  /** a statement met a stale plan: the connection must not be reused */
   stale = false;
-  after: (() => void)[] = [];
+  /** a message came back with an error: the transaction is aborted (a read group's members cannot be told apart) */
+  failed = false;
+  /** a GroupConflict was raised: the group cannot commit, even if its member caught it */
+  conflict: GroupConflict | undefined;
   /** a peek: no transaction */
   readonly bare: boolean;
   /** statements not sent yet, in order */
   pending: Pending[] = [];
-  readonly tx: Tx;
+  /** statements of other members while one is inside a savepoint, in order */
+  #held: Pending[] = [];
   #savepoints = 0;
+  /** the member inside a savepoint, its depth, and who waits to enter one */
+  #exclusive: Member | undefined;
+  #exclusiveDepth = 0;
+  #exclusiveWaiters: (() => void)[] = [];
+  /** named locks taken in this transaction, by member */
+  readonly #locks = new Map<string, Member>();
+  /** log heads taken in this transaction, as the last append left them; who appends now; who waits */
+  readonly heads = new Map<string, LogHeadRow>();
+  readonly #appending = new Map<string, Member>();
+  readonly #headWaiters = new Map<string, (() => void)[]>();
 
   /**
    * `begin`: the statement that opens the transaction (sent with the first statement).
    * Without it (peek): no transaction around the statements, so only SELECTs, and no locks (they would not be held).
    */
   constructor(private readonly client: pg.PoolClient, begin?: string) {
-    const bare = this.bare = begin === undefined;
+    this.bare = begin === undefined;
     if (begin) this.pending.push({ sql: begin });
-    const refuse = () => Promise.reject(new Error('a repository was used outside db.read / db.write'));
-    const queries: Queries = {
-      all: (sql, args) => (this.active ? this.#query(sql, args).then((r) => r.rows) : refuse()),
-      get: (sql, args) => (this.active ? this.#query(sql, args).then((r) => r.rows[0]) : refuse()),
-      run: (sql, args) => (this.active ? this.#query(sql, args).then((r) => r.rowCount ?? 0) : refuse()),
-      deferred: bare ? undefined : (sql, args) => {
-        if (!this.active) throw new Error('a repository was used outside db.read / db.write');
-        this.pending.push({ sql, args });
-      },
-    };
-    const self = this;
-    this.tx = Object.assign(pgRepositories(queries), {
-      async lock(name: LockName, key: string): Promise<void> {
-        if (!self.active) return refuse();
-        if (bare) throw new Error('db.peek takes no locks: use db.write');
-        const statement = { sql: 'SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))', args: [name, key] };
-        if (LOCKS_SENT_WITH_NEXT.has(name)) self.pending.push(statement);
-        else await self.#query(statement.sql, statement.args);
-      },
-      savepoint<T>(fn: () => Promise<T>): Promise<T> { return self.#savepoint(fn); },
-      afterCommit(fn: () => void): void {
-        if (!self.active) throw new Error('afterCommit was called outside db.write');
-        self.after.push(fn);
-      },
+  }
+
+  member(): Member { return new Member(this); }
+
+  /** A statement whose result someone waits for. */
+  query(m: Member, sql: string, args: unknown[] = []): Promise<pg.QueryResult<Row>> {
+    if (this.bare && !/^\s*SELECT\b/i.test(sql)) return Promise.reject(new Error('db.peek only reads: use db.write'));
+    return new Promise((resolve, reject) => {
+      const p: Pending = { sql, args, settle: { resolve, reject } };
+      if (this.#exclusive !== undefined && this.#exclusive !== m) { this.#held.push(p); return; }
+      this.#push(p);
     });
   }
 
-  #query(sql: string, args: unknown[] = []): Promise<pg.QueryResult<Row>> {
-    if (this.bare && !/^\s*SELECT\b/i.test(sql)) return Promise.reject(new Error('db.peek only reads: use db.write'));
-    return new Promise((resolve, reject) => {
-      const first = !this.pending.some((p) => p.settle);
-      this.pending.push({ sql, args, settle: { resolve, reject } });
-      // what else this turn asks for goes in the same message
-      if (first) queueMicrotask(() => { void this.#dispatch(); });
-    });
+  /** A statement nobody waits for (it goes with the next message). */
+  defer(m: Member, sql: string, args?: unknown[]): void {
+    const p: Pending = args === undefined ? { sql } : { sql, args };
+    if (this.#exclusive !== undefined && this.#exclusive !== m) this.#held.push(p);
+    else this.pending.push(p);
+  }
+
+  #push(p: Pending): void {
+    const first = !this.pending.some((q) => q.settle);
+    this.pending.push(p);
+    // what else this turn asks for goes in the same message
+    if (p.settle && first) queueMicrotask(() => { void this.#dispatch(); });
+  }
+
+  /** Takes a named lock for m (GroupConflict when another member holds it). */
+  lock(m: Member, name: LockName, key: string): Promise<void> {
+    if (this.bare) throw new Error('db.peek takes no locks: use db.write');
+    const k = `${name}\u0000${key}`;
+    const holder = this.#locks.get(k);
+    if (holder !== undefined && holder !== m) throw this.#conflict(`the ${name} lock on one key`);
+    this.#locks.set(k, m);
+    const sql = 'SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))';
+    if (LOCKS_SENT_WITH_NEXT.has(name)) { this.defer(m, sql, [name, key]); return Promise.resolve(); }
+    return this.query(m, sql, [name, key]).then(noop);
+  }
+
+  #conflict(what: string): GroupConflict {
+    this.conflict ??= new GroupConflict(what);
+    return this.conflict;
+  }
+
+  /**
+   * m's turn to append to the organization's log: at once (undefined) when no other member holds
+   * it, else once the holder has appended or ended.
+   */
+  takeHeadTurn(m: Member, organizationId: string): Promise<void> | undefined {
+    const holder = this.#appending.get(organizationId);
+    if (holder !== undefined && holder !== m) return this.#waitHeadTurn(m, organizationId);
+    this.#appending.set(organizationId, m);
+    return undefined;
+  }
+
+  async #waitHeadTurn(m: Member, organizationId: string): Promise<void> {
+    for (;;) {
+      const holder = this.#appending.get(organizationId);
+      if (holder === undefined || holder === m) break;
+      if (this.#exclusive === m) throw this.#conflict('the log head while inside a savepoint');
+      await new Promise<void>((resolve) => {
+        const waiters = this.#headWaiters.get(organizationId) ?? [];
+        waiters.push(resolve);
+        this.#headWaiters.set(organizationId, waiters);
+      });
+    }
+    this.#appending.set(organizationId, m);
+  }
+
+  /** m appended (or ended): the next member may take the head. */
+  headDone(m: Member, organizationId: string): void {
+    if (this.#appending.get(organizationId) !== m) return;
+    this.#appending.delete(organizationId);
+    const waiters = this.#headWaiters.get(organizationId);
+    this.#headWaiters.delete(organizationId);
+    for (const w of waiters ?? []) w();
+  }
+
+  /** A member returned or threw: it holds nothing any more. */
+  ended(m: Member): void {
+    for (const [org, holder] of [...this.#appending]) if (holder === m) this.headDone(m, org);
   }
 
   /** Sends what is pending (if anyone waits): alone as a plain prepared query when it is one statement, else one message. */
@@ -293,6 +387,7 @@ class Unit {
     try {
       only.settle!.resolve(await this.client.query<Row>({ name: statementName(only.sql), text: only.sql, values: only.args }));
     } catch (e) {
+      this.failed = true;
       if (stalePlan(e)) this.stale = true;
       only.settle!.reject(e);
     }
@@ -304,6 +399,7 @@ class Unit {
       const batch = new Pipelined(statements, (e, r) => (e ? reject(e) : resolve(r!)));
       void this.client.query(batch as unknown as pg.QueryConfig);
     }).catch((e: unknown) => {
+      this.failed = true;
       if (stalePlan(e)) this.stale = true;
       throw e;
     });
@@ -345,24 +441,108 @@ class Unit {
     if (opened) await this.client.query('ROLLBACK');
   }
 
-  async #savepoint<T>(fn: () => Promise<T>): Promise<T> {
-    if (!this.active) throw new Error('a savepoint was taken outside db.read / db.write');
-    const name = `kmas_sp_${++this.#savepoints}`;
-    await this.#send({ sql: `SAVEPOINT ${name}` });
-    const after = this.after.length;
-    let value: T;
-    try {
-      value = await fn();
-    } catch (e) {
-      this.after.length = after;
-      // what waits to be sent was asked for inside the savepoint: it is undone with it
-      this.pending = [];
-      // If this fails too, the transaction is aborted and its COMMIT is refused (see once()).
-      await this.client.query(`ROLLBACK TO SAVEPOINT ${name}`).then(() => this.client.query(`RELEASE SAVEPOINT ${name}`)).catch(noop);
-      throw e;
+  async savepoint<T>(m: Member, fn: () => Promise<T>): Promise<T> {
+    if (this.#exclusive === m) this.#exclusiveDepth++;
+    else {
+      while (this.#exclusive !== undefined) await new Promise<void>((resolve) => this.#exclusiveWaiters.push(resolve));
+      this.#exclusive = m;
+      this.#exclusiveDepth = 1;
     }
-    this.pending.push({ sql: `RELEASE SAVEPOINT ${name}` });
-    return value;
+    const name = `kmas_sp_${++this.#savepoints}`;
+    // SAVEPOINT goes with the next statement, like RELEASE after it
+    const opened: Pending = { sql: `SAVEPOINT ${name}` };
+    this.pending.push(opened);
+    const after = m.after.length;
+    try {
+      let value: T;
+      try {
+        value = await fn();
+      } catch (e) {
+        m.after.length = after;
+        // a head appended to inside the savepoint is read again (the row keeps its lock)
+        this.heads.clear();
+        const at = this.pending.indexOf(opened);
+        // What waits to be sent was asked for inside the savepoint: it is undone with it.
+        const dropped = at >= 0 ? this.pending.splice(at) : this.pending.splice(0);
+        for (const p of dropped) p.settle?.reject(e);
+        // Sent: rolled back. If this fails too, the transaction is aborted and its COMMIT is refused (see once()).
+        if (at < 0) await this.client.query(`ROLLBACK TO SAVEPOINT ${name}`).then(() => this.client.query(`RELEASE SAVEPOINT ${name}`)).catch(noop);
+        throw e;
+      }
+      this.pending.push({ sql: `RELEASE SAVEPOINT ${name}` });
+      return value;
+    } finally {
+      if (--this.#exclusiveDepth === 0) {
+        this.#exclusive = undefined;
+        // the statements held back go out now, in the order they were asked for
+        const held = this.#held;
+        this.#held = [];
+        for (const p of held) this.#push(p);
+        const waiters = this.#exclusiveWaiters;
+        this.#exclusiveWaiters = [];
+        for (const w of waiters) w();
+      }
+    }
+  }
+}
+
+/** One caller of a unit: its Tx, refused once the caller has returned. */
+class Member {
+  active = true;
+  after: (() => void)[] = [];
+  readonly tx: Tx;
+
+  constructor(unit: Unit) {
+    const refuse = () => Promise.reject(new Error('a repository was used outside db.read / db.write'));
+    const queries: Queries = {
+      all: (sql, args) => (this.active ? unit.query(this, sql, args).then((r) => r.rows) : refuse()),
+      get: (sql, args) => (this.active ? unit.query(this, sql, args).then((r) => r.rows[0]) : refuse()),
+      run: (sql, args) => (this.active ? unit.query(this, sql, args).then((r) => r.rowCount ?? 0) : refuse()),
+      deferred: unit.bare ? undefined : (sql, args) => {
+        if (!this.active) throw new Error('a repository was used outside db.read / db.write');
+        unit.defer(this, sql, args);
+      },
+    };
+    const repos = pgRepositories(queries);
+    const { takeHead, append } = repos.log;
+    // One head per organization and transaction, appended to by one member at a time (Unit).
+    repos.log.takeHead = (org) => {
+      if (!this.active) return refuse();
+      const take = (): Promise<LogHeadRow | undefined> => {
+        const kept = unit.heads.get(org);
+        if (kept) return Promise.resolve(kept);
+        return takeHead(org).then((head) => { if (head) unit.heads.set(org, head); return head; });
+      };
+      // in the same turn when it is free, so the read goes with what else this turn asks for
+      const turn = unit.takeHeadTurn(this, org);
+      return turn ? turn.then(take) : take();
+    };
+    repos.log.append = (e, nodes, head) => {
+      if (!this.active) return refuse();
+      const sent = append(e, nodes, head);
+      unit.heads.set(head.organizationId, head);
+      unit.headDone(this, head.organizationId);
+      return sent;
+    };
+    const self = this;
+    this.tx = Object.assign(repos, {
+      lock(name: LockName, key: string): Promise<void> {
+        if (!self.active) return refuse();
+        try {
+          return unit.lock(self, name, key);
+        } catch (e) {
+          return Promise.reject(e);
+        }
+      },
+      savepoint<T>(fn: () => Promise<T>): Promise<T> {
+        if (!self.active) throw new Error('a savepoint was taken outside db.read / db.write');
+        return unit.savepoint(self, fn);
+      },
+      afterCommit(fn: () => void): void {
+        if (!self.active) throw new Error('afterCommit was called outside db.write');
+        self.after.push(fn);
+      },
+    });
   }
 }
 
@@ -402,11 +582,17 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
   };
   const closedError = () => new Error('the PostgreSQL store is closed');
 
+  type Outcome<T> = { ok: true; value: T; after: (() => void)[] } | { ok: false; error: unknown };
+
   /**
-   * One transaction on one connection: begin, fn, commit (or rollback). Without `begin` (peek)
-   * no transaction: each statement is its own, and two round trips are spared.
+   * One transaction on one connection: begin, the callbacks (together: a group shares the
+   * transaction, Unit), commit (or rollback). Without `begin` (peek) no transaction: each
+   * statement is its own, and two round trips are spared.
+   * `independent` (reads, peeks): a callback that throws does not fail the others, unless a
+   * statement failed (which aborts a transaction for all). Otherwise (writes) any callback that
+   * throws fails the unit, which rolls back whole; so does a GroupConflict.
    */
-  async function once<T>(begin: string | undefined, fn: (tx: Tx) => Promise<T>): Promise<{ value: T; after: (() => void)[] }> {
+  async function once<T>(begin: string | undefined, fns: ((tx: Tx) => Promise<T>)[], independent: boolean): Promise<Outcome<T>[]> {
     const client = await pool.connect();
     let unit: Unit | undefined;
     let broken: Error | undefined;
@@ -417,24 +603,30 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
     client.on('error', onError);
     const start = performance.now();
     try {
-      if (begin === undefined) {
-        unit = new Unit(client);
-        const value = await fn(unit.tx);
-        unit.active = false;
-        return { value, after: [] };
-      }
       // BEGIN goes with the unit's first statement (Unit)
-      unit = new Unit(client, begin);
-      const value = await fn(unit.tx);
-      const command = await unit.commit();
-      // COMMIT of a transaction that an error aborted (one the callback caught) rolls it back
-      // and says so only by its command tag: nothing may be reported as stored then.
-      if (command !== 'COMMIT') throw new Error('the transaction was rolled back: one of its statements failed (a caught error inside db.write needs tx.savepoint)');
-      if (begin === 'BEGIN') dbCommitDuration.observe(secondsSince(start));
-      unit.active = false;
-      return { value, after: unit.after };
+      const u = unit = new Unit(client, begin);
+      const members = fns.map(() => u.member());
+      const settled = await Promise.allSettled(fns.map(async (fn, i) => {
+        const m = members[i]!;
+        try {
+          return await fn(m.tx);
+        } finally {
+          m.active = false;
+          u.ended(m);
+        }
+      }));
+      const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+      if (u.conflict) throw u.conflict;
+      if (failed && (!independent || u.failed || u.stale)) throw failed.reason;
+      if (begin !== undefined) {
+        const command = await u.commit();
+        // COMMIT of a transaction that an error aborted (one the callback caught) rolls it back
+        // and says so only by its command tag: nothing may be reported as stored then.
+        if (command !== 'COMMIT') throw new Error('the transaction was rolled back: one of its statements failed (a caught error inside db.write needs tx.savepoint)');
+        if (begin === 'BEGIN') dbCommitDuration.observe(secondsSince(start));
+      }
+      return settled.map((s, i): Outcome<T> => (s.status === 'fulfilled' ? { ok: true, value: s.value, after: members[i]!.after } : { ok: false, error: s.reason }));
     } catch (e) {
-      if (unit) unit.active = false;
       if (begin !== undefined && unit) await unit.rollback().catch((re: unknown) => { broken = re instanceof Error ? re : new Error(String(re)); });
       if (unit?.stale) {
         broken ??= new StalePlanError(e);
@@ -442,12 +634,77 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
       }
       throw e;
     } finally {
-      if (unit) unit.active = false;
       client.removeListener('error', onError);
       // A connection that broke or could not roll back is not given to the next unit.
       client.release(broken);
     }
   }
+
+  /** A unit of its own, run again after a serialization failure, a deadlock or a stale plan. */
+  const alone = <T>(begin: string | undefined, fn: (tx: Tx) => Promise<T>): Promise<T> => retrying(async () => {
+    const [o] = await once(begin, [fn], false);
+    if (!o!.ok) throw o!.error; // (once has thrown it already)
+    runAfterCommit(o!.after);
+    return o!.value;
+  });
+
+  /**
+   * Units asked for while the groups of their kind under way run (at most `parallel` at once)
+   * form the next group: one connection and one transaction for all (up to MAX_GROUP). Their
+   * callbacks run together, so their statements share messages. Writes: the group has one COMMIT
+   * and takes each organization's log head once; if any of them throws, or two of them collide
+   * (GroupConflict), the group rolls back and each write runs again alone, as it would have
+   * without a group: a write's outcome never depends on the others. Reads share one snapshot
+   * (each could have been taken at that moment) and fail alone; peeks share only the connection.
+   */
+  function grouped(begin: string | undefined, independent: boolean, parallel: number): <T>(fn: (tx: Tx) => Promise<T>) => Promise<T> {
+    type Job = { fn: (tx: Tx) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
+    const queued: Job[] = [];
+    let running = 0;
+    let scheduled = false;
+    const schedule = (): void => {
+      if (scheduled || queued.length === 0 || running >= parallel) return;
+      scheduled = true;
+      setImmediate(start);
+    };
+    const start = (): void => {
+      scheduled = false;
+      if (queued.length === 0 || running >= parallel) return;
+      const jobs = queued.splice(0, MAX_GROUP);
+      running++;
+      void run(jobs).finally(() => { running--; schedule(); });
+      schedule();
+    };
+    async function run(jobs: Job[]): Promise<void> {
+      if (jobs.length > 1) {
+        let outcomes: Outcome<unknown>[] | undefined;
+        try {
+          outcomes = await once(begin, jobs.map((j) => j.fn), independent);
+        } catch (e) {
+          // The server went away (perhaps after a COMMIT was sent): each is refused as a lone
+          // one would be, never run a second time. Otherwise each runs alone.
+          if (unreachable(e)) {
+            for (const j of jobs) j.reject(new StorageUnavailableError(e));
+            return;
+          }
+        }
+        if (outcomes) {
+          outcomes.forEach((o, i) => {
+            if (o.ok) { runAfterCommit(o.after); jobs[i]!.resolve(o.value); } else jobs[i]!.reject(o.error);
+          });
+          return;
+        }
+      }
+      await Promise.all(jobs.map((j) => alone(begin, j.fn).then(j.resolve, j.reject)));
+    }
+    return <T>(fn: (tx: Tx) => Promise<T>): Promise<T> => new Promise<T>((resolve, reject) => {
+      queued.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      schedule();
+    });
+  }
+  const writeGroup = grouped('BEGIN', false, Math.max(1, opts.writeGroups ?? 2));
+  const readGroup = grouped('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', true, 4);
+  const peekGroup = grouped(undefined, true, 4);
 
   /** Runs a unit again, a few times, after a serialization failure, a deadlock or a stale plan. */
   async function retrying<T>(unit: () => Promise<T>): Promise<T> {
@@ -466,19 +723,15 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
     engine: 'postgres',
     write<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
       if (closed) return Promise.reject(closedError());
-      return track(retrying(async () => {
-        const { value, after } = await once('BEGIN', fn);
-        runAfterCommit(after);
-        return value;
-      }));
+      return track(writeGroup(fn));
     },
     read<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
       if (closed) return Promise.reject(closedError());
-      return track(retrying(async () => (await once('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', fn)).value));
+      return track(readGroup(fn));
     },
     peek<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
       if (closed) return Promise.reject(closedError());
-      return track(retrying(async () => (await once(undefined, fn)).value));
+      return track(peekGroup(fn));
     },
     async isReady(): Promise<boolean> {
       if (closed) return false;

@@ -13,6 +13,9 @@ import { openSqliteDb } from '../../src/storage/sqlite.js';
 import { openPostgresDb } from '../../src/storage/postgres.js';
 import { migratePostgres, PG_MIGRATIONS } from '../../src/storage/pgMigrations.js';
 import type { Db } from '../../src/storage/types.js';
+import { appendActivity } from '../../src/domain/activityLog.js';
+import { leafHash } from '../../src/tlog/merkle.js';
+import { mth } from '../tlog/reference.js';
 import { controlTestCluster, dropFreshDatabases, freshDatabase, missingPostgres, testDatabaseUrl } from './pgcluster.js';
 
 const server = await testDatabaseUrl();
@@ -191,7 +194,10 @@ if (server === undefined) {
         await tx.lock('sender-nonce', second);
         return first;
       });
-      expect(await Promise.all([crossing('x', 'y'), crossing('y', 'x')])).toEqual(['x', 'y']);
+      // the second write is asked for once the first one's group has started: two transactions
+      const first = crossing('x', 'y');
+      await new Promise((r) => setImmediate(r));
+      expect(await Promise.all([first, crossing('y', 'x')])).toEqual(['x', 'y']);
       expect(runs).toBe(3); // one of them ran again after PostgreSQL broke the deadlock
     });
 
@@ -290,6 +296,117 @@ if (server === undefined) {
         expect((await db.read((tx) => tx.log.entries(org.id, 0, 10))).map((e) => e.index)).toEqual([0]);
       });
     });
+
+    describe('group commit: writes asked for together share one transaction', () => {
+      const o = (id: string) => ({ id, name: id, parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 });
+      const xminOf = async (url: string, ids: string[]) => {
+        const c = new pg.Client({ connectionString: url });
+        await c.connect();
+        try {
+          const r = await c.query<{ id: string; x: string }>('SELECT id, xmin::text AS x FROM organizations WHERE id = ANY($1)', [ids]);
+          return new Map(r.rows.map((row) => [row.id, row.x]));
+        } finally { await c.end(); }
+      };
+
+      it('writes asked for in one turn commit in one transaction; a later one in another', async () => {
+        const url = await freshDatabase();
+        const db = track(await openPostgresDb(url));
+        const ids = ['g1', 'g2', 'g3', 'g4', 'g5', 'g6'];
+        await Promise.all(ids.map((id) => db.write((tx) => tx.organizations.insert(o(id)))));
+        await db.write((tx) => tx.organizations.insert(o('later')));
+        const x = await xminOf(url, [...ids, 'later']);
+        expect(new Set(ids.map((id) => x.get(id))).size).toBe(1);
+        expect(x.get('later')).not.toBe(x.get('g1'));
+      });
+
+      it('one write of a group throws: its error reaches its caller, nothing of it is stored, the others commit', async () => {
+        const url = await freshDatabase();
+        const db = track(await openPostgresDb(url));
+        const runs = new Map<string, number>();
+        const write = (id: string, fail: boolean) => db.write(async (tx) => {
+          runs.set(id, (runs.get(id) ?? 0) + 1);
+          await tx.organizations.insert(o(id));
+          if (fail) throw new Error(`refused ${id}`);
+          return id;
+        });
+        const outcomes = await Promise.allSettled([write('a', false), write('b', true), write('c', false)]);
+        expect(outcomes.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual(['a', 'refused b', 'c']);
+        expect([...(await xminOf(url, ['a', 'b', 'c'])).keys()].sort()).toEqual(['a', 'c']);
+        // the group rolled back and each ran again alone
+        expect([...runs.values()]).toEqual([2, 2, 2]);
+      });
+
+      it('two writes of a group taking one named lock run again each alone, one after the other', async () => {
+        const db = track(await openPostgresDb(await freshDatabase()));
+        let runs = 0;
+        const seen: number[] = [];
+        let counter = 0;
+        const bump = () => db.write(async (tx) => {
+          runs++;
+          await tx.lock('sender-nonce', 'one address');
+          const mine = counter;
+          await tx.organizations.get('x'); // a round trip while holding the lock
+          counter = mine + 1;
+          seen.push(mine);
+        });
+        await Promise.all([bump(), bump()]);
+        expect(runs).toBe(4); // together (the second one's lock: GroupConflict), then each alone
+        // alone, the lock orders them: the second reads what the first wrote
+        const [p, q] = seen.slice(-2).sort((x, y) => x - y);
+        expect(q! - p!).toBe(1);
+      });
+
+      it('a savepoint undone in one write takes none of the statements another write of the group issued meanwhile', async () => {
+        const url = await freshDatabase();
+        const db = track(await openPostgresDb(url));
+        let inside!: () => void;
+        const entered = new Promise<void>((r) => { inside = r; });
+        let issued!: () => void;
+        const other = new Promise<void>((r) => { issued = r; });
+        const a = db.write(async (tx) => {
+          await tx.organizations.insert(o('kept-a'));
+          await expect(tx.savepoint(async () => {
+            await tx.organizations.insert(o('undone'));
+            inside();
+            await other; // b's insert is asked for now, while this savepoint is open
+            await tx.organizations.get('undone');
+            throw new Error('undone');
+          })).rejects.toThrow('undone');
+        });
+        const b = db.write(async (tx) => {
+          await entered;
+          const p = tx.organizations.insert(o('kept-b'));
+          issued();
+          await p;
+        });
+        await Promise.all([a, b]);
+        expect([...(await xminOf(url, ['kept-a', 'kept-b', 'undone'])).keys()].sort()).toEqual(['kept-a', 'kept-b']);
+      });
+
+      it('appends of one group to one organization\'s log follow each other: one gapless tree, as RFC 6962 defines it', async () => {
+        const url = await freshDatabase();
+        const db = track(await openPostgresDb(url));
+        const org = o('logged');
+        await db.write((tx) => tx.organizations.insert(org));
+        const record = (i: number) => ({ id: `act-${i}`, organizationId: org.id, type: 'ACTIVITY_TYPE_X', status: 'ACTIVITY_STATUS_COMPLETED', fingerprint: `fp${i}`, timestampMs: '1', intent: { i }, result: {} });
+        for (let round = 0; round < 3; round++) {
+          const indexes = await Promise.all(Array.from({ length: 8 }, (_, i) => db.write((tx) => appendActivity(tx, record(round * 8 + i), 5, 5))));
+          expect([...indexes].sort((x, y) => x - y)).toEqual(Array.from({ length: 8 }, (_, i) => round * 8 + i));
+        }
+        const { entries, head } = await db.read(async (tx) => ({ entries: await tx.log.entries(org.id, 0, 100), head: await tx.log.head(org.id) }));
+        expect(entries.map((e) => e.index)).toEqual(Array.from({ length: 24 }, (_, i) => i));
+        expect(head!.size).toBe(24);
+        expect(Buffer.from(head!.root).toString('hex')).toBe(Buffer.from(mth(entries.map((e) => leafHash(e.entry)))).toString('hex'));
+        // each round's eight appends were one transaction (none had to run again alone)
+        const c = new pg.Client({ connectionString: url });
+        await c.connect();
+        try {
+          const r = await c.query<{ n: string }>('SELECT count(DISTINCT xmin::text) AS n FROM log_entries WHERE organization_id = $1', [org.id]);
+          expect(Number(r.rows[0]!.n)).toBe(3);
+        } finally { await c.end(); }
+      });
+    });
+
 
     it('a savepoint whose statement broke a constraint is undone, and the write goes on to commit', async () => {
       const db = track(await openPostgresDb(await freshDatabase()));
