@@ -67,7 +67,36 @@ interface KeyCredential { kind: 'key'; stamp: Stamp; keys: ApiKeyRow[]; curve: A
 interface PasskeyCredential { kind: 'passkey'; webauthn: WebauthnStamp; keys: AuthenticatorRow[] }
 type Credential = KeyCredential | PasskeyCredential;
 
+/**
+ * What a submit's stamp resolved to, kept for a few seconds per (public key, organization): the
+ * submit's transaction reads it again and decides on that (a key deleted or expired since is
+ * refused there, with the same 401), so a stale entry costs at most the work done before the
+ * transaction. Queries never use it: their read decides on the context they were given.
+ */
+class StampContexts {
+  static readonly TTL_MS = 10_000;
+  static readonly MAX = 10_000;
+  readonly #entries = new Map<string, { context: StampContext; atMs: number }>();
+  get(publicKey: string, organizationId: string, nowMs: number): StampContext | undefined {
+    const k = `${publicKey}\u0000${organizationId}`;
+    const e = this.#entries.get(k);
+    if (e === undefined) return undefined;
+    if (nowMs - e.atMs < StampContexts.TTL_MS) return e.context;
+    this.#entries.delete(k);
+    return undefined;
+  }
+  set(context: StampContext, nowMs: number): void {
+    const k = `${context.publicKey}\u0000${context.organizationId}`;
+    this.#entries.delete(k);
+    // the oldest entry goes first (a Map iterates in insertion order)
+    if (this.#entries.size >= StampContexts.MAX) this.#entries.delete(this.#entries.keys().next().value!);
+    this.#entries.set(k, { context, atMs: nowMs });
+  }
+  forget(publicKey: string, organizationId: string): void { this.#entries.delete(`${publicKey}\u0000${organizationId}`); }
+}
+
 export class Pipeline {
+  readonly #contexts = new StampContexts();
   constructor(private readonly deps: PipelineDeps) {}
 
   /** A query: its reply object (with the specification's wrapper, replies.md). */
@@ -104,7 +133,7 @@ export class Pipeline {
   /** A submit: the activity it created (or the one an identical body created before). */
   async submit(op: SubmitOperation, r: Request, nowMs: number): Promise<SubmitOutcome> {
     const { db, services } = this.deps;
-    const cred = await this.#credential(r);
+    const cred = await this.#credential(r, nowMs);
     const scope = { parentMayRead: op.parentMaySubmit === true, resolvesFromParent: false, clientAddress: r.clientAddress };
     // The caller as the request names it, or undefined (the transaction gives the answer).
     const resolveIn = (e: Envelope) => (tx: Tx) => resolvePrincipal(tx, cred.keys, e.organizationId, scope, nowMs, contextOf(cred)).catch((): Resolution | undefined => undefined);
@@ -163,14 +192,21 @@ export class Pipeline {
       // and the request's lock and idempotency lookup, asked for together: one round trip.
       const reading = cred.kind === 'key' ? tx.apiKeys.stampContext(cred.stamp.publicKey, envelope.organizationId) : undefined;
       const lookup = requestLookup(tx, fingerprint, Number(envelope.timestampMs));
+      // the reads the operation will make go in the same message (used only once authorized)
+      const prepared = withIntent(op, envelope, pre);
+      if (prepared !== undefined) op.prefetch?.(tx, prepared.intent, envelope.organizationId);
       const context = await reading;
       const keys = cred.kind === 'key' ? registeredKeys(context!, cred.curve) : await stillRegistered(tx, cred);
       const { principal, organization } = await resolvePrincipal(tx, keys, envelope.organizationId, scope, nowMs, context);
       // A refusal (this 429 too) rolls the write back: nothing is left behind.
       this.#admit(principal, envelope.organizationId, nowMs);
       return submitInTransaction(tx, {
-        services, lookupSubmit: this.deps.lookupSubmit, op, env: envelope, principal, organization, fingerprint, nowMs, pre, voucher: voucherOf(cred), lookup,
+        services, lookupSubmit: this.deps.lookupSubmit, op, env: envelope, principal, organization, fingerprint, nowMs, pre: prepared, voucher: voucherOf(cred), lookup,
       });
+    }).catch((e: unknown) => {
+      // whatever refused it, the next request reads the stamp's rows afresh
+      if (cred.kind === 'key') this.#contexts.forget(cred.stamp.publicKey, envelope.organizationId);
+      throw e;
     });
     r.trace.activityId = out.activity.id as string;
     return out;
@@ -193,8 +229,11 @@ export class Pipeline {
     return env;
   }
 
-  /** The stamp's credential (registered keys or passkeys it may stand for), not yet verified. */
-  async #credential(r: Request): Promise<Credential> {
+  /**
+   * The stamp's credential (registered keys or passkeys it may stand for), not yet verified.
+   * `submitAtMs`: for a submit, which may use what an earlier submit read (StampContexts).
+   */
+  async #credential(r: Request, submitAtMs?: number): Promise<Credential> {
     const h = r.header;
     if (h.kind === 'none') {
       r.trace.stampFailure = 'missing_stamp';
@@ -208,7 +247,12 @@ export class Pipeline {
       return { kind: 'passkey', webauthn: h.webauthn, keys };
     }
     // With the keys, the rows resolving them against the organization the body names (if it names one).
-    const context = await this.deps.db.peek((tx) => tx.apiKeys.stampContext(h.stamp.publicKey, namedOrganization(r)));
+    const named = namedOrganization(r);
+    let context = submitAtMs !== undefined && named !== '' ? this.#contexts.get(h.stamp.publicKey, named, submitAtMs) : undefined;
+    if (context === undefined) {
+      context = await this.deps.db.peek((tx) => tx.apiKeys.stampContext(h.stamp.publicKey, named));
+      if (submitAtMs !== undefined && named !== '' && context.keys.length > 0) this.#contexts.set(context, submitAtMs);
+    }
     const keys = registeredKeys(context, h.curve);
     r.trace.stampFailure = undefined;
     return { kind: 'key', stamp: h.stamp, keys, curve: h.curve, context };
@@ -247,6 +291,20 @@ export class Pipeline {
     if (moved.length > 0) await db.write(async (tx) => { for (const v of moved) await tx.authenticators.setSignCount(v.row.id, v.signCount); });
     cred.keys = verified.map((v) => v.row);
     return verified.length > 0;
+  }
+}
+
+/**
+ * What the submit's transaction starts from: prepare's intent, or the parameters validated now
+ * (validate is pure: the transaction would compute the same). Undefined when they do not validate:
+ * the transaction finds that out after its idempotency lookup, as it always has.
+ */
+function withIntent(op: SubmitOperation, env: Envelope, pre: Prepared | undefined): Prepared | undefined {
+  if (pre !== undefined) return pre;
+  try {
+    return { intent: op.validate(env.parameters, env.type) };
+  } catch {
+    return undefined;
   }
 }
 

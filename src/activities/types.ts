@@ -80,6 +80,12 @@ export interface SubmitOperation<I = unknown, R = unknown> {
   /** true when execute changes nothing in the store (signing): it then needs no savepoint of its own. */
   readOnly?: boolean;
   /**
+   * Starts, in the transaction's first message, reads that authorize or execute will make (the
+   * signing key), before the caller is known: their results are used only after authorize has
+   * run, and only in this transaction. Must not throw, nor write.
+   */
+  prefetch?(tx: Tx, intent: I, organizationId: string): void;
+  /**
    * Locks (storage/types.ts LockName) the engine takes before execute's savepoint, held to the end
    * of the transaction: a lock taken inside the savepoint is released when a failing execute rolls
    * it back, before what keepOnFailure writes is committed.

@@ -19,10 +19,31 @@ import type { PolicyTargets } from '../../policy/scope.js';
 
 /** The key resolved at authorization, kept off the stored intent (non-enumerable). */
 const RESOLVED = Symbol('resolved');
-type WithKey<T> = T & { [RESOLVED]?: SigningKey };
+/** The key's read, started with the transaction's first message (prefetch). */
+const PREFETCHED = Symbol('prefetched');
+interface Prefetched { tx: Tx; organizationId: string; key: Promise<SigningKey> }
+type WithKey<T> = T & { [RESOLVED]?: SigningKey; [PREFETCHED]?: Prefetched };
 
 function remember<T extends object>(intent: T, key: SigningKey): void {
   Object.defineProperty(intent, RESOLVED, { value: key, enumerable: false, configurable: true });
+}
+
+/** SubmitOperation.prefetch of the signing operations: the key signWith names. */
+function prefetchKey(tx: Tx, intent: WithKey<{ signWith: string }>, organizationId: string): void {
+  const key = resolve(tx, organizationId, intent.signWith);
+  // authorize awaits it (and refuses as it would have); unused, it must not be an unhandled rejection
+  key.catch(() => undefined);
+  Object.defineProperty(intent, PREFETCHED, { value: { tx, organizationId, key } satisfies Prefetched, enumerable: false, configurable: true });
+}
+
+/** For authorize: the prefetched read if it was made in this transaction for this organization, else a read now. */
+function resolveForAuthorize(tx: Tx, organizationId: string, intent: WithKey<{ signWith: string }>): Promise<SigningKey> {
+  const early = intent[PREFETCHED];
+  if (early !== undefined && early.tx === tx && early.organizationId === organizationId) {
+    Object.defineProperty(intent, PREFETCHED, { value: undefined, enumerable: false, configurable: true });
+    return early.key;
+  }
+  return resolve(tx, organizationId, intent.signWith);
 }
 
 async function resolve(tx: Tx, organizationId: string, signWith: string): Promise<SigningKey> {
@@ -80,8 +101,9 @@ export const signRawPayload: SubmitOperation<WithKey<SignRawPayload>, RawSignatu
     v.done();
     return { signWith: c.signWith!, payload: payload!, encoding: c.encoding!, hashFunction: c.hashFunction! };
   },
+  prefetch: prefetchKey,
   async authorize(p, intent, store) {
-    const key = await resolve(store, p.organization.id, intent.signWith);
+    const key = await resolveForAuthorize(store, p.organization.id, intent);
     // Dry run of the digest rules: mismatched curve / encoding / hash function or a bad payload → 400.
     cryptoCall(() => preparePayload(key.curve, intent));
     remember(intent, key);
@@ -128,8 +150,9 @@ export const signRawPayloads: SubmitOperation<WithKey<SignRawPayloads>, { signat
     v.done();
     return { signWith: c.signWith!, payloads, encoding: c.encoding!, hashFunction: c.hashFunction! };
   },
+  prefetch: prefetchKey,
   async authorize(p, intent, store) {
-    const key = await resolve(store, p.organization.id, intent.signWith);
+    const key = await resolveForAuthorize(store, p.organization.id, intent);
     intent.payloads.forEach((payload, i) => {
       cryptoCall(() => preparePayload(key.curve, { payload, encoding: intent.encoding, hashFunction: intent.hashFunction }, { payload: `payloads[${i}]` }));
     });
@@ -188,8 +211,9 @@ export const signTransaction: SubmitOperation<WithKey<SignTransaction>, { signed
     v.done();
     return { signWith: signWith!, unsignedTransaction: unsignedTransaction!, type: type! };
   },
+  prefetch: prefetchKey,
   async authorize(p, intent, store) {
-    const key = await resolve(store, p.organization.id, intent.signWith);
+    const key = await resolveForAuthorize(store, p.organization.id, intent);
     const want = SIGNED_TYPES[intent.type]!;
     if (key.curve !== want.curve) {
       throw invalidArgument(`signWith: ${intent.type} needs a ${want.apiCurve} key; this key is ${key.apiCurve}`,
