@@ -396,6 +396,18 @@ describe.runIf(available)('guarantees across three nodes on one PostgreSQL', () 
     for (const n of nodes) expect((await whoami(n)).status).toBe(401);
   });
 
+  it('6. an API key deleted on one node: its next submit on another node, which has just served one (and kept its rows), is refused and stores nothing', async () => {
+    const key = newP256Key();
+    const made: any = await sdk(0).createApiKeys({ userId: rootUserId, apiKeys: [{ apiKeyName: uniqueName('gone'), publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }] } as any);
+    const tag = (name: string) => rawRequest(nodes[1]!.url, '/public/v1/submit/create_user_tag', submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', orgId, { userTagName: name, userIds: [] }), { key });
+    expect((await tag(uniqueName('before'))).status).toBe(200);
+    await sdk(2).deleteApiKeys({ userId: rootUserId, apiKeyIds: made.apiKeyIds } as any);
+    const after = uniqueName('after');
+    const refused = await tag(after);
+    expect(refused.status).toBe(401);
+    expect((await db.query('SELECT count(*)::int AS n FROM tags WHERE name = $1', [after])).rows[0].n).toBe(0);
+  });
+
   it('6. a deny policy made on one node, and its removal on another, hold on the very next request to a third', async () => {
     const bot = newP256Key();
     const made: any = await sdk(0).createUsers({ users: [{ userName: uniqueName('bot'), apiKeys: [{ apiKeyName: 'k', publicKey: bot.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
