@@ -3,7 +3,11 @@
 // unchanged between them), the same keys, digests and signatures feed both, and the operations
 // run in interleaved rounds (AB_ROUNDS, default 9, of 150 ms CPU time each, order reversed every
 // other round), so machine load hits both alike. Prints the median ops/s, new ÷ base of the
-// medians, and the spread of the per-round ratios (min–max of new ÷ base within one round).
+// medians, and the per-round ratios (new ÷ base within one round): their median and interquartile
+// range, which resist the load spikes of a shared machine better than the medians' ratio.
+// AB_SLICE_MS (default 150) sets the CPU time per operation and round; AB_OPS (a regular
+// expression) keeps only the matching operations. Many short rounds (AB_ROUNDS=60 AB_SLICE_MS=25)
+// pair base and new closely in time.
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { createCore, type Core } from '../src/core/api.js';
@@ -48,6 +52,9 @@ function main(): void {
       ops[`${curve} ecdh|${name}`] = () => void c.ecdh(keys[next()]!, pubs[(i + 1) & 255]!);
     }
   }
+  const only = process.env.AB_OPS ? new RegExp(process.env.AB_OPS) : null;
+  if (only) for (const n of Object.keys(ops)) if (!only.test(n.split('|')[0]!)) delete ops[n];
+  const slice = Number(process.env.AB_SLICE_MS ?? 150);
   for (const f of Object.values(ops)) for (let i = 0; i < 300; i++) f(); // past V8's tier-up
   const res: Record<string, number[]> = {};
   const rounds = Number(process.env.AB_ROUNDS ?? 9);
@@ -57,7 +64,7 @@ function main(): void {
       const f = ops[n]!;
       let count = 0;
       const t0 = cpu();
-      while (cpu() - t0 < 150) {
+      while (cpu() - t0 < slice) {
         for (let k = 0; k < 10; k++) f();
         count += 10;
       }
@@ -66,12 +73,13 @@ function main(): void {
   }
   const med = (a: number[]) => a.slice().sort((x, y) => x - y)[a.length >> 1]!;
   console.log(`A/B, ${rounds} interleaved rounds; base ${basePath}, new ${newPath}\n`);
-  console.log('| operation | base ops/s | new ops/s | new ÷ base | per-round min–max |\n|---|--:|--:|--:|--:|');
+  console.log('| operation | base ops/s | new ops/s | new ÷ base | per-round ratio: median (IQR), min–max |\n|---|--:|--:|--:|--:|');
   for (const g of [...new Set(Object.keys(res).map((k) => k.split('|')[0]!))]) {
     const ra = res[g + '|base']!, rb = res[g + '|new']!;
     const a = med(ra), b = med(rb);
-    const per = rb.map((x, r) => x / ra[r]!);
-    const span = `${Math.min(...per).toFixed(3)}–${Math.max(...per).toFixed(3)}`;
+    const per = rb.map((x, r) => x / ra[r]!).sort((x, y) => x - y);
+    const q = (f: number) => per[Math.floor(f * (per.length - 1))]!.toFixed(3);
+    const span = `${q(0.5)} (${q(0.25)}–${q(0.75)}), ${q(0)}–${q(1)}`;
     console.log(`| ${g} | ${Math.round(a).toLocaleString('en-US')} | ${Math.round(b).toLocaleString('en-US')} | ${(b / a).toFixed(3)} | ${span} |`);
   }
 }
