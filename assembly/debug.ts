@@ -27,6 +27,13 @@ export function verifyFe(cv: usize, a: usize): void {
   assert(load<u32>(a, 32) < (1 << 25), 'field element: limb 8 ≥ 2^25');
 }
 
+/** A lazy field element (field.ts fe_subLazy): limbs 0..7 < 2^29 + 2^15 + 2^30 + 2^15, limb 8 < 2^25 + 2^26. */
+export function verifyFeLazy(cv: usize, a: usize): void {
+  verifyCurve(cv);
+  for (let i: usize = 0; i < 8; i++) assert(load<u32>(a + 4 * i) < 0x60010000, 'lazy field element: limb 0..7 ≥ 2^30 + 2^29 + 2^16');
+  assert(load<u32>(a, 32) < 0x6000000, 'lazy field element: limb 8 ≥ 2^25 + 2^26');
+}
+
 /** Canonical field element: limbs < 2^29 and value < p. */
 export function verifyFeNormal(cv: usize, a: usize): void {
   for (let i: usize = 0; i < 9; i++) assert(load<u32>(a + 4 * i) < LIMB, 'normalised field element: limb ≥ 2^29');

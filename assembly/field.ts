@@ -18,7 +18,7 @@ import { isK1, fpP, fpBias, fpOne, fpB, fpR2, fpR3, fpP30, fpPinv30 } from './cu
 import { modinv } from './modinv';
 import { M, M24, FE, limbsFromBytes, limbsToBytes, limbsLess, limbsCondSub, limbsIsZero, copy40 } from './limbs';
 import { S_FIELD } from './layout';
-import { DEBUG, verifyFe, verifyFeNormal } from './debug';
+import { DEBUG, verifyFe, verifyFeNormal, verifyFeLazy } from './debug';
 
 const POW_T: usize = S_FIELD; // 8 elements: addition-chain temporaries
 const T1: usize = S_FIELD + 640;
@@ -108,9 +108,10 @@ function carryStore(cv: usize, r: usize, c0: i64, c1: i64, c2: i64, c3: i64, c4:
 
 /** r = a · b (r may alias a or b). Columns 0–7 two at a time with SIMD 32x32→64 multiplies, columns
  *  8–16 with scalar i64 ones (genhybrid.mjs: the two kinds use different execution ports). */
-export function fe_mul(cv: usize, r: usize, a: usize, b: usize): void {
+export function fe_mul(cv: usize, r: usize, a: usize, b: usize, lazyA: bool = false): void {
   if (DEBUG) {
-    verifyFe(cv, a);
+    if (lazyA) verifyFeLazy(cv, a);
+    else verifyFe(cv, a);
     verifyFe(cv, b);
   }
   let A0 = v128.load32_splat(a + 0);
@@ -193,22 +194,25 @@ export function fe_mul(cv: usize, r: usize, a: usize, b: usize): void {
     let l14 = c14 & M; let h14 = c14 >> 29;
     let l15 = c15 & M; let h15 = c15 >> 29;
     let l16 = c16 & M; let h16 = c16 >> 29;
-    c0 += l9 * 31264; c1 += l9 << 8;
-    c1 += h9 * 31264; c2 += h9 << 8;
-    c1 += l10 * 31264; c2 += l10 << 8;
-    c2 += h10 * 31264; c3 += h10 << 8;
-    c2 += l11 * 31264; c3 += l11 << 8;
-    c3 += h11 * 31264; c4 += h11 << 8;
-    c3 += l12 * 31264; c4 += l12 << 8;
-    c4 += h12 * 31264; c5 += h12 << 8;
-    c4 += l13 * 31264; c5 += l13 << 8;
-    c5 += h13 * 31264; c6 += h13 << 8;
-    c5 += l14 * 31264; c6 += l14 << 8;
-    c6 += h14 * 31264; c7 += h14 << 8;
-    c6 += l15 * 31264; c7 += l15 << 8;
-    c7 += h15 * 31264; c8 += h15 << 8;
-    c7 += l16 * 31264; c8 += l16 << 8;
-    c8 += h16 * 31264; c0 += (h16 << 8) * 31264; c1 += h16 << 16;
+    let m0 = l9;
+    let m1 = l10 + h9;
+    let m2 = l11 + h10;
+    let m3 = l12 + h11;
+    let m4 = l13 + h12;
+    let m5 = l14 + h13;
+    let m6 = l15 + h14;
+    let m7 = l16 + h15;
+    let m8 = h16;
+    c0 += m0 * 31264; c1 += m0 << 8;
+    c1 += m1 * 31264; c2 += m1 << 8;
+    c2 += m2 * 31264; c3 += m2 << 8;
+    c3 += m3 * 31264; c4 += m3 << 8;
+    c4 += m4 * 31264; c5 += m4 << 8;
+    c5 += m5 * 31264; c6 += m5 << 8;
+    c6 += m6 * 31264; c7 += m6 << 8;
+    c7 += m7 * 31264; c8 += m7 << 8;
+    c8 += m8 * 31264;
+    c0 += (m8 << 8) * 31264; c1 += m8 << 16;
     carryStoreK1(r, c0, c1, c2, c3, c4, c5, c6, c7, c8);
   } else {
     let c17: i64 = 0; let m: i64;
@@ -273,22 +277,25 @@ export function fe_sqr(cv: usize, r: usize, a: usize): void {
     let l14 = c14 & M; let h14 = c14 >> 29;
     let l15 = c15 & M; let h15 = c15 >> 29;
     let l16 = c16 & M; let h16 = c16 >> 29;
-    c0 += l9 * 31264; c1 += l9 << 8;
-    c1 += h9 * 31264; c2 += h9 << 8;
-    c1 += l10 * 31264; c2 += l10 << 8;
-    c2 += h10 * 31264; c3 += h10 << 8;
-    c2 += l11 * 31264; c3 += l11 << 8;
-    c3 += h11 * 31264; c4 += h11 << 8;
-    c3 += l12 * 31264; c4 += l12 << 8;
-    c4 += h12 * 31264; c5 += h12 << 8;
-    c4 += l13 * 31264; c5 += l13 << 8;
-    c5 += h13 * 31264; c6 += h13 << 8;
-    c5 += l14 * 31264; c6 += l14 << 8;
-    c6 += h14 * 31264; c7 += h14 << 8;
-    c6 += l15 * 31264; c7 += l15 << 8;
-    c7 += h15 * 31264; c8 += h15 << 8;
-    c7 += l16 * 31264; c8 += l16 << 8;
-    c8 += h16 * 31264; c0 += (h16 << 8) * 31264; c1 += h16 << 16;
+    let m0 = l9;
+    let m1 = l10 + h9;
+    let m2 = l11 + h10;
+    let m3 = l12 + h11;
+    let m4 = l13 + h12;
+    let m5 = l14 + h13;
+    let m6 = l15 + h14;
+    let m7 = l16 + h15;
+    let m8 = h16;
+    c0 += m0 * 31264; c1 += m0 << 8;
+    c1 += m1 * 31264; c2 += m1 << 8;
+    c2 += m2 * 31264; c3 += m2 << 8;
+    c3 += m3 * 31264; c4 += m3 << 8;
+    c4 += m4 * 31264; c5 += m4 << 8;
+    c5 += m5 * 31264; c6 += m5 << 8;
+    c6 += m6 * 31264; c7 += m6 << 8;
+    c7 += m7 * 31264; c8 += m7 << 8;
+    c8 += m8 * 31264;
+    c0 += (m8 << 8) * 31264; c1 += m8 << 16;
     carryStoreK1(r, c0, c1, c2, c3, c4, c5, c6, c7, c8);
   } else {
     let c17: i64 = 0; let m: i64;
@@ -444,22 +451,25 @@ function mulLin(cv: usize, r: usize, a: usize, b: usize, k: i64, c: usize, kc: i
     let l14 = c14 & M; let h14 = c14 >> 29;
     let l15 = c15 & M; let h15 = c15 >> 29;
     let l16 = c16 & M; let h16 = c16 >> 29;
-    c0 += l9 * 31264; c1 += l9 << 8;
-    c1 += h9 * 31264; c2 += h9 << 8;
-    c1 += l10 * 31264; c2 += l10 << 8;
-    c2 += h10 * 31264; c3 += h10 << 8;
-    c2 += l11 * 31264; c3 += l11 << 8;
-    c3 += h11 * 31264; c4 += h11 << 8;
-    c3 += l12 * 31264; c4 += l12 << 8;
-    c4 += h12 * 31264; c5 += h12 << 8;
-    c4 += l13 * 31264; c5 += l13 << 8;
-    c5 += h13 * 31264; c6 += h13 << 8;
-    c5 += l14 * 31264; c6 += l14 << 8;
-    c6 += h14 * 31264; c7 += h14 << 8;
-    c6 += l15 * 31264; c7 += l15 << 8;
-    c7 += h15 * 31264; c8 += h15 << 8;
-    c7 += l16 * 31264; c8 += l16 << 8;
-    c8 += h16 * 31264; c0 += (h16 << 8) * 31264; c1 += h16 << 16;
+    let m0 = l9;
+    let m1 = l10 + h9;
+    let m2 = l11 + h10;
+    let m3 = l12 + h11;
+    let m4 = l13 + h12;
+    let m5 = l14 + h13;
+    let m6 = l15 + h14;
+    let m7 = l16 + h15;
+    let m8 = h16;
+    c0 += m0 * 31264; c1 += m0 << 8;
+    c1 += m1 * 31264; c2 += m1 << 8;
+    c2 += m2 * 31264; c3 += m2 << 8;
+    c3 += m3 * 31264; c4 += m3 << 8;
+    c4 += m4 * 31264; c5 += m4 << 8;
+    c5 += m5 * 31264; c6 += m5 << 8;
+    c6 += m6 * 31264; c7 += m6 << 8;
+    c7 += m7 * 31264; c8 += m7 << 8;
+    c8 += m8 * 31264;
+    c0 += (m8 << 8) * 31264; c1 += m8 << 16;
     linStoreK1(cv, r, kc, c0, c1, c2, c3, c4, c5, c6, c7, c8);
   } else {
     let c17: i64 = 0; let m: i64;
@@ -552,22 +562,25 @@ function sqrLin(cv: usize, r: usize, a: usize, k: i64, c: usize, kc: i64, d: usi
     let l14 = c14 & M; let h14 = c14 >> 29;
     let l15 = c15 & M; let h15 = c15 >> 29;
     let l16 = c16 & M; let h16 = c16 >> 29;
-    c0 += l9 * 31264; c1 += l9 << 8;
-    c1 += h9 * 31264; c2 += h9 << 8;
-    c1 += l10 * 31264; c2 += l10 << 8;
-    c2 += h10 * 31264; c3 += h10 << 8;
-    c2 += l11 * 31264; c3 += l11 << 8;
-    c3 += h11 * 31264; c4 += h11 << 8;
-    c3 += l12 * 31264; c4 += l12 << 8;
-    c4 += h12 * 31264; c5 += h12 << 8;
-    c4 += l13 * 31264; c5 += l13 << 8;
-    c5 += h13 * 31264; c6 += h13 << 8;
-    c5 += l14 * 31264; c6 += l14 << 8;
-    c6 += h14 * 31264; c7 += h14 << 8;
-    c6 += l15 * 31264; c7 += l15 << 8;
-    c7 += h15 * 31264; c8 += h15 << 8;
-    c7 += l16 * 31264; c8 += l16 << 8;
-    c8 += h16 * 31264; c0 += (h16 << 8) * 31264; c1 += h16 << 16;
+    let m0 = l9;
+    let m1 = l10 + h9;
+    let m2 = l11 + h10;
+    let m3 = l12 + h11;
+    let m4 = l13 + h12;
+    let m5 = l14 + h13;
+    let m6 = l15 + h14;
+    let m7 = l16 + h15;
+    let m8 = h16;
+    c0 += m0 * 31264; c1 += m0 << 8;
+    c1 += m1 * 31264; c2 += m1 << 8;
+    c2 += m2 * 31264; c3 += m2 << 8;
+    c3 += m3 * 31264; c4 += m3 << 8;
+    c4 += m4 * 31264; c5 += m4 << 8;
+    c5 += m5 * 31264; c6 += m5 << 8;
+    c6 += m6 * 31264; c7 += m6 << 8;
+    c7 += m7 * 31264; c8 += m7 << 8;
+    c8 += m8 * 31264;
+    c0 += (m8 << 8) * 31264; c1 += m8 << 16;
     linStoreK1(cv, r, kc, c0, c1, c2, c3, c4, c5, c6, c7, c8);
   } else {
     let c17: i64 = 0; let m: i64;
@@ -599,16 +612,17 @@ function sqrLin(cv: usize, r: usize, a: usize, k: i64, c: usize, kc: i64, d: usi
 /** r = a·b − k·c for a small constant k ≤ 8 (r may alias any input). Fused on secp256k1 only: on
  *  P-256 the fused form (Montgomery steps, then carry, fold and carry with the terms) measured
  *  no faster than fe_mul and fe_subMul in turn, so it is those two there. */
-export function fe_mulThenSub(cv: usize, r: usize, a: usize, b: usize, c: usize, k: i64): void {
+export function fe_mulThenSub(cv: usize, r: usize, a: usize, b: usize, c: usize, k: i64, lazyA: bool = false): void {
   if (DEBUG) {
-    verifyFe(cv, a);
+    if (lazyA) verifyFeLazy(cv, a);
+    else verifyFe(cv, a);
     verifyFe(cv, b);
     verifyFe(cv, c);
     assert(k >= 1 && k <= 8, 'fe_mulThenSub: k out of [1, 8]');
   }
   if (isK1(cv)) mulLin(cv, r, a, b, 1, c, k, 0, 0);
   else {
-    fe_mul(cv, T4, a, b);
+    fe_mul(cv, T4, a, b, lazyA);
     fe_subMul(cv, r, T4, c, k);
   }
   if (DEBUG) verifyFe(cv, r);
@@ -722,22 +736,25 @@ export function fe_sqrN(cv: usize, r: usize, a: usize, n: i32): void {
       let l14 = c14 & M; let h14 = c14 >> 29;
       let l15 = c15 & M; let h15 = c15 >> 29;
       let l16 = c16 & M; let h16 = c16 >> 29;
-      c0 += l9 * 31264; c1 += l9 << 8;
-      c1 += h9 * 31264; c2 += h9 << 8;
-      c1 += l10 * 31264; c2 += l10 << 8;
-      c2 += h10 * 31264; c3 += h10 << 8;
-      c2 += l11 * 31264; c3 += l11 << 8;
-      c3 += h11 * 31264; c4 += h11 << 8;
-      c3 += l12 * 31264; c4 += l12 << 8;
-      c4 += h12 * 31264; c5 += h12 << 8;
-      c4 += l13 * 31264; c5 += l13 << 8;
-      c5 += h13 * 31264; c6 += h13 << 8;
-      c5 += l14 * 31264; c6 += l14 << 8;
-      c6 += h14 * 31264; c7 += h14 << 8;
-      c6 += l15 * 31264; c7 += l15 << 8;
-      c7 += h15 * 31264; c8 += h15 << 8;
-      c7 += l16 * 31264; c8 += l16 << 8;
-      c8 += h16 * 31264; c0 += (h16 << 8) * 31264; c1 += h16 << 16;
+      let m0 = l9;
+      let m1 = l10 + h9;
+      let m2 = l11 + h10;
+      let m3 = l12 + h11;
+      let m4 = l13 + h12;
+      let m5 = l14 + h13;
+      let m6 = l15 + h14;
+      let m7 = l16 + h15;
+      let m8 = h16;
+      c0 += m0 * 31264; c1 += m0 << 8;
+      c1 += m1 * 31264; c2 += m1 << 8;
+      c2 += m2 * 31264; c3 += m2 << 8;
+      c3 += m3 * 31264; c4 += m3 << 8;
+      c4 += m4 * 31264; c5 += m4 << 8;
+      c5 += m5 * 31264; c6 += m5 << 8;
+      c6 += m6 * 31264; c7 += m6 << 8;
+      c7 += m7 * 31264; c8 += m7 << 8;
+      c8 += m8 * 31264;
+      c0 += (m8 << 8) * 31264; c1 += m8 << 16;
       c1 += c0 >> 29; c0 &= M;
       c2 += c1 >> 29; c1 &= M;
       c3 += c2 >> 29; c2 &= M;
@@ -923,6 +940,53 @@ export function fe_subSubMul(cv: usize, r: usize, a: usize, b: usize, c: usize, 
     <i64>load<u32>(a, 28) - <i64>load<u32>(b, 28) + kq * <i64>load<u32>(q, 28) - k * <i64>load<u32>(c, 28),
     <i64>load<u32>(a, 32) - <i64>load<u32>(b, 32) + kq * <i64>load<u32>(q, 32) - k * <i64>load<u32>(c, 32));
   if (DEBUG) verifyFe(cv, r);
+}
+
+// ---- a difference left unreduced for the one product that reads it ----
+// a − b + Q, Q a representation of 4p whose limbs 0..7 lie in [2^29 + 2^15, 2^30 + 2^15) and whose
+// limb 8 is 2^26 − 2 (4p minus Σ_{i<8} (2^29 + 2^15)·2^(29i), cut into 29-bit limbs, plus that offset
+// back on limbs 0..7; the debug build checks the sum is 4p). Every limb of a − b + Q is then ≥ 0
+// with no borrow (Q_i ≥ 2^29 + 2^15 > b_i, Q_8 > 2^25 > b_8) and no carry pass is needed: limbs
+// 0..7 < 2^29 + 2^15 + 2^30 + 2^15 < 2^30.59, limb 8 < 2^25 + 2^26, value < 2^257 + 4p < 2^258.6.
+// Such a "lazy" element is valid only as the operand a of fe_mul(…, lazyA = true) or of
+// fe_mulThenSub(…, lazyA = true) (products of scale 1), never of anything else: product columns stay
+// < 9·2^30.59·(2^29 + 2^15) < 2^62.76 (the secp256k1 fold and linear terms add < 2^51,
+// P-256's Montgomery steps < 2^56, still < 2^63), and the P-256 Montgomery output stays
+// < 2^258.6·2^257/2^261 + p < 2^257, so carryStoreMont's single pass still suffices. This is the
+// whole of the lazy reduction the 9 × 29-bit limbs allow: a column holds 9 products in 63 bits,
+// ~3 bits above two 29-bit limbs, so one operand may carry one unreduced addition, not more.
+const FP_LAZY_K1: usize = memory.data<u32>([
+  0x3ffff0bc, 0x3fffffde, 0x3ffffffe, 0x3ffffffe, 0x3ffffffe, 0x3ffffffe, 0x3ffffffe, 0x3ffffffe, 0x3fffffe, 0,
+], 16);
+const FP_LAZY_P256: usize = memory.data<u32>([
+  0x3ffffffc, 0x3ffffffe, 0x3ffffffe, 0x400007fe, 0x3ffffffe, 0x3ffffffe, 0x200ffffe, 0x3f7fffff, 0x3fffffe, 0,
+], 16);
+
+/** r = a − b + 4p limb by limb, not carried (a "lazy" element: see above; only for the operand a
+ *  of fe_mul or fe_mulThenSub with lazyA = true). Constant time. r may alias a or b. */
+export function fe_subLazy(cv: usize, r: usize, a: usize, b: usize): void {
+  let q = isK1(cv) ? FP_LAZY_K1 : FP_LAZY_P256;
+  if (DEBUG) {
+    verifyFe(cv, a);
+    verifyFe(cv, b);
+    // Q is 4p: carry it into 29-bit limbs and compare with FP_BIAS
+    let c: u64 = 0;
+    for (let i: usize = 0; i < 9; i++) {
+      c += <u64>load<u32>(q + 4 * i);
+      assert(<u32>(c & <u64>M) == load<u32>(fpBias(cv) + 4 * i), 'fe_subLazy: the lazy bias is not 4p');
+      c >>= 29;
+    }
+  }
+  store<u32>(r, load<u32>(a, 0) - load<u32>(b, 0) + load<u32>(q, 0), 0);
+  store<u32>(r, load<u32>(a, 4) - load<u32>(b, 4) + load<u32>(q, 4), 4);
+  store<u32>(r, load<u32>(a, 8) - load<u32>(b, 8) + load<u32>(q, 8), 8);
+  store<u32>(r, load<u32>(a, 12) - load<u32>(b, 12) + load<u32>(q, 12), 12);
+  store<u32>(r, load<u32>(a, 16) - load<u32>(b, 16) + load<u32>(q, 16), 16);
+  store<u32>(r, load<u32>(a, 20) - load<u32>(b, 20) + load<u32>(q, 20), 20);
+  store<u32>(r, load<u32>(a, 24) - load<u32>(b, 24) + load<u32>(q, 24), 24);
+  store<u32>(r, load<u32>(a, 28) - load<u32>(b, 28) + load<u32>(q, 28), 28);
+  store<u32>(r, load<u32>(a, 32) - load<u32>(b, 32) + load<u32>(q, 32), 32);
+  if (DEBUG) verifyFeLazy(cv, r);
 }
 
 export function fe_copy(r: usize, a: usize): void {

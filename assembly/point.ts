@@ -7,7 +7,7 @@
 import { isK1 } from './curve';
 import {
   fe_mul, fe_sqr, fe_add, fe_sub, fe_neg, fe_setOne, fe_setZero, fe_isZero, fe_inv, fe_equal,
-  fe_curveRhs, fe_subMul, fe_mulSub, fe_addMul, fe_isZero_var,
+  fe_curveRhs, fe_subMul, fe_mulSub, fe_addMul, fe_isZero_var, fe_subLazy,
   fe_mulThenSub, fe_mulThenAdd, fe_mulTwice, fe_sqrThenSub, fe_sqrThenSubSub2, fe_sqrThrice,
 } from './field';
 import { FE, copy40, cmov40 } from './limbs';
@@ -57,9 +57,9 @@ export function pt_dbl(cv: usize, r: usize, p: usize): void {
     fe_sqr(cv, t1, Y); //                      gamma
     fe_mul(cv, t2, X, t1); //                  beta
     fe_mulTwice(cv, r + 2 * FE, Y, Z); //      Z3 = 2YZ (Z is not read again; Y is not either)
-    fe_sub(cv, t3, X, t0);
+    fe_subLazy(cv, t3, X, t0); //              X − delta, not carried: only alpha reads it
     fe_addMul(cv, t4, X, t0, 3);
-    fe_mul(cv, t3, t3, t4); //                 alpha = 3(X − delta)(X + delta)
+    fe_mul(cv, t3, t3, t4, true); //           alpha = 3(X − delta)(X + delta)
     fe_sqrThenSub(cv, r, t3, t2, 8); //        X3 = alpha² − 8 beta
     fe_mulSub(cv, t2, 4, t2, r);
     fe_mul(cv, t2, t3, t2);
@@ -108,11 +108,13 @@ function maddFinish(cv: usize, r: usize, p: usize, neg: bool = false): void {
   fe_mul(cv, t4, t4, X1); //             X1·H²
   fe_mul(cv, t5, Y1, t3); //             Y1·H³
   fe_sqrThenSubSub2(cv, r, t2, t3, t4); // X3 = R² − H³ − 2·X1·H²
-  if (neg) fe_sub(cv, t4, r, t4); //     (−R)(X3 − X1·H²) = R(X1·H² − X3)
-  else fe_sub(cv, t4, t4, r);
-  if (isK1(cv)) fe_mulThenSub(cv, r + FE, t4, t2, t5, 1); // Y3 = R(X1·H² − X3) − Y1·H³
+  // X1·H² − X3 (with neg X3 − X1·H²: (−R)(X3 − X1·H²) = R(X1·H² − X3)), not carried: only the
+  // product below reads it
+  if (neg) fe_subLazy(cv, t4, r, t4);
+  else fe_subLazy(cv, t4, t4, r);
+  if (isK1(cv)) fe_mulThenSub(cv, r + FE, t4, t2, t5, 1, true); // Y3 = R(X1·H² − X3) − Y1·H³
   else {
-    fe_mul(cv, t4, t4, t2);
+    fe_mul(cv, t4, t4, t2, true);
     fe_sub(cv, r + FE, t4, t5);
   }
 }

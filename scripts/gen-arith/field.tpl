@@ -18,7 +18,7 @@ import { isK1, fpP, fpBias, fpOne, fpB, fpR2, fpR3, fpP30, fpPinv30 } from './cu
 import { modinv } from './modinv';
 import { M, M24, FE, limbsFromBytes, limbsToBytes, limbsLess, limbsCondSub, limbsIsZero, copy40 } from './limbs';
 import { S_FIELD } from './layout';
-import { DEBUG, verifyFe, verifyFeNormal } from './debug';
+import { DEBUG, verifyFe, verifyFeNormal, verifyFeLazy } from './debug';
 
 const POW_T: usize = S_FIELD; // 8 elements: addition-chain temporaries
 const T1: usize = S_FIELD + 640;
@@ -108,9 +108,10 @@ function carryStore(cv: usize, r: usize, c0: i64, c1: i64, c2: i64, c3: i64, c4:
 
 /** r = a · b (r may alias a or b). Columns 0–7 two at a time with SIMD 32x32→64 multiplies, columns
  *  8–16 with scalar i64 ones (genhybrid.mjs: the two kinds use different execution ports). */
-export function fe_mul(cv: usize, r: usize, a: usize, b: usize): void {
+export function fe_mul(cv: usize, r: usize, a: usize, b: usize, lazyA: bool = false): void {
   if (DEBUG) {
-    verifyFe(cv, a);
+    if (lazyA) verifyFeLazy(cv, a);
+    else verifyFe(cv, a);
     verifyFe(cv, b);
   }
 @@MULCOLS@@
@@ -207,16 +208,17 @@ function sqrLin(cv: usize, r: usize, a: usize, k: i64, c: usize, kc: i64, d: usi
 /** r = a·b − k·c for a small constant k ≤ 8 (r may alias any input). Fused on secp256k1 only: on
  *  P-256 the fused form (Montgomery steps, then carry, fold and carry with the terms) measured
  *  no faster than fe_mul and fe_subMul in turn, so it is those two there. */
-export function fe_mulThenSub(cv: usize, r: usize, a: usize, b: usize, c: usize, k: i64): void {
+export function fe_mulThenSub(cv: usize, r: usize, a: usize, b: usize, c: usize, k: i64, lazyA: bool = false): void {
   if (DEBUG) {
-    verifyFe(cv, a);
+    if (lazyA) verifyFeLazy(cv, a);
+    else verifyFe(cv, a);
     verifyFe(cv, b);
     verifyFe(cv, c);
     assert(k >= 1 && k <= 8, 'fe_mulThenSub: k out of [1, 8]');
   }
   if (isK1(cv)) mulLin(cv, r, a, b, 1, c, k, 0, 0);
   else {
-    fe_mul(cv, T4, a, b);
+    fe_mul(cv, T4, a, b, lazyA);
     fe_subMul(cv, r, T4, c, k);
   }
   if (DEBUG) verifyFe(cv, r);
@@ -454,6 +456,53 @@ export function fe_subSubMul(cv: usize, r: usize, a: usize, b: usize, c: usize, 
     <i64>load<u32>(a, 28) - <i64>load<u32>(b, 28) + kq * <i64>load<u32>(q, 28) - k * <i64>load<u32>(c, 28),
     <i64>load<u32>(a, 32) - <i64>load<u32>(b, 32) + kq * <i64>load<u32>(q, 32) - k * <i64>load<u32>(c, 32));
   if (DEBUG) verifyFe(cv, r);
+}
+
+// ---- a difference left unreduced for the one product that reads it ----
+// a − b + Q, Q a representation of 4p whose limbs 0..7 lie in [2^29 + 2^15, 2^30 + 2^15) and whose
+// limb 8 is 2^26 − 2 (4p minus Σ_{i<8} (2^29 + 2^15)·2^(29i), cut into 29-bit limbs, plus that offset
+// back on limbs 0..7; the debug build checks the sum is 4p). Every limb of a − b + Q is then ≥ 0
+// with no borrow (Q_i ≥ 2^29 + 2^15 > b_i, Q_8 > 2^25 > b_8) and no carry pass is needed: limbs
+// 0..7 < 2^29 + 2^15 + 2^30 + 2^15 < 2^30.59, limb 8 < 2^25 + 2^26, value < 2^257 + 4p < 2^258.6.
+// Such a "lazy" element is valid only as the operand a of fe_mul(…, lazyA = true) or of
+// fe_mulThenSub(…, lazyA = true) (products of scale 1), never of anything else: product columns stay
+// < 9·2^30.59·(2^29 + 2^15) < 2^62.76 (the secp256k1 fold and linear terms add < 2^51,
+// P-256's Montgomery steps < 2^56, still < 2^63), and the P-256 Montgomery output stays
+// < 2^258.6·2^257/2^261 + p < 2^257, so carryStoreMont's single pass still suffices. This is the
+// whole of the lazy reduction the 9 × 29-bit limbs allow: a column holds 9 products in 63 bits,
+// ~3 bits above two 29-bit limbs, so one operand may carry one unreduced addition, not more.
+const FP_LAZY_K1: usize = memory.data<u32>([
+  0x3ffff0bc, 0x3fffffde, 0x3ffffffe, 0x3ffffffe, 0x3ffffffe, 0x3ffffffe, 0x3ffffffe, 0x3ffffffe, 0x3fffffe, 0,
+], 16);
+const FP_LAZY_P256: usize = memory.data<u32>([
+  0x3ffffffc, 0x3ffffffe, 0x3ffffffe, 0x400007fe, 0x3ffffffe, 0x3ffffffe, 0x200ffffe, 0x3f7fffff, 0x3fffffe, 0,
+], 16);
+
+/** r = a − b + 4p limb by limb, not carried (a "lazy" element: see above; only for the operand a
+ *  of fe_mul or fe_mulThenSub with lazyA = true). Constant time. r may alias a or b. */
+export function fe_subLazy(cv: usize, r: usize, a: usize, b: usize): void {
+  let q = isK1(cv) ? FP_LAZY_K1 : FP_LAZY_P256;
+  if (DEBUG) {
+    verifyFe(cv, a);
+    verifyFe(cv, b);
+    // Q is 4p: carry it into 29-bit limbs and compare with FP_BIAS
+    let c: u64 = 0;
+    for (let i: usize = 0; i < 9; i++) {
+      c += <u64>load<u32>(q + 4 * i);
+      assert(<u32>(c & <u64>M) == load<u32>(fpBias(cv) + 4 * i), 'fe_subLazy: the lazy bias is not 4p');
+      c >>= 29;
+    }
+  }
+  store<u32>(r, load<u32>(a, 0) - load<u32>(b, 0) + load<u32>(q, 0), 0);
+  store<u32>(r, load<u32>(a, 4) - load<u32>(b, 4) + load<u32>(q, 4), 4);
+  store<u32>(r, load<u32>(a, 8) - load<u32>(b, 8) + load<u32>(q, 8), 8);
+  store<u32>(r, load<u32>(a, 12) - load<u32>(b, 12) + load<u32>(q, 12), 12);
+  store<u32>(r, load<u32>(a, 16) - load<u32>(b, 16) + load<u32>(q, 16), 16);
+  store<u32>(r, load<u32>(a, 20) - load<u32>(b, 20) + load<u32>(q, 20), 20);
+  store<u32>(r, load<u32>(a, 24) - load<u32>(b, 24) + load<u32>(q, 24), 24);
+  store<u32>(r, load<u32>(a, 28) - load<u32>(b, 28) + load<u32>(q, 28), 28);
+  store<u32>(r, load<u32>(a, 32) - load<u32>(b, 32) + load<u32>(q, 32), 32);
+  if (DEBUG) verifyFeLazy(cv, r);
 }
 
 export function fe_copy(r: usize, a: usize): void {
