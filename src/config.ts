@@ -261,7 +261,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'databaseUrl', env: 'DATABASE_URL', flag: '--database-url', def: undefined, doc: 'PostgreSQL shared by any number of kmas nodes, e.g. postgres://kmas:secret@db.internal:5432/kmas?sslmode=verify-full (KMAS_MASTER_KEY is then required); unset: SQLite in DATA_DIR (prefer the env variable: it holds a password)', parse: databaseUrl },
   { key: 'databasePoolSize', env: 'DATABASE_POOL_SIZE', flag: '--database-pool-size', def: '10', doc: 'PostgreSQL: connections each node keeps', parse: int(1, 1000) },
   { key: 'databaseStatementTimeoutMs', env: 'DATABASE_STATEMENT_TIMEOUT_MS', flag: '--database-statement-timeout-ms', def: '10000', doc: 'PostgreSQL: longest a statement may run (ms) before it is cancelled', parse: int(100, 3_600_000) },
-  { key: 'databaseWriteGroups', env: 'DATABASE_WRITE_GROUPS', flag: '--database-write-groups', def: '2', doc: 'PostgreSQL: group transactions of writes each node runs at once (the writes asked for meanwhile form the next group); 1: one after another', parse: int(1, 64) },
+  { key: 'databaseWriteGroups', env: 'DATABASE_WRITE_GROUPS', flag: '--database-write-groups', def: '1', doc: 'PostgreSQL: group transactions of writes each node runs at once (the writes asked for meanwhile form the next group); 1: one after another', parse: int(1, 64) },
   { key: 'mailDir', env: 'MAIL_DIR', flag: '--mail-dir', def: undefined, doc: 'Local development without an SMTP server: e-mails are written to this directory as .eml files (mode 0600; they hold login bundles and codes); SMTP_URL wins when both are set', parse: nonEmpty },
 ];
 

@@ -105,11 +105,18 @@ async function enqueueEvents(tx: Tx, kick: () => void, urls: Set<string>, row: O
  * its parent (each address once). Read while the organization's log head is taken (engine.ts:
  * both in one round trip on PostgreSQL), so the head's lock is held for as few statements as possible.
  */
-export async function activityEventAddresses(tx: Tx, organization: OrganizationRow): Promise<Set<string>> {
-  const urls = new Set<string>();
-  await activityAddresses(tx, organization.id, urls);
-  if (organization.parentId !== null) await activityAddresses(tx, organization.parentId, urls);
-  return urls;
+export function activityEventAddresses(tx: Tx, organization: Pick<OrganizationRow, 'id' | 'parentId'>): Promise<Set<string>> {
+  // both organizations' rows asked for at once (one round trip on PostgreSQL); the organization's
+  // addresses first, then its parent's, as they are sent
+  const own = new Set<string>();
+  const parent = new Set<string>();
+  return Promise.all([
+    activityAddresses(tx, organization.id, own),
+    organization.parentId !== null ? activityAddresses(tx, organization.parentId, parent) : undefined,
+  ]).then(() => {
+    for (const url of parent) own.add(url);
+    return own;
+  });
 }
 
 /**

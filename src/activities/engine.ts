@@ -107,6 +107,26 @@ export interface SubmitInput {
   voucher?: Voucher | undefined;
   /** requestLookup(tx, fingerprint, requestMs), started by the caller alongside its own reads */
   lookup?: Promise<ActivityRow | undefined>;
+  /** startStore(…), for an operation whose execute changes nothing */
+  early?: EarlyStore | undefined;
+}
+
+/** What storeActivity reads, asked for with the transaction's first message (startStore). */
+export interface EarlyStore { organizationId: string; parentId: string | null; urls: Promise<Set<string>> }
+
+/**
+ * For an operation whose execute changes nothing in the store (op.readOnly): the reads storing
+ * its activity makes — the webhook addresses of the organization and its parent, and the log
+ * head (on PostgreSQL its row lock, which this transaction would take anyway) — started with the
+ * caller's first reads, so they share its round trip. Nothing the operation does can change what
+ * they read. Unused (a resubmitted body, a refusal) they cost that one statement each.
+ */
+export function startStore(tx: Tx, organizationId: string, parentId: string | null): EarlyStore {
+  const head = tx.log.takeHead(organizationId);
+  head.catch(() => undefined);
+  const urls = activityEventAddresses(tx, { id: organizationId, parentId });
+  urls.catch(() => undefined);
+  return { organizationId, parentId, urls };
 }
 
 /**
@@ -182,7 +202,9 @@ export async function submitInTransaction(tx: Tx, input: SubmitInput): Promise<S
     result: ran.failure ? {} : resultOf(op, keys, env.type, intent, ran.result),
   }, fingerprint, nowMs);
   if (ran.failure) record.failure = ran.failure.toStatus();
-  return await storeActivity(tx, services, organization, record, fingerprint, requestMs, nowMs);
+  // the early reads are the organization's, and were made for it
+  const early = input.early?.organizationId === organization.id && input.early.parentId === organization.parentId ? input.early : undefined;
+  return await storeActivity(tx, services, organization, record, fingerprint, requestMs, nowMs, early?.urls);
 }
 
 /** Keeps how the policies evaluated for a decision that consulted them (get_policy_evaluations). */
@@ -194,6 +216,7 @@ async function recordEvaluations(tx: Tx, decision: Decision, activityId: string,
 /** Inserts a new activity and announces it to the webhook addresses of the organization and its parent (outbox, same transaction). */
 async function storeActivity(
   tx: Tx, services: Services, organization: OrganizationRow, record: Record<string, unknown>, fingerprint: string, requestMs: number, nowMs: number,
+  earlyUrls?: Promise<Set<string>>,
 ): Promise<SubmitOutcome> {
   const recordJson = JSON.stringify(record);
   const id = record.id as string;
@@ -204,7 +227,7 @@ async function storeActivity(
   await tx.activities.insert(row);
   // In this transaction: if the log cannot take the entry, the activity is not stored either. Who
   // hears of it is read at the same time (one round trip on PostgreSQL).
-  const [urls, logIndex] = await Promise.all([activityEventAddresses(tx, organization), appendActivity(tx, record, nowMs, nowMs)]);
+  const [urls, logIndex] = await Promise.all([earlyUrls ?? activityEventAddresses(tx, organization), appendActivity(tx, record, nowMs, nowMs)]);
   await enqueueActivityEvents(tx, services.kick.deliveries, urls, organization, id, recordJson, nowMs, logIndex);
   return { activity: record, activityJson: recordJson, reused: false };
 }

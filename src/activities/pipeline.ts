@@ -21,7 +21,7 @@ import type { Obj } from '../domain/validate.js';
 import type { StampFailure } from '../metrics.js';
 import type { Principal } from '../domain/principal.js';
 import { authorizeSubmit, refusal, type Voucher } from './consensus.js';
-import { checkTimestamp, fingerprintOf, parseEnvelope, prepareSubmit, requestLookup, runQuery, submitInTransaction, type Envelope, type Prepared, type SubmitOutcome } from './engine.js';
+import { checkTimestamp, fingerprintOf, parseEnvelope, prepareSubmit, requestLookup, runQuery, startStore, submitInTransaction, type Envelope, type Prepared, type SubmitOutcome } from './engine.js';
 import type { QueryOperation, Services, SubmitOperation } from './types.js';
 
 /** What the pipeline tells the caller about a request as it goes (the log line, the metrics). */
@@ -195,13 +195,18 @@ export class Pipeline {
       // the reads the operation will make go in the same message (used only once authorized)
       const prepared = withIntent(op, envelope, pre);
       if (prepared !== undefined) op.prefetch?.(tx, prepared.intent, envelope.organizationId);
+      // and, when its execute changes nothing, what storing its activity reads (the parent as the
+      // stamp's first read found it: an organization's parent never changes)
+      const parent = cred.kind === 'key' ? cred.context.organization?.parentId : undefined;
+      const early = op.readOnly === true && op.vote === undefined && prepared !== undefined && parent !== undefined
+        ? startStore(tx, envelope.organizationId, parent) : undefined;
       const context = await reading;
       const keys = cred.kind === 'key' ? registeredKeys(context!, cred.curve) : await stillRegistered(tx, cred);
       const { principal, organization } = await resolvePrincipal(tx, keys, envelope.organizationId, scope, nowMs, context);
       // A refusal (this 429 too) rolls the write back: nothing is left behind.
       this.#admit(principal, envelope.organizationId, nowMs);
       return submitInTransaction(tx, {
-        services, lookupSubmit: this.deps.lookupSubmit, op, env: envelope, principal, organization, fingerprint, nowMs, pre: prepared, voucher: voucherOf(cred), lookup,
+        services, lookupSubmit: this.deps.lookupSubmit, op, env: envelope, principal, organization, fingerprint, nowMs, pre: prepared, voucher: voucherOf(cred), lookup, early,
       });
     }).catch((e: unknown) => {
       // whatever refused it, the next request reads the stamp's rows afresh

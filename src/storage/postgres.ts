@@ -38,7 +38,7 @@ export interface PostgresOptions {
   statementTimeoutMs?: number;
   /** How long to wait for a new connection before giving up (ms; default 5000). */
   connectTimeoutMs?: number;
-  /** Group transactions of writes under way at once (default 2; 1 makes them follow each other). */
+  /** Group transactions of writes under way at once (default 1: each group follows the one before). */
   writeGroups?: number;
 }
 
@@ -259,6 +259,9 @@ class GroupConflict extends Error {
  *   transaction's), and one member at a time holds it from takeHead to its append, so the group's
  *   appends follow each other. The member inside a savepoint never waits for another member:
  *   where it would, GroupConflict.
+ * - Lock order: a lone write takes its named locks before its log head, so two transactions
+ *   never wait for each other's. In a group, a named lock other than `request` (which every
+ *   member takes first) after a head is a GroupConflict.
  */
 class Unit {
   /** a statement met a stale plan: the connection must not be reused */
@@ -294,7 +297,15 @@ class Unit {
     if (begin) this.pending.push({ sql: begin });
   }
 
-  member(): Member { return new Member(this); }
+  /** members of this unit (a group of writes has several) */
+  #members = 0;
+  /** a log head's row lock was asked for */
+  headTaken = false;
+
+  member(): Member {
+    this.#members++;
+    return new Member(this);
+  }
 
   /** A statement whose result someone waits for. */
   query(m: Member, sql: string, args: unknown[] = []): Promise<pg.QueryResult<Row>> {
@@ -326,6 +337,9 @@ class Unit {
     const k = `${name}\u0000${key}`;
     const holder = this.#locks.get(k);
     if (holder !== undefined && holder !== m) throw this.#conflict(`the ${name} lock on one key`);
+    // Alone, a write takes its log head last (after every named lock): two transactions cannot
+    // wait for each other's. A group that took a head already must not take another lock after it.
+    if (name !== 'request' && this.headTaken && this.#members > 1) throw this.#conflict(`the ${name} lock after a log head`);
     this.#locks.set(k, m);
     const sql = 'SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))';
     if (LOCKS_SENT_WITH_NEXT.has(name)) { this.defer(m, sql, [name, key]); return Promise.resolve(); }
@@ -511,6 +525,7 @@ class Member {
       const take = (): Promise<LogHeadRow | undefined> => {
         const kept = unit.heads.get(org);
         if (kept) return Promise.resolve(kept);
+        unit.headTaken = true;
         return takeHead(org).then((head) => { if (head) unit.heads.set(org, head); return head; });
       };
       // in the same turn when it is free, so the read goes with what else this turn asks for
@@ -702,7 +717,7 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
       schedule();
     });
   }
-  const writeGroup = grouped('BEGIN', false, Math.max(1, opts.writeGroups ?? 2));
+  const writeGroup = grouped('BEGIN', false, Math.max(1, opts.writeGroups ?? 1));
   const readGroup = grouped('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', true, 4);
   const peekGroup = grouped(undefined, true, 4);
 

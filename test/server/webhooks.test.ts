@@ -133,11 +133,21 @@ describe('webhooks', () => {
     } as any);
     await rx.waitFor(1);
     rx.got.length = 0;
-    const w: any = await sdkClient(ts.url, key, sub.subOrganizationId).createWallet({ walletName: 'in-sub', accounts: [] } as any);
+    const subClient = sdkClient(ts.url, key, sub.subOrganizationId);
+    const w: any = await subClient.createWallet({ walletName: 'in-sub', accounts: [] } as any);
     const [r] = await rx.waitFor(1);
     expect(r!.headers['x-turnkey-organization-id']).toBe(sub.subOrganizationId);
     expect(JSON.parse(r!.body.toString('utf8')).id).toBe(w.activity.id);
     expect(verify(r!).ok).toBe(true);
+    // a signature (whose store reads its addresses with the transaction's first statements) reaches the parent too
+    rx.got.length = 0;
+    const k: any = await subClient.createPrivateKeys({ privateKeys: [{ privateKeyName: 'sub-key', curve: 'CURVE_SECP256K1', addressFormats: [], privateKeyTags: [] }] } as any);
+    await rx.waitFor(1);
+    rx.got.length = 0;
+    const signed: any = await subClient.signRawPayload({ signWith: k.privateKeys[0].privateKeyId, payload: '11'.repeat(32), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' } as any);
+    const [s] = await rx.waitFor(1);
+    expect(s!.headers['x-turnkey-organization-id']).toBe(sub.subOrganizationId);
+    expect(JSON.parse(s!.body.toString('utf8')).id).toBe(signed.activity.id);
   });
 
   it('retries 5xx with the same event id and a fresh signature until delivered; gives up at once on 4xx and redirects', async () => {

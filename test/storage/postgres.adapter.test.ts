@@ -181,7 +181,8 @@ if (server === undefined) {
 
   describe('PostgreSQL unit of work', () => {
     it('a deadlock between two writes is retried: both commit', async () => {
-      const db = track(await openPostgresDb(await freshDatabase()));
+      // two group transactions at once, so that the second write does not wait for the first
+      const db = track(await openPostgresDb(await freshDatabase(), { writeGroups: 2 }));
       let runs = 0;
       let bothHoldOne!: () => void;
       const holding = new Promise<void>((r) => { let n = 0; bothHoldOne = () => { if (++n === 2) r(); }; });
