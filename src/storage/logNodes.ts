@@ -22,3 +22,10 @@ export function foldNodes(entry: number, nodes: readonly LogNodeRow[]): Uint8Arr
   });
   return out;
 }
+
+/**
+ * activities.log_indexes, where the indexes of an activity's entries are kept (instead of an index
+ * of log_entries by activity, which cost each append a page of its own): decimal, comma-separated,
+ * oldest first, '' for none.
+ */
+export const logIndexesFrom = (text: string | null | undefined): number[] => (text ? text.split(',').map(Number) : []);
