@@ -506,4 +506,16 @@ export const MIGRATIONS: readonly Migration[] = [
       DROP INDEX log_entries_activity;
     `,
   },
+  {
+    version: 29,
+    name: 'no log_heads row: an organization\'s log head is derived from its entries\' rows (the last index and the frontier nodes stored there)',
+    // An append wrote the head's row besides its entry: a page of its own in every commit. The
+    // head is the last entry's index + 1 and the right edge's subtree hashes, which the entries'
+    // nodes columns hold already (storage/logNodes.ts headFromNodes; the adapter keeps the heads it
+    // committed in memory, logHeads.ts). PostgreSQL keeps its log_heads: the row lock serializes
+    // the appends of several nodes (kmas migrate-store builds its rows from the entries).
+    sql: `
+      DROP TABLE log_heads;
+    `,
+  },
 ];

@@ -630,9 +630,6 @@ export function pgRepositories(q: Queries): Repositories {
           h.size, buf(h.frontier), buf(h.root), h.updatedMs];
         await later(sql, args);
       },
-      setHead: (h) => exec(`INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $2, $3, $4, $5)
-        ON CONFLICT (organization_id) DO UPDATE SET size = excluded.size, frontier = excluded.frontier, root = excluded.root, updated_ms = excluded.updated_ms`,
-      [h.organizationId, h.size, buf(h.frontier), buf(h.root), h.updatedMs]),
       insertEntry: (e) => exec('INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms) VALUES ($1, $2, $3, $4, $5)',
         [e.organizationId, e.index, e.activityId, buf(e.entry), e.createdMs]),
       entries: (org, start, end) => many('SELECT organization_id, idx, activity_id, entry, created_ms FROM log_entries WHERE organization_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx', [org, start, end], (r) => ({

@@ -595,11 +595,11 @@ export interface Repositories {
     takeHead(organizationId: string): Promise<LogHeadRow | undefined>;
     /**
      * One append: the entry, the subtree nodes it completes (levels 0…k, all ending at this entry:
-     * stored in its row, logNodes.ts), and the new head (fails when the index is taken).
+     * stored in its row, logNodes.ts), and the new head (fails when the index is taken). The head
+     * must be the one these nodes make: SQLite stores no head row but derives it from the entries'
+     * rows (logNodes.ts headFromNodes); PostgreSQL keeps it in log_heads, its row lock taken by takeHead.
      */
     append(entry: LogEntryRow, nodes: LogNodeRow[], head: LogHeadRow): Promise<void>;
-    /** Creates or replaces the head. */
-    setHead(row: LogHeadRow): Promise<void>;
     /** An entry without its nodes. Fails (a unique violation) when the index is taken: two appends never share one. */
     insertEntry(row: LogEntryRow): Promise<void>;
     /** Entries [start, end), by index. */
