@@ -5,7 +5,7 @@
  * hashes its append completed, level 0 (its leaf hash) first, 32 bytes each (log_entries.nodes),
  * and an append writes one row.
  */
-import { nodeHash } from '../tlog/merkle.js';
+import { frontierPlaces, nodeHash } from '../tlog/merkle.js';
 import type { LogHeadRow, LogNodeRow } from './types.js';
 
 /** The entry whose row holds node (level, index), and the byte offset of its hash there. */
@@ -39,16 +39,11 @@ export const logIndexesFrom = (text: string | null | undefined): number[] => (te
  * these entries); kmas migrate-store builds PostgreSQL's head rows with it. Throws when a node is missing.
  */
 export function headFromNodes(organizationId: string, size: number, updatedMs: number, hashAt: (level: number, index: number) => Uint8Array | undefined): LogHeadRow {
-  const hashes: Uint8Array[] = [];
-  let start = 0;
-  for (let level = 52; level >= 0; level--) {
-    const width = 2 ** level;
-    if (Math.floor(size / width) % 2 === 0) continue;
-    const h = hashAt(level, start / width);
-    if (h?.length !== 32) throw new Error(`the log of ${organizationId} has no stored node (${level}, ${start / width}): its head cannot be derived`);
-    hashes.push(h);
-    start += width;
-  }
+  const hashes = frontierPlaces(size).map(({ level, index }) => {
+    const h = hashAt(level, index);
+    if (h?.length !== 32) throw new Error(`the log of ${organizationId} has no stored node (${level}, ${index}): its head cannot be derived`);
+    return h;
+  });
   let root = hashes[hashes.length - 1]!;
   for (let i = hashes.length - 2; i >= 0; i--) root = nodeHash(hashes[i]!, root);
   const frontier = new Uint8Array(hashes.length * 32);
