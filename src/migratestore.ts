@@ -20,6 +20,7 @@
  *   sealed key row read back from PostgreSQL, and one key of each kind and curve signs through
  *   the PostgreSQL repositories and verifies against its stored public key) — before COMMIT.
  * - Row counts of every table are compared (source vs target) before COMMIT.
+ * - PostgreSQL's log_heads, which SQLite does not keep, are built from the copied log entries.
  * No key material is printed or logged: messages name tables, columns and ids only.
  */
 import Database from 'better-sqlite3';
@@ -28,6 +29,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { MIGRATIONS } from './storage/migrations.js';
+import { headFromNodes, nodePlace } from './storage/logNodes.js';
 import { migrateClient } from './storage/pgMigrations.js';
 import { typeParsers } from './storage/postgres.js';
 import { pgRepositories, type Queries, type Row } from './storage/postgresRepos.js';
@@ -218,6 +220,7 @@ async function copyInto(src: Database.Database, vault: Vault, url: string, sourc
       const counts: Record<string, number> = {};
       for (const plan of plans) counts[plan.table] = await copyTable(src, client, plan);
       for (const plan of plans) await resetIdentities(client, plan);
+      await buildLogHeads(src, client);
 
       // Counts: source vs target, every table.
       const mismatches: string[] = [];
@@ -434,6 +437,28 @@ async function copyTable(src: Database.Database, client: pg.Client, plan: Plan):
     after = rows[rows.length - 1]![ROWID] as bigint;
   }
   return copied;
+}
+
+/**
+ * PostgreSQL's log_heads, which SQLite has no table for (it derives an organization's head from its
+ * log's entries: storage/logNodes.ts headFromNodes): one row per organization with a log, derived
+ * the same way from the source's entries. An append on PostgreSQL then continues the same tree.
+ */
+async function buildLogHeads(src: Database.Database, client: pg.Client): Promise<void> {
+  const lasts = src.prepare(`SELECT e.organization_id, e.idx, e.created_ms FROM log_entries e
+    JOIN (SELECT organization_id, MAX(idx) AS idx FROM log_entries GROUP BY organization_id) m ON m.organization_id = e.organization_id AND m.idx = e.idx`)
+    .all() as { organization_id: string; idx: number; created_ms: number }[];
+  const node = src.prepare('SELECT substr(nodes, ?, 32) AS hash FROM log_entries WHERE organization_id = ? AND idx = ?');
+  for (const last of lasts) {
+    const org = last.organization_id;
+    const head = headFromNodes(org, last.idx + 1, last.created_ms, (level, index) => {
+      const at = nodePlace(level, index);
+      const r = node.get(at.offset + 1, org, at.entry) as { hash: Buffer } | undefined;
+      return r ? new Uint8Array(r.hash) : undefined;
+    });
+    await client.query('INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $2, $3, $4, $5)',
+      [org, head.size, Buffer.from(head.frontier), Buffer.from(head.root), head.updatedMs]);
+  }
 }
 
 /** Identity columns continue after the largest value copied. */

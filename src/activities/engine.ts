@@ -224,10 +224,11 @@ async function storeActivity(
     id, organizationId: organization.id, type: record.type as string, status: record.status as string, fingerprint, requestMs,
     createdMs: nowMs, updatedMs: nowMs, record, recordJson,
   };
-  await tx.activities.insert(row);
   // In this transaction: if the log cannot take the entry, the activity is not stored either. Who
-  // hears of it is read at the same time (one round trip on PostgreSQL).
+  // hears of it is read at the same time (one round trip on PostgreSQL). The entry comes first: the
+  // activity's row keeps its index (log.indexesOf).
   const [urls, logIndex] = await Promise.all([earlyUrls ?? activityEventAddresses(tx, organization), appendActivity(tx, record, nowMs, nowMs)]);
+  await tx.activities.insert({ ...row, logIndexes: [logIndex] });
   await enqueueActivityEvents(tx, services.kick.deliveries, urls, organization, id, recordJson, nowMs, logIndex);
   return { activity: record, activityJson: recordJson, reused: false };
 }
@@ -342,12 +343,12 @@ async function castVote(tx: Tx, input: SubmitInput, intent: { fingerprint: strin
     }
   }
   const recordJson = JSON.stringify(record);
-  await tx.activities.update({ ...row, status: record.status as string, updatedMs: nowMs, record, recordJson });
-  // every vote and status change is an entry of the log, in this transaction
+  // every vote and status change is an entry of the log, in this transaction (its index kept in the activity's row)
   const [urls, logIndex] = await Promise.all([
     record.status !== STATUS_CONSENSUS_NEEDED ? activityEventAddresses(tx, organization) : new Set<string>(),
     appendActivity(tx, record, row.createdMs, nowMs),
   ]);
+  await tx.activities.update({ ...row, status: record.status as string, updatedMs: nowMs, record, recordJson }, logIndex);
   await enqueueActivityEvents(tx, services.kick.deliveries, urls, organization, row.id, recordJson, nowMs, logIndex);
   return { activity: record, activityJson: recordJson, reused: false };
 }

@@ -12,7 +12,7 @@
  * log.takeHead (the head's row lock on PostgreSQL), and log_entries' primary key
  * (organization_id, idx) refuses a second entry at one index whatever happens.
  */
-import { consistencyProof, EMPTY_ROOT, Frontier, inclusionProof, leafHash, subtreeRoot, type Node, type NodeReader } from '../tlog/merkle.js';
+import { consistencyProof, EMPTY_ROOT, Frontier, frontierPlaces, inclusionProof, leafHash, subtreeRoot, type Node, type NodeReader } from '../tlog/merkle.js';
 import { invalidArgument } from '../errors.js';
 import { activityEntryBytes } from '../tlog/entry.js';
 import { checkpointText, signNoteWith, verifierKey } from '../tlog/note.js';
@@ -20,21 +20,9 @@ import type { Db, LogCheckpointRow, LogHeadRow, Tx } from '../storage/types.js';
 
 /** The frontier nodes of a tree of `size` leaves from the head's concatenated hashes (largest subtree first). */
 export function frontierNodes(size: number, frontier: Uint8Array): Node[] {
-  const nodes: Node[] = [];
-  let start = 0;
-  let at = 0;
-  for (let level = 52; level >= 0; level--) {
-    const width = 2 ** level;
-    if (Math.floor(size / width) % 2 === 1) {
-      const hash = frontier.subarray(at, at + 32);
-      if (hash.length !== 32) throw new Error('the log head\'s frontier is shorter than its size needs');
-      nodes.push({ level, index: start / width, hash });
-      start += width;
-      at += 32;
-    }
-  }
-  if (at !== frontier.length) throw new Error('the log head\'s frontier is longer than its size needs');
-  return nodes;
+  const places = frontierPlaces(size);
+  if (frontier.length !== places.length * 32) throw new Error(`the log head's frontier is ${frontier.length < places.length * 32 ? 'shorter' : 'longer'} than its size needs`);
+  return places.map((p, i) => ({ ...p, hash: frontier.subarray(i * 32, i * 32 + 32) }));
 }
 
 const concat = (parts: readonly Uint8Array[]): Uint8Array => {
@@ -55,8 +43,14 @@ export async function appendActivity(tx: Tx, record: Record<string, unknown>, cr
   const frontier = new Frontier(size, head && size > 0 ? frontierNodes(size, head.frontier) : []);
   const bytes = activityEntryBytes(size, record, createdMs, updatedMs);
   const made = frontier.append(leafHash(bytes));
-  await tx.log.append({ organizationId, index: size, activityId: String(record.id), entry: bytes, createdMs: updatedMs }, made,
-    { organizationId, size: frontier.size, frontier: concat(frontier.nodes.map((n) => n.hash)), root: frontier.root(), updatedMs });
+  // The root is hashed when first read: PostgreSQL stores it in the head's row; SQLite keeps the
+  // head in memory for the next append, which reads its size and frontier only.
+  let root: Uint8Array | undefined;
+  const next: LogHeadRow = {
+    organizationId, size: frontier.size, frontier: concat(frontier.nodes.map((n) => n.hash)), updatedMs,
+    get root() { return root ??= frontier.root(); },
+  };
+  await tx.log.append({ organizationId, index: size, activityId: String(record.id), entry: bytes, createdMs: updatedMs }, made, next);
   return size;
 }
 

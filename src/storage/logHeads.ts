@@ -1,16 +1,17 @@
 /**
  * The SQLite adapter's log heads in memory: an append takes its organization's head without
- * reading log_heads when this process wrote it last. One connection writes per process, one
- * transaction at a time, so the head this process committed is the head, unless:
+ * deriving it from the entries' rows (there is no head row: logNodes.ts headFromNodes) when this
+ * process wrote it last. One connection writes per process, one transaction at a time, so the
+ * head this process committed is the head, unless:
  *   - another connection (a process of the pool, the CLI) committed since: the committed heads are
  *     a map of the row cache (rowcache.ts), dropped when PRAGMA data_version moves, checked at
  *     the first lookup of every write transaction;
  *   - this transaction wrote it: heads written (or read) in a transaction are pending until it
  *     commits, and become the committed ones then; a rollback drops them;
  *   - a savepoint rolled back: the pending heads are dropped (the transaction's earlier appends
- *     stay, so an organization appended to in this transaction is read from the table again).
- * A head missing here is read from log_heads, so forgetting is always safe. The rows handed out
- * are shared: callers read them and never change them (appendActivity makes a new head).
+ *     stay, so an organization appended to in this transaction is derived from the entries again).
+ * A head missing here is derived from the entries, so forgetting is always safe. The rows handed
+ * out are shared: callers read them and never change them (appendActivity makes a new head).
  */
 import type { LogHeadRow } from './types.js';
 import type { RowCache } from './rowcache.js';

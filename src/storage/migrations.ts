@@ -492,4 +492,30 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX log_entries_activity ON log_entries(organization_id, activity_id, idx);
     `,
   },
+  {
+    version: 28,
+    name: 'the indexes of an activity\'s log entries are a column of its row (activities.log_indexes) instead of an index of log_entries by activity',
+    // The activity row is written in the append's transaction anyway (its page is dirty already);
+    // the index by activity cost every append a page of its own, at a random place. Filled from
+    // that index before it goes: decimal, comma-separated, oldest first (storage/logNodes.ts).
+    sql: `
+      ALTER TABLE activities ADD COLUMN log_indexes TEXT NOT NULL DEFAULT '';
+      UPDATE activities SET log_indexes = (
+        SELECT group_concat(idx, ',' ORDER BY idx) FROM log_entries e WHERE e.organization_id = activities.organization_id AND e.activity_id = activities.id)
+      WHERE EXISTS (SELECT 1 FROM log_entries e WHERE e.organization_id = activities.organization_id AND e.activity_id = activities.id);
+      DROP INDEX log_entries_activity;
+    `,
+  },
+  {
+    version: 29,
+    name: 'no log_heads row: an organization\'s log head is derived from its entries\' rows (the last index and the frontier nodes stored there)',
+    // An append wrote the head's row besides its entry: a page of its own in every commit. The
+    // head is the last entry's index + 1 and the right edge's subtree hashes, which the entries'
+    // nodes columns hold already (storage/logNodes.ts headFromNodes; the adapter keeps the heads it
+    // committed in memory, logHeads.ts). PostgreSQL keeps its log_heads: the row lock serializes
+    // the appends of several nodes (kmas migrate-store builds its rows from the entries).
+    sql: `
+      DROP TABLE log_heads;
+    `,
+  },
 ];

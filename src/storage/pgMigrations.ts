@@ -453,6 +453,17 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       DROP TABLE log_nodes;
     `,
   },
+  {
+    version: 4,
+    name: 'the indexes of an activity\'s log entries are a column of its row (SQLite migration 28)',
+    sql: `
+      ALTER TABLE activities ADD COLUMN log_indexes text NOT NULL DEFAULT '';
+      UPDATE activities a SET log_indexes = e.idxs
+        FROM (SELECT organization_id, activity_id, string_agg(idx::text, ',' ORDER BY idx) AS idxs FROM log_entries GROUP BY organization_id, activity_id) e
+        WHERE e.organization_id = a.organization_id AND e.activity_id = a.id;
+      DROP INDEX log_entries_activity;
+    `,
+  },
 ];
 
 /** The session advisory lock held while migrating: (hashtext('kmas'), hashtext('schema_migrations')). */

@@ -12,7 +12,7 @@ import type {
 } from './types.js';
 import { addressKey, type AddressEntry, type ImportTargetRow, type KeyStore, type ListPage, type PrivateKeyRow, type WalletAccountRow, type WalletRow } from './keys.js';
 
-import { foldNodes, nodePlace } from './logNodes.js';
+import { foldNodes, logIndexesFrom, nodePlace } from './logNodes.js';
 
 export type Row = Record<string, unknown>;
 
@@ -135,6 +135,7 @@ const activityFrom = (r: Row): ActivityRow => ({
   fingerprint: str(r.fingerprint), requestMs: num(r.request_ms), createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
   record: JSON.parse(str(r.record)) as Record<string, unknown>,
   recordJson: str(r.record),
+  logIndexes: logIndexesFrom(r.log_indexes as string),
 });
 const pkFrom = (r: Row): PrivateKeyRow => ({
   id: str(r.id), organizationId: str(r.organization_id), name: str(r.name), curve: str(r.curve),
@@ -629,15 +630,12 @@ export function pgRepositories(q: Queries): Repositories {
           h.size, buf(h.frontier), buf(h.root), h.updatedMs];
         await later(sql, args);
       },
-      setHead: (h) => exec(`INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $2, $3, $4, $5)
-        ON CONFLICT (organization_id) DO UPDATE SET size = excluded.size, frontier = excluded.frontier, root = excluded.root, updated_ms = excluded.updated_ms`,
-      [h.organizationId, h.size, buf(h.frontier), buf(h.root), h.updatedMs]),
       insertEntry: (e) => exec('INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms) VALUES ($1, $2, $3, $4, $5)',
         [e.organizationId, e.index, e.activityId, buf(e.entry), e.createdMs]),
       entries: (org, start, end) => many('SELECT organization_id, idx, activity_id, entry, created_ms FROM log_entries WHERE organization_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx', [org, start, end], (r) => ({
         organizationId: str(r.organization_id), index: num(r.idx), activityId: str(r.activity_id), entry: bytes(r.entry), createdMs: num(r.created_ms),
       })),
-      indexesOf: async (org, activityId) => (await q.all('SELECT idx FROM log_entries WHERE organization_id = $1 AND activity_id = $2 ORDER BY idx', [org, activityId])).map((r) => num(r.idx)),
+      indexesOf: async (org, activityId) => logIndexesFrom((await q.get('SELECT log_indexes FROM activities WHERE organization_id = $1 AND id = $2', [org, activityId]))?.log_indexes as string | undefined),
       nodes: async (org, wanted) => {
         if (wanted.length === 0) return [];
         const places = wanted.map((w) => nodePlace(w.level, w.index));
@@ -654,9 +652,11 @@ export function pgRepositories(q: Queries): Repositories {
     activities: {
       get: (org, id) => one('SELECT * FROM activities WHERE organization_id = $1 AND id = $2', [org, id], activityFrom),
       byFingerprint: (fp, requestMs) => one('SELECT * FROM activities WHERE request_ms = $1 AND fingerprint = $2', [requestMs, fp], activityFrom),
-      insert: (a) => later('INSERT INTO activities (id, organization_id, type, status, request_ms, fingerprint, created_ms, updated_ms, record) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
-        [a.id, a.organizationId, a.type, a.status, a.requestMs, a.fingerprint, a.createdMs, a.updatedMs, a.recordJson ?? JSON.stringify(a.record)]),
-      update: (a) => later('UPDATE activities SET status = $1, updated_ms = $2, record = $3 WHERE id = $4', [a.status, a.updatedMs, a.recordJson ?? JSON.stringify(a.record), a.id]),
+      insert: (a) => later('INSERT INTO activities (id, organization_id, type, status, request_ms, fingerprint, created_ms, updated_ms, record, log_indexes) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+        [a.id, a.organizationId, a.type, a.status, a.requestMs, a.fingerprint, a.createdMs, a.updatedMs, a.recordJson ?? JSON.stringify(a.record), (a.logIndexes ?? []).join(',')]),
+      update: (a, logIndex) => later(`UPDATE activities SET status = $1, updated_ms = $2, record = $3,
+        log_indexes = CASE WHEN $5::text IS NULL THEN log_indexes WHEN log_indexes = '' THEN $5::text ELSE log_indexes || ',' || $5::text END WHERE id = $4`,
+        [a.status, a.updatedMs, a.recordJson ?? JSON.stringify(a.record), a.id, logIndex === undefined ? null : String(logIndex)]),
       list: (lq) => listActivities(q, lq),
       count: async (org) => num((await q.get('SELECT COUNT(*) AS n FROM activities WHERE organization_id = $1', [org]))!.n),
     },

@@ -18,7 +18,7 @@ import { pageBySeq } from './paging.js';
 import type { SqliteSynchronous } from '../config.js';
 import { BUSY_TIMEOUT_MS, SqliteUnits, WalSync, type Sync } from './sqliteUnit.js';
 import { LogHeads } from './logHeads.js';
-import { foldNodes, nodePlace } from './logNodes.js';
+import { foldNodes, headFromNodes, logIndexesFrom, nodePlace } from './logNodes.js';
 
 type Row = Record<string, unknown>;
 
@@ -114,6 +114,7 @@ const activityFrom = (r: Row): ActivityRow => ({
   fingerprint: r.fingerprint as string, requestMs: r.request_ms as number, createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
   record: JSON.parse(r.record as string) as Record<string, unknown>,
   recordJson: r.record as string,
+  logIndexes: logIndexesFrom(r.log_indexes as string),
 });
 
 
@@ -281,15 +282,14 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     voteInsert: q('INSERT INTO votes (id, activity_id, organization_id, user_id, selection, record, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)'),
     pevList: q('SELECT * FROM policy_evaluations WHERE activity_id = ? ORDER BY seq'),
     pevInsert: q('INSERT INTO policy_evaluations (id, activity_id, organization_id, vote_id, evaluations, created_ms) VALUES (?, ?, ?, ?, ?, ?)'),
-    actUpdate: q('UPDATE activities SET status = ?, updated_ms = ?, record = ? WHERE id = ?'),
-    actInsert: q('INSERT INTO activities (id, organization_id, type, status, request_ms, fingerprint, created_ms, updated_ms, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+    // log_indexes: the new entry's index added to the list (storage/logNodes.ts), unless there is none
+    actUpdate: q("UPDATE activities SET status = ?, updated_ms = ?, record = ?, log_indexes = CASE WHEN ? IS NULL THEN log_indexes ELSE ltrim(log_indexes || ',' || ?, ',') END WHERE id = ?"),
+    actInsert: q('INSERT INTO activities (id, organization_id, type, status, request_ms, fingerprint, created_ms, updated_ms, record, log_indexes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     actCount: q<{ n: number }>('SELECT COUNT(*) AS n FROM activities WHERE organization_id = ?'),
-    logHead: q('SELECT * FROM log_heads WHERE organization_id = ?'),
-    logSetHead: q(`INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES (?, ?, ?, ?, ?)
-      ON CONFLICT (organization_id) DO UPDATE SET size = excluded.size, frontier = excluded.frontier, root = excluded.root, updated_ms = excluded.updated_ms`),
+    logLast: q<{ idx: number; created_ms: number }>('SELECT idx, created_ms FROM log_entries WHERE organization_id = ? ORDER BY idx DESC LIMIT 1'),
     logEntryInsert: q('INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms, nodes) VALUES (?, ?, ?, ?, ?, ?)'),
     logEntries: q('SELECT organization_id, idx, activity_id, entry, created_ms FROM log_entries WHERE organization_id = ? AND idx >= ? AND idx < ? ORDER BY idx'),
-    logIndexesOf: q<{ idx: number }>('SELECT idx FROM log_entries WHERE organization_id = ? AND activity_id = ? ORDER BY idx'),
+    logIndexesOf: q<{ log_indexes: string }>('SELECT log_indexes FROM activities WHERE id = ? AND organization_id = ?'),
     logNode: q('SELECT substr(nodes, ?, 32) AS hash FROM log_entries WHERE organization_id = ? AND idx = ?'),
     logCpInsert: q('INSERT INTO log_checkpoints (organization_id, size, root, note, created_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING'),
     logCpAt: q('SELECT * FROM log_checkpoints WHERE organization_id = ? AND size = ?'),
@@ -303,12 +303,16 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
   const featCache = cache.map<{ value: string | undefined }>();
   const endpointCache = cache.map<WebhookEndpointRow[]>();
   const allowlistCache = cache.map<{ row: IpAllowlistRow | undefined }>();
+  const logNodeAt = (org: string, level: number, index: number): Uint8Array | undefined => {
+    const at = nodePlace(level, index);
+    const r = s.logNode.get(at.offset + 1, org, at.entry);
+    return r && (r.hash as Buffer).length === 32 ? new Uint8Array(r.hash as Buffer) : undefined;
+  };
+  // No head row: the head is the last entry's index and the frontier nodes in the entries' rows
+  // (an append writes one row; logHeads.ts keeps the heads this process committed).
   const logHeadOf = (org: string): LogHeadRow | undefined => {
-    const r = s.logHead.get(org);
-    return r ? {
-      organizationId: r.organization_id as string, size: r.size as number, frontier: new Uint8Array(r.frontier as Buffer),
-      root: new Uint8Array(r.root as Buffer), updatedMs: r.updated_ms as number,
-    } : undefined;
+    const last = s.logLast.get(org);
+    return last ? headFromNodes(org, last.idx + 1, last.created_ms, (level, index) => logNodeAt(org, level, index)) : undefined;
   };
   const logHeads = new LogHeads(cache, logHeadOf);
   const featureOf = (org: string, name: string): string | undefined => cache.get(featCache, `${org}/${name}`, () => s.featGet.get(org, name) ?? { value: undefined })!.value;
@@ -529,22 +533,19 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       append: (e, nodes, h) => {
         logHeads.forget(h.organizationId);
         s.logEntryInsert.run(e.organizationId, e.index, e.activityId, e.entry, e.createdMs, foldNodes(e.index, nodes));
-        s.logSetHead.run(h.organizationId, h.size, h.frontier, h.root, h.updatedMs);
         logHeads.wrote(h);
       },
-      setHead: (h) => { logHeads.forget(h.organizationId); s.logSetHead.run(h.organizationId, h.size, h.frontier, h.root, h.updatedMs); },
       insertEntry: (e) => { s.logEntryInsert.run(e.organizationId, e.index, e.activityId, e.entry, e.createdMs, new Uint8Array(0)); },
       entries: (org, start, end) => s.logEntries.all(org, start, end).map((r) => ({
         organizationId: r.organization_id as string, index: r.idx as number, activityId: r.activity_id as string,
         entry: new Uint8Array(r.entry as Buffer), createdMs: r.created_ms as number,
       })),
-      indexesOf: (org, activityId) => s.logIndexesOf.all(org, activityId).map((r) => r.idx),
+      indexesOf: (org, activityId) => logIndexesFrom(s.logIndexesOf.get(activityId, org)?.log_indexes),
       nodes: (org, wanted) => {
         const out = [];
         for (const w of wanted) {
-          const at = nodePlace(w.level, w.index);
-          const r = s.logNode.get(at.offset + 1, org, at.entry);
-          if (r && (r.hash as Buffer).length === 32) out.push({ level: w.level, index: w.index, hash: new Uint8Array(r.hash as Buffer) });
+          const hash = logNodeAt(org, w.level, w.index);
+          if (hash) out.push({ level: w.level, index: w.index, hash });
         }
         return out;
       },
@@ -561,9 +562,12 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       get: (org, id) => { const r = s.actGet.get(org, id); return r ? activityFrom(r) : undefined; },
       byFingerprint: (fp, requestMs) => { const r = s.actByFp.get(requestMs, fp); return r ? activityFrom(r) : undefined; },
       insert: (a) => {
-        s.actInsert.run(a.id, a.organizationId, a.type, a.status, a.requestMs, a.fingerprint, a.createdMs, a.updatedMs, a.recordJson ?? JSON.stringify(a.record));
+        s.actInsert.run(a.id, a.organizationId, a.type, a.status, a.requestMs, a.fingerprint, a.createdMs, a.updatedMs, a.recordJson ?? JSON.stringify(a.record), (a.logIndexes ?? []).join(','));
       },
-      update: (a) => { s.actUpdate.run(a.status, a.updatedMs, a.recordJson ?? JSON.stringify(a.record), a.id); },
+      update: (a, logIndex) => {
+        const idx = logIndex === undefined ? null : String(logIndex);
+        s.actUpdate.run(a.status, a.updatedMs, a.recordJson ?? JSON.stringify(a.record), idx, idx, a.id);
+      },
       list: (lq) => listActivities(lq),
       count: (org) => s.actCount.get(org)!.n,
     },

@@ -190,6 +190,12 @@ export interface ActivityRow {
   record: Record<string, unknown>;
   /** JSON.stringify(record), when the caller has it already (stored as is; saves a second serialization). */
   recordJson?: string;
+  /**
+   * The indexes of its entries in its organization's log, oldest first (log.indexesOf reads them):
+   * the engine appends an entry before it stores the row, so the row carries the new index and no
+   * index by activity is written. Read by get; written by insert (update appends one instead).
+   */
+  logIndexes?: number[];
 }
 
 export interface ActivityListQuery {
@@ -589,16 +595,16 @@ export interface Repositories {
     takeHead(organizationId: string): Promise<LogHeadRow | undefined>;
     /**
      * One append: the entry, the subtree nodes it completes (levels 0…k, all ending at this entry:
-     * stored in its row, logNodes.ts), and the new head (fails when the index is taken).
+     * stored in its row, logNodes.ts), and the new head (fails when the index is taken). The head
+     * must be the one these nodes make: SQLite stores no head row but derives it from the entries'
+     * rows (logNodes.ts headFromNodes); PostgreSQL keeps it in log_heads, its row lock taken by takeHead.
      */
     append(entry: LogEntryRow, nodes: LogNodeRow[], head: LogHeadRow): Promise<void>;
-    /** Creates or replaces the head. */
-    setHead(row: LogHeadRow): Promise<void>;
     /** An entry without its nodes. Fails (a unique violation) when the index is taken: two appends never share one. */
     insertEntry(row: LogEntryRow): Promise<void>;
     /** Entries [start, end), by index. */
     entries(organizationId: string, start: number, end: number): Promise<LogEntryRow[]>;
-    /** The indexes of an activity's entries, oldest first. */
+    /** The indexes of an activity's entries, oldest first (from its activity row: ActivityRow.logIndexes). */
     indexesOf(organizationId: string, activityId: string): Promise<number[]>;
     /** The stored nodes among those asked for (absent ones are left out). */
     nodes(organizationId: string, wanted: { level: number; index: number }[]): Promise<LogNodeRow[]>;
@@ -612,8 +618,11 @@ export interface Repositories {
     /** The activity a request body created: its fingerprint and its timestampMs. */
     byFingerprint(fingerprint: string, requestMs: number): Promise<ActivityRow | undefined>;
     insert(row: ActivityRow): Promise<void>;
-    /** Replaces status, updatedMs and record (an activity leaving CONSENSUS_NEEDED, or voted on). */
-    update(row: ActivityRow): Promise<void>;
+    /**
+     * Replaces status, updatedMs and record (an activity leaving CONSENSUS_NEEDED, or voted on), and
+     * adds logIndex, the index of the log entry of this change, to its logIndexes.
+     */
+    update(row: ActivityRow, logIndex?: number): Promise<void>;
     list(q: ActivityListQuery): Promise<ActivityRow[] | undefined>;
     count(organizationId: string): Promise<number>;
   };

@@ -47,6 +47,25 @@ export function rootOf(leaves: readonly Uint8Array[]): Uint8Array {
   return f.root();
 }
 
+/**
+ * Where the frontier of a tree of `size` leaves is: its perfect subtrees of the right edge as
+ * (level, index), largest first, one per set bit of size.
+ */
+export function frontierPlaces(size: number): { level: number; index: number }[] {
+  checkSize(size, 'size');
+  const out: { level: number; index: number }[] = [];
+  let start = 0;
+  for (let level = size > 0 ? Math.floor(Math.log2(size)) : -1; level >= 0; level--) {
+    const width = 2 ** level;
+    if (size - start >= width) {
+      out.push({ level, index: start / width });
+      start += width;
+    }
+  }
+  if (start !== size) throw new Error(`frontierPlaces: the subtrees cover ${start} of ${size} leaves`);
+  return out;
+}
+
 /** A completed perfect subtree, reported by Frontier.append so that a store can keep it. */
 export interface Node { level: number; index: number; hash: Uint8Array }
 

@@ -91,10 +91,10 @@ describe('SQLite migration 27 (the nodes in their entries\' rows)', () => {
         // every node's 32 bytes, and nothing else, are in the entries' rows now
         expect((raw.prepare('SELECT SUM(length(nodes)) AS n FROM log_entries').get() as { n: number }).n).toBe(32 * log.nodes.length);
         expect(raw.prepare("SELECT name FROM sqlite_master WHERE name = 'log_nodes'").all()).toEqual([]);
-        // a rowid table now, still keyed (organization_id, idx), still indexed by activity
+        // a rowid table now, still keyed (organization_id, idx) (the index by activity went in migration 28)
         expect(raw.prepare("SELECT wr FROM pragma_table_list WHERE name = 'log_entries'").get()).toEqual({ wr: 0 });
         expect(raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'log_entries' ORDER BY name").all())
-          .toEqual([{ name: 'log_entries_activity' }, { name: 'sqlite_autoindex_log_entries_1' }]);
+          .toEqual([{ name: 'sqlite_autoindex_log_entries_1' }]);
       } finally { raw.close(); }
       await checkUpgraded(db);
     } finally {

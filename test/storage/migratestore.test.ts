@@ -24,6 +24,7 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { decryptExportBundle, generateP256KeyPair } from '@turnkey/crypto';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { SERVER_KEYS } from '../../src/domain/keys.js';
+import { leafHash, rootOf, verifyInclusion } from '../../src/tlog/merkle.js';
 import { dropFreshDatabases, freshDatabase, missingPostgres, postgresAvailable } from './pgcluster.js';
 import { ensureBuilt, kmasBin, root } from '../server/build.js';
 import { freshDataDir, newP256Key, sdkClient, submitBody, rawRequest, uniqueName, type ApiKeyPair } from '../server/harness.js';
@@ -360,6 +361,24 @@ describe.runIf(available)('kmas migrate-store: an embedded installation moved in
     const tag: any = await sdk.createUserTag({ userTagName: uniqueName('after'), userIds: [] } as any);
     const listed: any = await sdk.getActivities({ paginationOptions: { limit: '1' } } as any);
     expect(listed.activities[0].id).toBe(tag.activity.id);
+
+    // The log continues the moved tree (its PostgreSQL head was built from the SQLite entries): the
+    // approval and the tag are entries after the moved ones, and a proof from the stored nodes
+    // verifies against the tree of all the entries' bytes.
+    const logQuery = async (op: string, body: Record<string, unknown>) => {
+      const r = await rawRequest(node!.url, `/public/v1/query/${op}`, JSON.stringify({ organizationId: orgId, ...body }), { key: rootKey });
+      expect(r.status, r.text).toBe(200);
+      return r.json;
+    };
+    const all = await logQuery('kmas_list_log_entries', { start: '0', limit: '1000' });
+    const size = Number(all.treeSize);
+    const ids: string[] = all.entries.map((e: { activityId: string }) => e.activityId);
+    expect(ids.filter((id) => id === pending.id)).toHaveLength(2); // waiting (moved), approved (here)
+    expect(ids[size - 1]).toBe(tag.activity.id);
+    const leaves = all.entries.map((e: { entry: string }) => leafHash(Buffer.from(e.entry, 'base64')));
+    const proof = await logQuery('kmas_get_log_inclusion_proof', { activityId: tag.activity.id, treeSize: String(size) });
+    expect(Number(proof.index)).toBe(size - 1);
+    expect(verifyInclusion(leaves[size - 1], size - 1, size, proof.proof.map((p: string) => Buffer.from(p, 'base64')), rootOf(leaves))).toBe(true);
     await node.stop();
     node = undefined;
   }, 90_000);

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import {
-  EMPTY_ROOT, Frontier, consistencyProof, inclusionProof, leafHash, nodeHash, rootOf, verifyConsistency, verifyInclusion, type NodeReader,
+  EMPTY_ROOT, Frontier, consistencyProof, frontierPlaces, inclusionProof, leafHash, nodeHash, rootOf, verifyConsistency, verifyInclusion, type NodeReader,
 } from '../../src/tlog/merkle.js';
 import { mth } from './reference.js';
 
@@ -102,6 +102,29 @@ describe('RFC 6962 vectors', () => {
 });
 
 describe('random trees against the RFC\'s definition', () => {
+  it('frontierPlaces: where the frontier that appends build is, for every size up to 1,100 and sizes near powers of two up to 2^53', () => {
+    // the definition: one subtree per set bit of size, largest first, each starting where the larger ones end
+    const byBits = (size: number) => {
+      const out: { level: number; index: number }[] = [];
+      let start = 0;
+      for (let level = 53; level >= 0; level--) {
+        const width = 2 ** level;
+        if (Math.floor(size / width) % 2 === 1) { out.push({ level, index: start / width }); start += width; }
+      }
+      return out;
+    };
+    const f = new Frontier();
+    for (let size = 0; size <= 1100; size++) {
+      expect(frontierPlaces(size), String(size)).toEqual(f.nodes.map((n) => ({ level: n.level, index: n.index })));
+      expect(frontierPlaces(size)).toEqual(byBits(size));
+      f.append(leafHash(new Uint8Array([size & 0xff])));
+    }
+    for (let k = 1; k <= 53; k++) for (const size of [2 ** k - 1, 2 ** k, 2 ** k + 1, 2 ** k + 2 ** (k - 1)]) {
+      if (size <= Number.MAX_SAFE_INTEGER) expect(frontierPlaces(size), String(size)).toEqual(byBits(size));
+    }
+    expect(() => frontierPlaces(-1)).toThrow(RangeError);
+  });
+
   it('frontier roots, inclusion and consistency proofs for every index and size up to 70, and sampled up to 2,000 leaves', () => {
     const all = Array.from({ length: 2000 }, (_, i) => leafHash(sha256(new Uint8Array([i & 0xff, i >> 8]))));
     const { reader, frontier } = nodeStore(all);
