@@ -142,7 +142,8 @@ describe('signing through the API with and without signing threads', () => {
     servers.push(ts);
     const k = await ts.sdk.createPrivateKeys({ privateKeys: [{ privateKeyName: 'doomed', curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: [] }] });
     const id = k.privateKeys[0]!.privateKeyId!;
-    const sign = () => ts.sdk.signRawPayload({ signWith: id, payload: hex(32), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' })
+    // sign_raw_payloads signs before its transaction when requests overlap (sign_raw_payload, one signature, signs inside it)
+    const sign = () => ts.sdk.signRawPayloads({ signWith: id, payloads: [hex(32), hex(32)], encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' })
       .then(() => 'signed', (e: unknown) => String((e as Error).message));
     const before = Array.from({ length: 20 }, sign);
     const del = ts.sdk.deletePrivateKeys({ privateKeyIds: [id], deleteWithoutExport: true });
@@ -155,7 +156,7 @@ describe('signing through the API with and without signing threads', () => {
     const order = activities.map((x) => x.type);
     const delAt = order.indexOf('ACTIVITY_TYPE_DELETE_PRIVATE_KEYS');
     expect(delAt).toBeGreaterThanOrEqual(0);
-    const newer = activities.slice(0, delAt).filter((x) => x.type === 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2' && x.status === 'ACTIVITY_STATUS_COMPLETED');
+    const newer = activities.slice(0, delAt).filter((x) => x.type === 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS' && x.status === 'ACTIVITY_STATUS_COMPLETED');
     expect(newer).toEqual([]);
     // and a sign after the delete is refused
     expect(await sign()).not.toBe('signed');
@@ -167,9 +168,9 @@ describe('signing through the API with and without signing threads', () => {
     const k = await ts.sdk.createPrivateKeys({ privateKeys: [{ privateKeyName: 'stamped', curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: [] }] });
     const id = k.privateKeys[0]!.privateKeyId!;
     const before = (await ts.sdk.getActivities({ paginationOptions: { limit: '100' } })).activities.length;
-    const body = (ms = Date.now()) => submitBody('ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2', ts.orgId,
-      { signWith: id, payload: hex(32), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' }, String(ms));
-    const path = SUBMIT('sign_raw_payload');
+    const body = (ms = Date.now()) => submitBody('ACTIVITY_TYPE_SIGN_RAW_PAYLOADS', ts.orgId,
+      { signWith: id, payloads: [hex(32), hex(32)], encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' }, String(ms));
+    const path = SUBMIT('sign_raw_payloads');
     // Every request is sent at once, so the server sees them together and takes the thread path.
     const kinds = Array.from({ length: 48 }, (_, i) => (['good', 'forged', 'forged-json', 'forged-old'] as const)[i % 4]);
     const replies = await Promise.all(kinds.map((kind) => {
