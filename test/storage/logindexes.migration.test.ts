@@ -9,12 +9,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { migrateClient, PG_MIGRATIONS } from '../../src/storage/pgMigrations.js';
 import { openSqliteDb } from '../../src/storage/sqlite.js';
 import { openPostgresDb } from '../../src/storage/postgres.js';
 import type { Db } from '../../src/storage/types.js';
 import { dropFreshDatabases, freshDatabase, missingPostgres, testDatabaseUrl } from './pgcluster.js';
-import { sqliteAtVersion } from './oldschema.js';
+import { postgresAtVersion, sqliteAtVersion } from './oldschema.js';
 
 const ORG = 'org-upgraded';
 const OTHER = 'org-other';
@@ -89,19 +88,12 @@ if (server === undefined) {
 
     it('a store indexed by activity upgrades to the same indexes per activity, and the index is gone', async () => {
       const url = await freshDatabase();
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      try {
-        await migrateClient(c, PG_MIGRATIONS.filter((m) => m.version <= 3));
-        await c.query('BEGIN');
+      await postgresAtVersion(url, 3, async (c) => {
         for (const n of ACTIVITIES) await c.query(`${INSERT_ACTIVITY} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, activityRow(n));
         for (const [o, i, a] of ENTRIES) {
           await c.query('INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms, nodes) VALUES ($1, $2, $3, $4, $5, $6)', [o, i, a, Buffer.from([i]), i, Buffer.alloc(32)]);
         }
-        await c.query('COMMIT');
-      } finally {
-        await c.end();
-      }
+      });
       const db = await openPostgresDb(url);
       try {
         const check = new pg.Client({ connectionString: url });

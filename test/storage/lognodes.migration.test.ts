@@ -8,11 +8,9 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { MIGRATIONS } from '../../src/storage/migrations.js';
-import { migrateClient, PG_MIGRATIONS } from '../../src/storage/pgMigrations.js';
 import { openSqliteDb } from '../../src/storage/sqlite.js';
 import { openPostgresDb } from '../../src/storage/postgres.js';
 import type { Db } from '../../src/storage/types.js';
@@ -21,7 +19,7 @@ import { activityEntryBytes } from '../../src/tlog/entry.js';
 import { Frontier, leafHash, nodeHash, verifyConsistency, verifyInclusion, type Node } from '../../src/tlog/merkle.js';
 import { dropFreshDatabases, freshDatabase, missingPostgres, testDatabaseUrl } from './pgcluster.js';
 import { mth } from '../tlog/reference.js';
-import { sqliteAtVersion } from './oldschema.js';
+import { postgresAtVersion, sqliteAtVersion } from './oldschema.js';
 
 const ORG = 'org-upgraded';
 const OLD = 300;
@@ -112,21 +110,14 @@ if (server === undefined) {
 
     it('a log stored by (level, idx) upgrades to the same tree: its proofs verify and appends continue it', async () => {
       const url = await freshDatabase();
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
       const log = oldLog();
-      try {
-        await migrateClient(c, PG_MIGRATIONS.filter((m) => m.version <= 2));
-        await c.query('BEGIN');
+      await postgresAtVersion(url, 2, async (c) => {
         for (const [i, e] of log.entries.entries()) {
           await c.query('INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms) VALUES ($1, $2, $3, $4, $5)', [ORG, i, `act-${i}`, Buffer.from(e), i]);
         }
         for (const n of log.nodes) await c.query('INSERT INTO log_nodes (organization_id, level, idx, hash) VALUES ($1, $2, $3, $4)', [ORG, n.level, n.index, Buffer.from(n.hash)]);
         await c.query('INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $2, $3, $4, 1)', [ORG, log.head.size, log.head.frontier, Buffer.from(log.head.root)]);
-        await c.query('COMMIT');
-      } finally {
-        await c.end();
-      }
+      });
       const db = await openPostgresDb(url);
       try {
         await checkUpgraded(db);

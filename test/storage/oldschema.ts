@@ -1,7 +1,10 @@
-// A SQLite database as an earlier release left it: WAL mode and the migrations up to `version`
-// applied and recorded, for tests that upgrade it to the current schema.
+// A database as an earlier release left it, for tests that upgrade it to the current schema:
+// SQLite (WAL mode and the migrations up to `version` applied and recorded), or PostgreSQL (the
+// migrations up to `version`, then the rows the test writes in that layout).
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { MIGRATIONS } from '../../src/storage/migrations.js';
+import { migrateClient, PG_MIGRATIONS } from '../../src/storage/pgMigrations.js';
 
 export function sqliteAtVersion(file: string, version: number): Database.Database {
   const db = new Database(file);
@@ -12,4 +15,18 @@ export function sqliteAtVersion(file: string, version: number): Database.Databas
     db.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, 1);
   }
   return db;
+}
+
+/** Migrates the PostgreSQL database at `url` up to `version`, then runs `fill` in one transaction. */
+export async function postgresAtVersion(url: string, version: number, fill: (c: pg.Client) => Promise<void>): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await migrateClient(c, PG_MIGRATIONS.filter((m) => m.version <= version));
+    await c.query('BEGIN');
+    await fill(c);
+    await c.query('COMMIT');
+  } finally {
+    await c.end();
+  }
 }
