@@ -4,7 +4,6 @@
 // root and time — for logs of every shape of frontier, and appends continue the same trees. The
 // truth is RFC 6962's tree head written out from its definition over the entries' own bytes.
 import { afterAll, describe, expect, it } from 'vitest';
-import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,7 +14,7 @@ import { appendActivity, inclusionProofOf } from '../../src/domain/activityLog.j
 import { activityEntryBytes } from '../../src/tlog/entry.js';
 import { Frontier, leafHash, verifyInclusion } from '../../src/tlog/merkle.js';
 import { mth } from '../tlog/reference.js';
-import { sqliteAtVersion } from './oldschema.js';
+import { afterSqliteUpgrade, sqliteAtVersion } from './oldschema.js';
 
 const record = (org: string, i: number) => ({ id: `act-${i}`, organizationId: org, type: 'ACTIVITY_TYPE_X', status: 'ACTIVITY_STATUS_COMPLETED', fingerprint: `sha256:${i}`, timestampMs: String(i), intent: { i }, result: {}, votes: [] });
 /** logs of these sizes: one subtree, every bit set, a lone leaf after a large subtree, … */
@@ -50,12 +49,9 @@ describe('SQLite migration 29 (the log head derived from the entries)', () => {
     })();
     old.close();
 
-    const db = openSqliteDb(file, { multiProcess: false });
-    try {
-      const raw = new Database(file, { readonly: true });
-      try {
-        expect(raw.prepare("SELECT name FROM sqlite_master WHERE name = 'log_heads'").all()).toEqual([]);
-      } finally { raw.close(); }
+    await afterSqliteUpgrade(file, (raw) => {
+      expect(raw.prepare("SELECT name FROM sqlite_master WHERE name = 'log_heads'").all()).toEqual([]);
+    }, async (db) => {
       for (const [org, want] of heads) {
         const got = (await db.read((tx) => tx.log.head(org)))!;
         expect({ size: got.size, frontier: hex(got.frontier), root: hex(got.root), updatedMs: got.updatedMs }, org)
@@ -74,9 +70,7 @@ describe('SQLite migration 29 (the log head derived from the entries)', () => {
         expect([head.size, hex(head.root), head.updatedMs]).toEqual([n, hex(mth(all)), 2000 + n - 1]);
         for (const m of [0, want.size - 1, n - 1]) expect(verifyInclusion(all[m]!, m, n, await db.read((tx) => inclusionProofOf(tx, org, m, n)), head.root)).toBe(true);
       }
-    } finally {
-      await db.close();
-    }
+    });
     // a fresh process (no head in memory) derives the same heads
     const again = openSqliteDb(file, { multiProcess: false });
     try {

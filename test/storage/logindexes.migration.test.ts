@@ -4,16 +4,14 @@
 // activity lists its entries' indexes, oldest first, those of another organization's log are not
 // its own, an activity with no entry lists none, and later changes add to the list.
 import { afterAll, describe, expect, it } from 'vitest';
-import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { openSqliteDb } from '../../src/storage/sqlite.js';
 import { openPostgresDb } from '../../src/storage/postgres.js';
 import type { Db } from '../../src/storage/types.js';
 import { dropFreshDatabases, freshDatabase, missingPostgres, testDatabaseUrl } from './pgcluster.js';
-import { postgresAtVersion, sqliteAtVersion } from './oldschema.js';
+import { afterSqliteUpgrade, postgresAtVersion, sqliteAtVersion } from './oldschema.js';
 
 const ORG = 'org-upgraded';
 const OTHER = 'org-other';
@@ -63,19 +61,14 @@ describe('SQLite migration 28 (the indexes of an activity\'s entries in its row)
     })();
     old.close();
 
-    const db = openSqliteDb(file, { multiProcess: false });
-    try {
-      const raw = new Database(file, { readonly: true });
-      try {
-        expect(raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'log_entries' ORDER BY name").all())
-          .toEqual([{ name: 'sqlite_autoindex_log_entries_1' }]);
-        expect(raw.prepare('SELECT id, log_indexes FROM activities ORDER BY id').all())
-          .toEqual([{ id: act(1), log_indexes: '0,2,4' }, { id: act(2), log_indexes: '1,5' }, { id: act(3), log_indexes: '' }, { id: act(4), log_indexes: '3' }]);
-      } finally { raw.close(); }
+    await afterSqliteUpgrade(file, (raw) => {
+      expect(raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'log_entries' ORDER BY name").all())
+        .toEqual([{ name: 'sqlite_autoindex_log_entries_1' }]);
+      expect(raw.prepare('SELECT id, log_indexes FROM activities ORDER BY id').all())
+        .toEqual([{ id: act(1), log_indexes: '0,2,4' }, { id: act(2), log_indexes: '1,5' }, { id: act(3), log_indexes: '' }, { id: act(4), log_indexes: '3' }]);
+    }, async (db) => {
       await checkUpgraded(db);
-    } finally {
-      await db.close();
-    }
+    });
   });
 });
 

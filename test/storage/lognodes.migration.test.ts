@@ -4,14 +4,12 @@
 // definition over the entries' own bytes; the old rows are made here from the entries with
 // merkle.ts's Frontier, as the previous appendActivity stored them.
 import { afterAll, describe, expect, it } from 'vitest';
-import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { MIGRATIONS } from '../../src/storage/migrations.js';
-import { openSqliteDb } from '../../src/storage/sqlite.js';
 import { openPostgresDb } from '../../src/storage/postgres.js';
 import type { Db } from '../../src/storage/types.js';
 import { appendActivity, consistencyProofOf, inclusionProofOf } from '../../src/domain/activityLog.js';
@@ -19,7 +17,7 @@ import { activityEntryBytes } from '../../src/tlog/entry.js';
 import { Frontier, leafHash, nodeHash, verifyConsistency, verifyInclusion, type Node } from '../../src/tlog/merkle.js';
 import { dropFreshDatabases, freshDatabase, missingPostgres, testDatabaseUrl } from './pgcluster.js';
 import { mth } from '../tlog/reference.js';
-import { postgresAtVersion, sqliteAtVersion } from './oldschema.js';
+import { afterSqliteUpgrade, postgresAtVersion, sqliteAtVersion } from './oldschema.js';
 
 const ORG = 'org-upgraded';
 const OLD = 300;
@@ -82,22 +80,17 @@ describe('SQLite migration 27 (the nodes in their entries\' rows)', () => {
     })();
     old.close();
 
-    const db = openSqliteDb(file, { multiProcess: false });
-    try {
-      const raw = new Database(file, { readonly: true });
-      try {
-        // every node's 32 bytes, and nothing else, are in the entries' rows now
-        expect((raw.prepare('SELECT SUM(length(nodes)) AS n FROM log_entries').get() as { n: number }).n).toBe(32 * log.nodes.length);
-        expect(raw.prepare("SELECT name FROM sqlite_master WHERE name = 'log_nodes'").all()).toEqual([]);
-        // a rowid table now, still keyed (organization_id, idx) (the index by activity went in migration 28)
-        expect(raw.prepare("SELECT wr FROM pragma_table_list WHERE name = 'log_entries'").get()).toEqual({ wr: 0 });
-        expect(raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'log_entries' ORDER BY name").all())
-          .toEqual([{ name: 'sqlite_autoindex_log_entries_1' }]);
-      } finally { raw.close(); }
+    await afterSqliteUpgrade(file, (raw) => {
+      // every node's 32 bytes, and nothing else, are in the entries' rows now
+      expect((raw.prepare('SELECT SUM(length(nodes)) AS n FROM log_entries').get() as { n: number }).n).toBe(32 * log.nodes.length);
+      expect(raw.prepare("SELECT name FROM sqlite_master WHERE name = 'log_nodes'").all()).toEqual([]);
+      // a rowid table now, still keyed (organization_id, idx) (the index by activity went in migration 28)
+      expect(raw.prepare("SELECT wr FROM pragma_table_list WHERE name = 'log_entries'").get()).toEqual({ wr: 0 });
+      expect(raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'log_entries' ORDER BY name").all())
+        .toEqual([{ name: 'sqlite_autoindex_log_entries_1' }]);
+    }, async (db) => {
       await checkUpgraded(db);
-    } finally {
-      await db.close();
-    }
+    });
   });
 });
 

@@ -5,6 +5,8 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { MIGRATIONS } from '../../src/storage/migrations.js';
 import { migrateClient, PG_MIGRATIONS } from '../../src/storage/pgMigrations.js';
+import { openSqliteDb } from '../../src/storage/sqlite.js';
+import type { Db } from '../../src/storage/types.js';
 
 export function sqliteAtVersion(file: string, version: number): Database.Database {
   const db = new Database(file);
@@ -15,6 +17,23 @@ export function sqliteAtVersion(file: string, version: number): Database.Databas
     db.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, 1);
   }
   return db;
+}
+
+/**
+ * Opens `file` with the current code (which applies the pending migrations), shows its tables
+ * read-only to `inspect`, then the Db to `check`; closes both.
+ */
+export async function afterSqliteUpgrade(file: string, inspect: (raw: Database.Database) => void, check: (db: Db) => Promise<void>): Promise<void> {
+  const db = openSqliteDb(file, { multiProcess: false });
+  try {
+    const raw = new Database(file, { readonly: true });
+    try {
+      inspect(raw);
+    } finally { raw.close(); }
+    await check(db);
+  } finally {
+    await db.close();
+  }
 }
 
 /** Migrates the PostgreSQL database at `url` up to `version`, then runs `fill` in one transaction. */
