@@ -14,7 +14,7 @@
  * outbox.ts takes the rows under a lease, so the processes of a WORKERS pool never work on the
  * same row at once, and a restart resumes whatever was left.
  */
-import { TransactionReceiptNotFoundError, type Hex } from 'viem';
+import { TransactionNotFoundError, TransactionReceiptNotFoundError, type Hex } from 'viem';
 import type { Logger } from './log.js';
 import type { Db, SendTransactionRow } from './storage/types.js';
 import { isUnreachable, rpcReason, type Networks } from './chains/networks.js';
@@ -44,8 +44,12 @@ interface Network {
   send(): Promise<void>;
   /** INCLUDED / FAILED once the network has settled it; undefined while it is pending */
   settled(): Promise<Next | undefined>;
-  /** whether a refusal to send means the node has it already */
-  known(reason: string): boolean;
+  /**
+   * Whether the node has the transaction already, after it refused it: a send that timed out may
+   * have reached it, and nodes word the refusal of a repeat differently (geth "already known",
+   * ganache "transaction underpriced"), so the node is asked for the transaction itself.
+   */
+  known(reason: string): Promise<boolean>;
   /** why a pending transaction can no longer land, if it cannot */
   lapsed(now: number): Promise<string | undefined>;
 }
@@ -111,10 +115,11 @@ export class Broadcaster {
           if (row.attempts + 1 >= MAX_SEND_ATTEMPTS) return failed(`the network's RPC endpoint did not answer after ${MAX_SEND_ATTEMPTS} attempts`);
           return retry(row.attempts + 1);
         }
-        // Sent before (a restart between the send and its record): the node knows it, or it is settled.
+        // Sent before (a restart between the send and its record, or a send that timed out after it
+        // reached the node): the node has it, or it is settled.
         const seen = await network.settled();
         if (seen) return seen;
-        if (network.known(rpcReason(e))) return broadcasting;
+        if (await network.known(rpcReason(e))) return broadcasting;
         return failed(`the network refused the transaction: ${rpcReason(e)}`);
       }
     }
@@ -146,7 +151,16 @@ export class Broadcaster {
           throw e;
         }
       },
-      known: (reason) => /already known|known transaction|already imported/i.test(reason),
+      known: async (reason) => {
+        if (/already known|known transaction|already imported/i.test(reason)) return true;
+        try {
+          await client.getTransaction({ hash: row.txHash as Hex });
+          return true;
+        } catch (e) {
+          if (e instanceof TransactionNotFoundError) return false;
+          throw e;
+        }
+      },
       lapsed: async () => undefined,
     };
   }
@@ -163,7 +177,7 @@ export class Broadcaster {
         if (st.confirmationStatus === 'confirmed' || st.confirmationStatus === 'finalized') return settled(row, 'INCLUDED', null, String(st.slot));
         return undefined;
       },
-      known: (reason) => /already (been )?processed/i.test(reason),
+      known: async (reason) => /already (been )?processed/i.test(reason) || (await rpc.signatureStatus(row.txHash)) !== null,
       // A transaction whose blockhash has expired can no longer land (about a minute after it was fetched).
       lapsed: async (now) => {
         if (now - row.createdMs < SOLANA_BLOCKHASH_CHECK_MS) return undefined;

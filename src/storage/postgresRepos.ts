@@ -13,6 +13,7 @@ import type {
 import { addressKey, type AddressEntry, type ImportTargetRow, type KeyStore, type ListPage, type PrivateKeyRow, type WalletAccountRow, type WalletRow } from './keys.js';
 
 import { foldNodes, logIndexesFrom, nodePlace } from './logNodes.js';
+import { SENDER_TURN } from './sharedSql.js';
 
 export type Row = Record<string, unknown>;
 
@@ -480,12 +481,12 @@ export function pgRepositories(q: Queries): Repositories {
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
       [t.id, t.organizationId, t.activityId, t.caip2, t.fromAddress, t.txHash, t.nonce, t.signedTransaction, t.status, t.error,
         t.blockNumber, t.attempts, t.nextCheckMs, t.createdMs, t.updatedMs]),
-      due: (nowMs, limit) => many('SELECT * FROM send_transactions WHERE next_check_ms IS NOT NULL AND next_check_ms <= $1 ORDER BY next_check_ms, seq LIMIT $2', [nowMs, limit], sendTxFrom),
+      due: (nowMs, limit) => many(`SELECT * FROM send_transactions s WHERE s.next_check_ms IS NOT NULL AND s.next_check_ms <= $1 AND ${SENDER_TURN} ORDER BY s.next_check_ms, s.seq LIMIT $2`, [nowMs, limit], sendTxFrom),
       claim: (id, dueMs, untilMs) => changed('UPDATE send_transactions SET next_check_ms = $1 WHERE id = $2 AND next_check_ms = $3', [untilMs, id, dueMs]),
       update: (t) => exec('UPDATE send_transactions SET status = $1, error = $2, block_number = $3, attempts = $4, next_check_ms = $5, updated_ms = $6 WHERE id = $7',
         [t.status, t.error, t.blockNumber, t.attempts, t.nextCheckMs, t.updatedMs, t.id]),
       nextDueMs: async () => {
-        const r = await q.get('SELECT MIN(next_check_ms) AS ms FROM send_transactions WHERE next_check_ms IS NOT NULL');
+        const r = await q.get(`SELECT MIN(s.next_check_ms) AS ms FROM send_transactions s WHERE s.next_check_ms IS NOT NULL AND ${SENDER_TURN}`);
         return numOrNull(r?.ms) ?? undefined;
       },
       pending: async () => {

@@ -19,6 +19,7 @@ import type { SqliteSynchronous } from '../config.js';
 import { BUSY_TIMEOUT_MS, SqliteUnits, WalSync, type Sync } from './sqliteUnit.js';
 import { LogHeads } from './logHeads.js';
 import { foldNodes, headFromNodes, logIndexesFrom, nodePlace } from './logNodes.js';
+import { SENDER_TURN } from './sharedSql.js';
 
 type Row = Record<string, unknown>;
 
@@ -230,10 +231,10 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     stxInsert: q(`INSERT INTO send_transactions (id, organization_id, activity_id, caip2, from_address, tx_hash, nonce, signed_transaction, status, error, block_number, attempts, next_check_ms, created_ms, updated_ms)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     stxUsedNonce: q<{ n: number | null }>(`SELECT MAX(nonce) AS n FROM send_transactions WHERE caip2 = ? AND from_address = ? AND (status IN ('INITIALIZED', 'BROADCASTING', 'INCLUDED') OR block_number IS NOT NULL)`),
-    stxDue: q('SELECT * FROM send_transactions WHERE next_check_ms IS NOT NULL AND next_check_ms <= ? ORDER BY next_check_ms, seq LIMIT ?'),
+    stxDue: q(`SELECT * FROM send_transactions s WHERE s.next_check_ms IS NOT NULL AND s.next_check_ms <= ? AND ${SENDER_TURN} ORDER BY s.next_check_ms, s.seq LIMIT ?`),
     stxClaim: q('UPDATE send_transactions SET next_check_ms = ? WHERE id = ? AND next_check_ms = ?'),
     stxUpdate: q('UPDATE send_transactions SET status = ?, error = ?, block_number = ?, attempts = ?, next_check_ms = ?, updated_ms = ? WHERE id = ?'),
-    stxNext: q<{ ms: number | null }>('SELECT MIN(next_check_ms) AS ms FROM send_transactions WHERE next_check_ms IS NOT NULL'),
+    stxNext: q<{ ms: number | null }>(`SELECT MIN(s.next_check_ms) AS ms FROM send_transactions s WHERE s.next_check_ms IS NOT NULL AND ${SENDER_TURN}`),
     stxPending: q<{ n: number; oldest: number | null }>('SELECT COUNT(*) AS n, MIN(created_ms) AS oldest FROM send_transactions WHERE next_check_ms IS NOT NULL'),
     invGet: q('SELECT * FROM invitations WHERE organization_id = ? AND id = ?'),
     invList: q('SELECT * FROM invitations WHERE organization_id = ? ORDER BY seq'),

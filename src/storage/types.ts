@@ -462,13 +462,17 @@ export interface Repositories {
   sendTransactions: {
     get(organizationId: string, id: string): Promise<SendTransactionRow | undefined>;
     insert(row: SendTransactionRow): Promise<void>;
-    /** Rows to look at by nowMs (INITIALIZED or BROADCASTING), earliest first. */
+    /**
+     * Rows to look at by nowMs (INITIALIZED or BROADCASTING), earliest first. An INITIALIZED row
+     * waits while an INITIALIZED row of its sender on its network holds a lower nonce: each sender's
+     * transactions reach the node one at a time, in nonce order, whichever node sends them.
+     */
     due(nowMs: number, limit: number): Promise<SendTransactionRow[]>;
     /** Takes a due row for this process (as webhooks.claim): its next check moves from dueMs to untilMs. */
     claim(id: string, dueMs: number, untilMs: number): Promise<boolean>;
     /** A new state: status, error, block number, attempts, next check. */
     update(row: Pick<SendTransactionRow, 'id' | 'status' | 'error' | 'blockNumber' | 'attempts' | 'nextCheckMs' | 'updatedMs'>): Promise<void>;
-    /** When the earliest row is due (undefined: none waits). */
+    /** When the earliest row is due (undefined: none waits), leaving out the rows due() holds back. */
     nextDueMs(): Promise<number | undefined>;
     /** Rows still being followed (INITIALIZED or BROADCASTING) and the creation time of the oldest (metrics). */
     pending(): Promise<{ count: number; oldestMs: number | undefined }>;

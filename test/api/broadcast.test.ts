@@ -32,6 +32,29 @@ async function rpc<T = any>(method: string, params: unknown[] = []): Promise<T> 
   return j.result as T;
 }
 
+/**
+ * A loopback relay to the node: `intercept` sees each request body first and answers it itself
+ * (true), or lets it through (false).
+ */
+async function startRelay(intercept: (body: string, res: http.ServerResponse) => boolean): Promise<{ url: string; close(): Promise<void> }> {
+  const relay = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      if (intercept(body, res)) return;
+      fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async (r) => {
+        res.writeHead(r.status, { 'content-type': 'application/json' }).end(await r.text());
+      }, () => res.writeHead(502).end());
+    });
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(relay.address() as { port: number }).port}`,
+    close: () => new Promise<void>((resolve) => { relay.closeAllConnections(); relay.close(() => resolve()); }),
+  };
+}
+
 async function fund(address: string, wei: bigint): Promise<void> {
   const hash = await rpc<string>('eth_sendTransaction', [{ from: funder, to: address, value: `0x${wei.toString(16)}` }]);
   expect((await rpc('eth_getTransactionReceipt', [hash])).status).toBe('0x1');
@@ -115,6 +138,7 @@ describe('eth_send_transaction', () => {
     const first = BigInt(await rpc<string>('eth_getTransactionCount', [from, 'pending']));
     const sent: any[] = await Promise.all([1, 2, 3].map((v) => ts.sdk.ethSendTransaction({ from, caip2: CHAIN, calls: [{ to: RECIPIENT, value: String(v), data: '0x' }] } as any)));
     const done = await Promise.all(sent.map((r) => until(ts, r.sendTransactionStatusId, ['INCLUDED', 'FAILED'])));
+    if (done.some((d) => d.txStatus !== 'INCLUDED')) console.log('DEBUGX', JSON.stringify(done.map((d) => [d.txStatus, d.eth.txHash])));
     expect(done.map((d) => d.txStatus)).toEqual(['INCLUDED', 'INCLUDED', 'INCLUDED']);
     const nonces = await Promise.all(done.map(async (d) => BigInt((await rpc('eth_getTransactionByHash', [d.eth.txHash])).nonce)));
     expect(nonces.sort((a, b) => Number(a - b))).toEqual([first, first + 1n, first + 2n]);
@@ -149,24 +173,16 @@ describe('eth_send_transaction', () => {
   });
 
   it('a transaction signed while its node refuses connections is sent by the server after a restart', async () => {
-    // A loopback relay to the node that answers everything but eth_sendRawTransaction (HTTP 503):
-    // the first server fills and signs the transaction, but cannot send it.
-    const relay = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const body = Buffer.concat(chunks).toString('utf8');
-        if (body.includes('eth_sendRawTransaction')) { res.writeHead(503).end('down'); return; }
-        fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async (r) => {
-          res.writeHead(r.status, { 'content-type': 'application/json' }).end(await r.text());
-        }, () => res.writeHead(502).end());
-      });
+    // A relay that answers everything but eth_sendRawTransaction (HTTP 503): the first server
+    // fills and signs the transaction, but cannot send it.
+    const relay = await startRelay((body, res) => {
+      if (!body.includes('eth_sendRawTransaction')) return false;
+      res.writeHead(503).end('down');
+      return true;
     });
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-    const relayUrl = `http://127.0.0.1:${(relay.address() as { port: number }).port}`;
     const dataDir = ts.dataDir;
     await ts.stop(true);
-    const first = await startTestServer({ ...serverOpts(), rpcUrls: [`${CHAIN}=${relayUrl}`], dataDir });
+    const first = await startTestServer({ ...serverOpts(), rpcUrls: [`${CHAIN}=${relay.url}`], dataDir });
     const nonce = BigInt(await rpc<string>('eth_getTransactionCount', [from, 'pending']));
     const r: any = await first.sdk.ethSendTransaction({ from, caip2: CHAIN, calls: [{ to: RECIPIENT, value: '7', data: '0x' }] } as any);
     await new Promise((res) => setTimeout(res, 300)); // several send attempts, all refused
@@ -174,7 +190,7 @@ describe('eth_send_transaction', () => {
     expect(pending.txStatus).toBe('INITIALIZED');
     expect(await rpc('eth_getTransactionByHash', [pending.eth.txHash])).toBeNull();
     await first.stop(true);
-    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    await relay.close();
 
     ts = await startTestServer({ ...serverOpts(), dataDir });
     const done = await until(ts, r.sendTransactionStatusId, ['INCLUDED', 'FAILED']);
@@ -183,6 +199,42 @@ describe('eth_send_transaction', () => {
     const tx = await rpc('eth_getTransactionByHash', [done.eth.txHash]);
     expect(BigInt(tx.nonce)).toBe(nonce);
     expect(tx.from.toLowerCase()).toBe(from.toLowerCase());
+  });
+
+  it('a send that reached the node but timed out is not taken for a refusal when sent again: INCLUDED, once', async () => {
+    // With the node's miner stopped, the relay passes the first eth_sendRawTransaction on to the
+    // node (it waits in its pool) and never answers: kmas times out and sends it again, which
+    // ganache refuses ("transaction underpriced", its word for a repeat of a pending transaction).
+    // The node has it: kmas must follow it, not call it FAILED.
+    let sends = 0;
+    const relay = await startRelay((body) => {
+      if (!body.includes('eth_sendRawTransaction') || sends++ > 0) return false;
+      void rpc('eth_sendRawTransaction', [JSON.parse(body).params[0]]);
+      return true; // no answer
+    });
+    const dataDir = ts.dataDir;
+    await ts.stop(true);
+    ts = await startTestServer({ ...serverOpts(), rpcTimeoutMs: 300, rpcUrls: [`${CHAIN}=${relay.url}`], dataDir });
+    await rpc('miner_stop');
+    try {
+      const nonce = BigInt(await rpc<string>('eth_getTransactionCount', [from, 'pending']));
+      const r: any = await ts.sdk.ethSendTransaction({ from, caip2: CHAIN, calls: [{ to: RECIPIENT, value: '9', data: '0x' }] } as any);
+      const sent = await until(ts, r.sendTransactionStatusId, ['BROADCASTING', 'INCLUDED', 'FAILED']);
+      expect(sends).toBeGreaterThanOrEqual(2); // it was sent again
+      expect(sent.txStatus).toBe('BROADCASTING');
+      expect((await rpc('eth_getTransactionByHash', [sent.eth.txHash])).blockNumber).toBeNull(); // pending
+      await rpc('miner_start');
+      const done = await until(ts, r.sendTransactionStatusId, ['INCLUDED', 'FAILED']);
+      expect(done.txStatus).toBe('INCLUDED');
+      const tx = await rpc('eth_getTransactionByHash', [done.eth.txHash]);
+      expect(BigInt(tx.nonce)).toBe(nonce);
+      expect(BigInt(await rpc<string>('eth_getTransactionCount', [from, 'pending']))).toBe(nonce + 1n);
+    } finally {
+      await rpc('miner_start');
+      await ts.stop(true);
+      await relay.close();
+      ts = await startTestServer({ ...serverOpts(), dataDir });
+    }
   });
 
   it('refuses what kmas cannot send, with a 400 naming the field, and stores nothing', async () => {

@@ -622,6 +622,29 @@ export function storageContract(target: ContractTarget): void {
         await db.write((tx) => tx.sendTransactions.update({ id: s2.id, status: 'FAILED', error: 'nonce too low', blockNumber: null, attempts: 2, nextCheckMs: null, updatedMs: 4 }));
         expect(await db.read((tx) => tx.sendTransactions.highestUsedNonce('eip155:1', '0xabc'))).toBe(1);
       });
+      it('sent transactions: a sender\'s INITIALIZED rows come due one at a time, lowest nonce first, on each network', async () => {
+        const { o } = await seed();
+        const later = sent(o.id, 5, { nextCheckMs: 5 }); // due first, but nonce 4 is not with the node yet
+        const first = sent(o.id, 4, { nextCheckMs: 50 });
+        const followed = sent(o.id, 2, { status: 'BROADCASTING', nextCheckMs: 30 }); // with the node: it holds nothing back
+        const elsewhere = sent(o.id, 7, { caip2: 'eip155:10', nextCheckMs: 31 });
+        const stranger = sent(o.id, 9, { fromAddress: '0xdef', nextCheckMs: 32 });
+        const solana = sent(o.id, 0, { caip2: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp', nonce: null, nextCheckMs: 33 });
+        await db.write(async (tx) => { for (const r of [later, first, followed, elsewhere, stranger, solana]) await tx.sendTransactions.insert(r); });
+        const due = (ms: number) => db.read(async (tx) => (await tx.sendTransactions.due(ms, 10)).map((s) => s.id));
+        expect(await due(40)).toEqual([followed.id, elsewhere.id, stranger.id, solana.id]);
+        expect(await due(60)).toEqual([followed.id, elsewhere.id, stranger.id, solana.id, first.id]);
+        expect(await db.read((tx) => tx.sendTransactions.nextDueMs())).toBe(30);
+        // nonce 4 reached the node: nonce 5 is next
+        await db.write((tx) => tx.sendTransactions.update({ id: first.id, status: 'BROADCASTING', error: null, blockNumber: null, attempts: 1, nextCheckMs: 70, updatedMs: 2 }));
+        expect(await due(60)).toEqual([later.id, followed.id, elsewhere.id, stranger.id, solana.id]);
+        expect(await db.read((tx) => tx.sendTransactions.nextDueMs())).toBe(5);
+        // a refused one (FAILED) holds nothing back either
+        await db.write((tx) => tx.sendTransactions.update({ id: first.id, status: 'FAILED', error: 'refused', blockNumber: null, attempts: 2, nextCheckMs: null, updatedMs: 3 }));
+        const third = sent(o.id, 6, { nextCheckMs: 1 });
+        await db.write((tx) => tx.sendTransactions.insert(third));
+        expect(await due(60)).toEqual([later.id, followed.id, elsewhere.id, stranger.id, solana.id]);
+      });
     });
 
     describe('the rest of an organization', () => {
