@@ -1,0 +1,73 @@
+// On PostgreSQL a stamped signing submit is one transaction in two messages: everything it reads
+// (the stamp's key and user, the request lock, the idempotency lookup, the signing key, the log
+// head, the webhook addresses) goes with its BEGIN, and its writes go with its COMMIT, whatever
+// signWith names. Counted on the wire: each extended-protocol message ends with one Sync
+// (node-postgres's Connection, patched in this process, where the test server runs).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { startTestServer, type TestServer } from './harness.js';
+import { onSqlite } from './teststorage.js';
+
+type Sent = { conn: object; what: string };
+const sent: Sent[] = [];
+const names = new Map<string, string>();
+let recording = false;
+const C = (pg as unknown as { Connection: { prototype: Record<string, (...a: any[]) => unknown> } }).Connection.prototype;
+const original = { parse: C.parse!, bind: C.bind!, sync: C.sync!, query: C.query! };
+
+/** The messages of the transaction that stored an activity: each a list of statements. */
+function activityMessages(): string[][] {
+  const conns = new Set(sent.filter((s) => s.what.startsWith('INSERT INTO activities')).map((s) => s.conn));
+  expect(conns.size).toBe(1);
+  const conn = [...conns][0]!;
+  const mine = sent.filter((s) => s.conn === conn).map((s) => s.what);
+  const begin = mine.lastIndexOf('BEGIN', mine.findIndex((w) => w.startsWith('INSERT INTO activities')));
+  const commit = mine.indexOf('COMMIT', begin);
+  const messages: string[][] = [[]];
+  for (const w of mine.slice(begin, mine.indexOf('SYNC', commit) + 1)) {
+    if (w === 'SYNC') messages.push([]);
+    else messages[messages.length - 1]!.push(w);
+  }
+  return messages.filter((m) => m.length > 0);
+}
+
+describe.skipIf(onSqlite)('PostgreSQL messages of one signing submit', () => {
+  let ts: TestServer;
+  const keys: Record<string, string> = {};
+  beforeAll(async () => {
+    C.parse = function (this: object, cfg: { name?: string; text: string }) { names.set(cfg.name ?? '', cfg.text); return original.parse.call(this, cfg); };
+    C.bind = function (this: object, cfg: { statement?: string }) {
+      if (recording) sent.push({ conn: this, what: (names.get(cfg.statement ?? '') ?? '?').replace(/\s+/g, ' ').trim() });
+      return original.bind.call(this, cfg);
+    };
+    C.sync = function (this: object) { if (recording) sent.push({ conn: this, what: 'SYNC' }); return original.sync.call(this); };
+    C.query = function (this: object, text: string) { if (recording) sent.push({ conn: this, what: text }); return original.query.call(this, text); };
+    ts = await startTestServer();
+    const w: any = await ts.sdk.createWallet({ walletName: 'messages', accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }] });
+    const pk: any = await ts.sdk.createPrivateKeys({ privateKeys: [{ privateKeyName: 'messages', curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] }] } as any);
+    keys['a wallet account address'] = w.addresses[0];
+    keys['a private key id'] = pk.privateKeys[0].privateKeyId;
+    keys['a private key address'] = pk.privateKeys[0].addresses[0].address;
+  });
+  afterAll(async () => {
+    Object.assign(C, original);
+    await ts?.stop();
+  });
+
+  for (const what of ['a wallet account address', 'a private key id', 'a private key address']) {
+    it(`sign_raw_payload with ${what}: two messages (reads with BEGIN, writes with COMMIT)`, async () => {
+      const sign = () => ts.sdk.signRawPayload({ signWith: keys[what]!, payload: 'ab'.repeat(32), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' });
+      await sign(); // the stamp's rows are read once, then kept for a few seconds (StampContexts)
+      sent.length = 0;
+      recording = true;
+      const r: any = await sign();
+      recording = false;
+      expect(r.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+      const messages = activityMessages();
+      expect(messages.map((m) => m.map((s) => s.slice(0, 60))), JSON.stringify(messages, null, 1)).toHaveLength(2);
+      expect(messages[0]![0]).toBe('BEGIN');
+      expect(messages[1]!.at(-1)).toBe('COMMIT');
+      expect(messages[1]!.some((s) => s.startsWith('INSERT INTO activities'))).toBe(true);
+    });
+  }
+});
