@@ -615,11 +615,14 @@ export function pgRepositories(q: Queries): Repositories {
     },
     log: {
       head: (org) => one('SELECT * FROM log_heads WHERE organization_id = $1', [org], headFrom),
-      // An upsert that changes nothing takes the head's row lock (creating a size-0 head if there is
-      // none) and returns the latest committed head once a concurrent append has ended: lock and
-      // read in one round trip, with no snapshot taken before the wait.
-      takeHead: (org) => one(`INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, 0, ''::bytea, sha256(''::bytea), 0)
-        ON CONFLICT (organization_id) DO UPDATE SET size = log_heads.size RETURNING *`, [org], headFrom),
+      // SELECT … FOR UPDATE takes the head's row lock and, at READ COMMITTED, returns the latest
+      // committed head once a concurrent append has ended: lock and read in one round trip. It
+      // writes no new version of the row (the append writes the one new head). An organization's
+      // first append finds no row: an upsert that changes nothing creates a size-0 head, or waits
+      // for the one a concurrent first append creates, and locks it.
+      takeHead: async (org) => await one('SELECT * FROM log_heads WHERE organization_id = $1 FOR UPDATE', [org], headFrom)
+        ?? await one(`INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, 0, ''::bytea, sha256(''::bytea), 0)
+          ON CONFLICT (organization_id) DO UPDATE SET size = log_heads.size RETURNING *`, [org], headFrom),
       // The entry, the nodes it completes and the new head in one statement, sent with the COMMIT
       // when it is the unit's last (it is, for a stored activity): the head's row lock, taken by
       // takeHead, is then held for one round trip fewer.
