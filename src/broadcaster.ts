@@ -35,6 +35,12 @@ const MAX_IN_FLIGHT = 16;
 const MAX_SEND_ATTEMPTS = 20;
 const MAX_BACKOFF_MS = 60_000;
 const MAX_PENDING_MS = 24 * 3600_000;
+/**
+ * The most calls to the node one step makes one after the other (a refused send: the send, the
+ * receipt, the transaction by hash), each bounded by the RPC timeout: the lease outlasts them, so
+ * no other process takes a row while its step is under way.
+ */
+const STEP_CALLS = 3;
 
 
 type Next = Pick<SendTransactionRow, 'status' | 'error' | 'blockNumber' | 'attempts' | 'nextCheckMs'>;
@@ -76,7 +82,7 @@ export class Broadcaster {
       claim: (row, until) => db.write((tx) => tx.sendTransactions.claim(row.id, row.nextCheckMs!, until)),
       nextDueMs: () => db.read((tx) => tx.sendTransactions.nextDueMs()),
       release: async (row, until) => { await db.write((tx) => tx.sendTransactions.claim(row.id, until, Date.now())); },
-    }, (row) => this.#work(row), log, { what: 'broadcasting', maxInFlight: MAX_IN_FLIGHT, leaseMs: 2 * chains.timeoutMs + 1_000, pollMs: opts.outboxPollMs });
+    }, (row) => this.#work(row), log, { what: 'broadcasting', maxInFlight: MAX_IN_FLIGHT, leaseMs: STEP_CALLS * chains.timeoutMs + 1_000, pollMs: opts.outboxPollMs });
     this.kick(); // rows left from before a restart
   }
 
