@@ -225,6 +225,12 @@ interface Pending {
 const LOCKS_SENT_WITH_NEXT: ReadonlySet<LockName> = new Set<LockName>(['request', 'approval', 'one-time-code']);
 
 /**
+ * Whether a statement changes something a rollback would have to undo: anything but a plain
+ * SELECT (a write, a named lock, a row lock).
+ */
+const changes = (sql: string): boolean => !/^\s*SELECT\b/i.test(sql) || /\bFOR\s+(UPDATE|NO\s+KEY\s+UPDATE|SHARE|KEY\s+SHARE)\b|\bpg_advisory/i.test(sql);
+
+/**
  * Two writes of one group met where they must not both go on in one transaction (the same named
  * lock, or an order the group cannot keep without one waiting for the other): the group rolls
  * back and each of its writes runs again in a transaction of its own, where the database's locks
@@ -253,12 +259,13 @@ class GroupConflict extends Error {
  * What keeps the members of a group apart (each rule fails the group, never waits in a cycle):
  * - A named lock one member took is another member's GroupConflict (across groups and nodes the
  *   advisory lock orders them).
- * - A savepoint is exclusive: PostgreSQL's savepoints are one stack per transaction, so while a
- *   member is inside one, the other members' statements are held back and sent after it.
+ * - No savepoint in a group: PostgreSQL's savepoints are one stack per transaction, so one member's
+ *   would hold the others' statements back. A member's tx.savepoint runs its callback as is; one
+ *   that throws after it asked for a change (which only a savepoint could undo) is a
+ *   GroupConflict, and the write runs again alone, in a real savepoint (Unit.savepoint).
  * - The log: the group keeps each organization's head once taken (the row lock is the
  *   transaction's), and one member at a time holds it from takeHead to its append, so the group's
- *   appends follow each other. The member inside a savepoint never waits for another member:
- *   where it would, GroupConflict.
+ *   appends follow each other.
  * - Lock order: a lone write takes its named locks before its log head, so two transactions
  *   never wait for each other's. In a group, a named lock other than `request` (which every
  *   member takes first) after a head is a GroupConflict.
@@ -274,13 +281,7 @@ class Unit {
   readonly bare: boolean;
   /** statements not sent yet, in order */
   pending: Pending[] = [];
-  /** statements of other members while one is inside a savepoint, in order */
-  #held: Pending[] = [];
   #savepoints = 0;
-  /** the member inside a savepoint, its depth, and who waits to enter one */
-  #exclusive: Member | undefined;
-  #exclusiveDepth = 0;
-  #exclusiveWaiters: (() => void)[] = [];
   /** named locks taken in this transaction, by member */
   readonly #locks = new Map<string, Member>();
   /** log heads taken in this transaction, as the last append left them; who appends now; who waits */
@@ -310,18 +311,16 @@ class Unit {
   /** A statement whose result someone waits for. */
   query(m: Member, sql: string, args: unknown[] = []): Promise<pg.QueryResult<Row>> {
     if (this.bare && !/^\s*SELECT\b/i.test(sql)) return Promise.reject(new Error('db.peek only reads: use db.write'));
+    if (changes(sql)) m.changes++;
     return new Promise((resolve, reject) => {
-      const p: Pending = { sql, args, settle: { resolve, reject } };
-      if (this.#exclusive !== undefined && this.#exclusive !== m) { this.#held.push(p); return; }
-      this.#push(p);
+      this.#push({ sql, args, settle: { resolve, reject } });
     });
   }
 
   /** A statement nobody waits for (it goes with the next message). */
   defer(m: Member, sql: string, args?: unknown[]): void {
-    const p: Pending = args === undefined ? { sql } : { sql, args };
-    if (this.#exclusive !== undefined && this.#exclusive !== m) this.#held.push(p);
-    else this.pending.push(p);
+    if (changes(sql)) m.changes++;
+    this.pending.push(args === undefined ? { sql } : { sql, args });
   }
 
   #push(p: Pending): void {
@@ -366,7 +365,6 @@ class Unit {
     for (;;) {
       const holder = this.#appending.get(organizationId);
       if (holder === undefined || holder === m) break;
-      if (this.#exclusive === m) throw this.#conflict('the log head while inside a savepoint');
       await new Promise<void>((resolve) => {
         const waiters = this.#headWaiters.get(organizationId) ?? [];
         waiters.push(resolve);
@@ -455,48 +453,47 @@ class Unit {
     if (opened) await this.client.query('ROLLBACK');
   }
 
+  /**
+   * fn's changes, undone if it throws. Alone: a savepoint. In a group, none is opened: PostgreSQL
+   * keeps one savepoint stack per transaction, so a member's savepoint would hold every other
+   * member's statements back until it ended (one round trip per member at least). What a member's
+   * fn changed cannot be undone alone, so if fn throws after it asked for a change (a write, a
+   * lock, a row lock: `changes`), the group cannot commit (GroupConflict) and each write runs again
+   * alone, where the savepoint undoes it. If it throws having only read, there is nothing to undo.
+   */
   async savepoint<T>(m: Member, fn: () => Promise<T>): Promise<T> {
-    if (this.#exclusive === m) this.#exclusiveDepth++;
-    else {
-      while (this.#exclusive !== undefined) await new Promise<void>((resolve) => this.#exclusiveWaiters.push(resolve));
-      this.#exclusive = m;
-      this.#exclusiveDepth = 1;
+    const after = m.after.length;
+    if (this.#members > 1) {
+      const before = m.changes;
+      try {
+        return await fn();
+      } catch (e) {
+        m.after.length = after;
+        if (m.changes !== before) this.#conflict('a savepoint undone after it changed something');
+        throw e;
+      }
     }
     const name = `kmas_sp_${++this.#savepoints}`;
     // SAVEPOINT goes with the next statement, like RELEASE after it
     const opened: Pending = { sql: `SAVEPOINT ${name}` };
     this.pending.push(opened);
-    const after = m.after.length;
+    let value: T;
     try {
-      let value: T;
-      try {
-        value = await fn();
-      } catch (e) {
-        m.after.length = after;
-        // a head appended to inside the savepoint is read again (the row keeps its lock)
-        this.heads.clear();
-        const at = this.pending.indexOf(opened);
-        // What waits to be sent was asked for inside the savepoint: it is undone with it.
-        const dropped = at >= 0 ? this.pending.splice(at) : this.pending.splice(0);
-        for (const p of dropped) p.settle?.reject(e);
-        // Sent: rolled back. If this fails too, the transaction is aborted and its COMMIT is refused (see once()).
-        if (at < 0) await this.client.query(`ROLLBACK TO SAVEPOINT ${name}`).then(() => this.client.query(`RELEASE SAVEPOINT ${name}`)).catch(noop);
-        throw e;
-      }
-      this.pending.push({ sql: `RELEASE SAVEPOINT ${name}` });
-      return value;
-    } finally {
-      if (--this.#exclusiveDepth === 0) {
-        this.#exclusive = undefined;
-        // the statements held back go out now, in the order they were asked for
-        const held = this.#held;
-        this.#held = [];
-        for (const p of held) this.#push(p);
-        const waiters = this.#exclusiveWaiters;
-        this.#exclusiveWaiters = [];
-        for (const w of waiters) w();
-      }
+      value = await fn();
+    } catch (e) {
+      m.after.length = after;
+      // a head appended to inside the savepoint is read again (the row keeps its lock)
+      this.heads.clear();
+      const at = this.pending.indexOf(opened);
+      // What waits to be sent was asked for inside the savepoint: it is undone with it.
+      const dropped = at >= 0 ? this.pending.splice(at) : this.pending.splice(0);
+      for (const p of dropped) p.settle?.reject(e);
+      // Sent: rolled back. If this fails too, the transaction is aborted and its COMMIT is refused (see once()).
+      if (at < 0) await this.client.query(`ROLLBACK TO SAVEPOINT ${name}`).then(() => this.client.query(`RELEASE SAVEPOINT ${name}`)).catch(noop);
+      throw e;
     }
+    this.pending.push({ sql: `RELEASE SAVEPOINT ${name}` });
+    return value;
   }
 }
 
@@ -504,6 +501,8 @@ class Unit {
 class Member {
   active = true;
   after: (() => void)[] = [];
+  /** statements asked for that change something (Unit.savepoint) */
+  changes = 0;
   readonly tx: Tx;
 
   constructor(unit: Unit) {

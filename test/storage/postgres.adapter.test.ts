@@ -388,6 +388,36 @@ if (server === undefined) {
         expect([...(await xminOf(url, ['kept-a', 'kept-b', 'undone'])).keys()].sort()).toEqual(['kept-a', 'kept-b']);
       });
 
+      it('savepoints of a group\'s writes do not wait for each other: their reads share messages, and one undone after reading only keeps the group whole', async () => {
+        const url = await freshDatabase();
+        const db = track(await openPostgresDb(url));
+        await db.write((tx) => tx.organizations.insert(o('seen')));
+        const runs = new Map<string, number>();
+        let inside = 0;
+        let most = 0;
+        const write = (id: string, fail: boolean) => db.write(async (tx) => {
+          runs.set(id, (runs.get(id) ?? 0) + 1);
+          await tx.organizations.insert(o(`${id}-outside`));
+          const inSavepoint = tx.savepoint(async () => {
+            inside++;
+            most = Math.max(most, inside);
+            try {
+              expect((await tx.organizations.get('seen'))!.name).toBe('seen'); // a read, while the others are inside theirs
+              if (fail) throw new Error('undone after reading');
+              await tx.organizations.insert(o(id));
+            } finally { inside--; }
+          });
+          if (fail) await expect(inSavepoint).rejects.toThrow('undone after reading');
+          else await inSavepoint;
+        });
+        await Promise.all([write('s1', false), write('s2', true), write('s3', false), write('s4', false)]);
+        expect(most).toBe(4); // all four inside their savepoints at once
+        const x = await xminOf(url, ['s1', 's1-outside', 's2', 's2-outside', 's3', 's3-outside', 's4', 's4-outside']);
+        expect([...x.keys()].sort()).toEqual(['s1', 's1-outside', 's2-outside', 's3', 's3-outside', 's4', 's4-outside']);
+        expect(new Set(x.values()).size).toBe(1); // one transaction: none ran again alone
+        expect([...runs.values()]).toEqual([1, 1, 1, 1]);
+      });
+
       it('appends of one group to one organization\'s log follow each other: one gapless tree, as RFC 6962 defines it', async () => {
         const url = await freshDatabase();
         const db = track(await openPostgresDb(url));
