@@ -73,6 +73,14 @@ export const dbCommitDuration = new Histogram({
   name: 'kmas_db_commit_duration_seconds', help: 'SQLite write transactions, BEGIN IMMEDIATE to COMMIT (a group commit is one)',
   buckets: LATENCY, registers: [registry],
 });
+export const dbGroupWrites = new Histogram({
+  name: 'kmas_db_group_writes', help: 'PostgreSQL: writes per group of writes sent to one transaction (1: a write alone; a group rolled back and run again alone is counted once, and in kmas_db_group_reruns_total)',
+  buckets: [1, 2, 4, 8, 16, 32], registers: [registry],
+});
+export const dbGroupReruns = new Counter({
+  name: 'kmas_db_group_reruns_total', help: 'PostgreSQL: group transactions rolled back whole, their writes run again each alone, by reason (conflict: two writes needed one lock, or one undone after a change; error: a write threw or a statement failed)',
+  labelNames: ['reason'] as const, registers: [registry],
+});
 export const dbSyncDuration = new Histogram({
   name: 'kmas_db_wal_sync_duration_seconds', help: 'fsync of the SQLite WAL off the event loop (commits wait for it before their reply)',
   buckets: LATENCY, registers: [registry],

@@ -24,7 +24,7 @@
  * Migrations (pgMigrations.ts) are applied at open under an advisory lock.
  */
 import { StorageUnavailableError } from './errors.js';
-import { dbCommitDuration, secondsSince } from '../metrics.js';
+import { dbCommitDuration, dbGroupReruns, dbGroupWrites, secondsSince } from '../metrics.js';
 import pg from 'pg';
 import { createRequire } from 'node:module';
 import type { Db, LockName, LogHeadRow, Tx } from './types.js';
@@ -690,6 +690,8 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
       schedule();
     };
     async function run(jobs: Job[]): Promise<void> {
+      const writes = begin === 'BEGIN';
+      if (writes) dbGroupWrites.observe(jobs.length);
       if (jobs.length > 1) {
         let outcomes: Outcome<unknown>[] | undefined;
         try {
@@ -701,6 +703,7 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
             for (const j of jobs) j.reject(new StorageUnavailableError(e));
             return;
           }
+          if (writes) dbGroupReruns.inc({ reason: e instanceof GroupConflict ? 'conflict' : 'error' });
         }
         if (outcomes) {
           outcomes.forEach((o, i) => {

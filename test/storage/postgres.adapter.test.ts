@@ -16,6 +16,7 @@ import type { Db } from '../../src/storage/types.js';
 import { appendActivity } from '../../src/domain/activityLog.js';
 import { leafHash } from '../../src/tlog/merkle.js';
 import { mth } from '../tlog/reference.js';
+import { dbGroupReruns } from '../../src/metrics.js';
 import { controlTestCluster, dropFreshDatabases, freshDatabase, missingPostgres, testDatabaseUrl } from './pgcluster.js';
 
 const server = await testDatabaseUrl();
@@ -334,11 +335,14 @@ if (server === undefined) {
           if (fail) throw new Error(`refused ${id}`);
           return id;
         });
+        const errors = async () => (await dbGroupReruns.get()).values.find((v) => v.labels.reason === 'error')?.value ?? 0;
+        const before = await errors();
         const outcomes = await Promise.allSettled([write('a', false), write('b', true), write('c', false)]);
         expect(outcomes.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual(['a', 'refused b', 'c']);
         expect([...(await xminOf(url, ['a', 'b', 'c'])).keys()].sort()).toEqual(['a', 'c']);
         // the group rolled back and each ran again alone
         expect([...runs.values()]).toEqual([2, 2, 2]);
+        expect(await errors()).toBe(before + 1);
       });
 
       it('two writes of a group taking one named lock run again each alone, one after the other', async () => {
@@ -354,8 +358,11 @@ if (server === undefined) {
           counter = mine + 1;
           seen.push(mine);
         });
+        const reruns = async () => (await dbGroupReruns.get()).values.find((v) => v.labels.reason === 'conflict')?.value ?? 0;
+        const before = await reruns();
         await Promise.all([bump(), bump()]);
         expect(runs).toBe(4); // together (the second one's lock: GroupConflict), then each alone
+        expect(await reruns()).toBe(before + 1); // and the metric says so
         // alone, the lock orders them: the second reads what the first wrote
         const [p, q] = seen.slice(-2).sort((x, y) => x - y);
         expect(q! - p!).toBe(1);
