@@ -28,7 +28,7 @@ import { dbCommitDuration, dbGroupReruns, dbGroupWrites, secondsSince } from '..
 import pg from 'pg';
 import { createRequire } from 'node:module';
 import type { Db, LockName, LogHeadRow, Tx } from './types.js';
-import { ENTRY_INSERT, entryArgs, HEAD_UPSERT, headArgs, pgRepositories, type Queries, type Row } from './postgresRepos.js';
+import { pgRepositories, type Queries, type Row } from './postgresRepos.js';
 import { migrateClient } from './pgMigrations.js';
 
 export interface PostgresOptions {
@@ -286,8 +286,6 @@ class Unit {
   readonly #locks = new Map<string, Member>();
   /** log heads taken in this transaction, as the last append left them; who appends now; who waits */
   readonly heads = new Map<string, LogHeadRow>();
-  /** organizations appended to in this transaction: their heads are written with the COMMIT */
-  readonly appended = new Set<string>();
   readonly #appending = new Map<string, Member>();
   readonly #headWaiters = new Map<string, (() => void)[]>();
 
@@ -441,9 +439,6 @@ class Unit {
 
   /** COMMIT (with whatever is pending); its command tag (see once()). A unit that sent nothing sends nothing. */
   async commit(): Promise<string> {
-    // each head once, as the transaction's last append left it (however many appends it made)
-    for (const org of this.appended) this.pending.push({ sql: HEAD_UPSERT, args: headArgs(this.heads.get(org)!) });
-    this.appended.clear();
     if (this.#unopened() && this.pending.length === 1) {
       this.pending = [];
       return 'COMMIT';
@@ -482,19 +477,13 @@ class Unit {
     // SAVEPOINT goes with the next statement, like RELEASE after it
     const opened: Pending = { sql: `SAVEPOINT ${name}` };
     this.pending.push(opened);
-    const heads = new Map(this.heads);
-    const appended = new Set(this.appended);
     let value: T;
     try {
       value = await fn();
     } catch (e) {
       m.after.length = after;
-      // the heads as they were before the savepoint (one taken inside it is taken again: its row
-      // lock went with the savepoint)
+      // a head appended to inside the savepoint is read again (the row keeps its lock)
       this.heads.clear();
-      for (const [org, h] of heads) this.heads.set(org, h);
-      this.appended.clear();
-      for (const org of appended) this.appended.add(org);
       const at = this.pending.indexOf(opened);
       // What waits to be sent was asked for inside the savepoint: it is undone with it.
       const dropped = at >= 0 ? this.pending.splice(at) : this.pending.splice(0);
@@ -528,7 +517,7 @@ class Member {
       },
     };
     const repos = pgRepositories(queries);
-    const { takeHead } = repos.log;
+    const { takeHead, append } = repos.log;
     // One head per organization and transaction, appended to by one member at a time (Unit).
     repos.log.takeHead = (org) => {
       if (!this.active) return refuse();
@@ -542,14 +531,12 @@ class Member {
       const turn = unit.takeHeadTurn(this, org);
       return turn ? turn.then(take) : take();
     };
-    // The entry now (with the next message); the head with the COMMIT (Unit.commit), once.
     repos.log.append = (e, nodes, head) => {
       if (!this.active) return refuse();
-      unit.defer(this, ENTRY_INSERT, entryArgs(e, nodes));
+      const sent = append(e, nodes, head);
       unit.heads.set(head.organizationId, head);
-      unit.appended.add(head.organizationId);
       unit.headDone(this, head.organizationId);
-      return Promise.resolve();
+      return sent;
     };
     const self = this;
     this.tx = Object.assign(repos, {
