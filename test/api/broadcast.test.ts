@@ -138,7 +138,6 @@ describe('eth_send_transaction', () => {
     const first = BigInt(await rpc<string>('eth_getTransactionCount', [from, 'pending']));
     const sent: any[] = await Promise.all([1, 2, 3].map((v) => ts.sdk.ethSendTransaction({ from, caip2: CHAIN, calls: [{ to: RECIPIENT, value: String(v), data: '0x' }] } as any)));
     const done = await Promise.all(sent.map((r) => until(ts, r.sendTransactionStatusId, ['INCLUDED', 'FAILED'])));
-    if (done.some((d) => d.txStatus !== 'INCLUDED')) console.log('DEBUGX', JSON.stringify(done.map((d) => [d.txStatus, d.eth.txHash])));
     expect(done.map((d) => d.txStatus)).toEqual(['INCLUDED', 'INCLUDED', 'INCLUDED']);
     const nonces = await Promise.all(done.map(async (d) => BigInt((await rpc('eth_getTransactionByHash', [d.eth.txHash])).nonce)));
     expect(nonces.sort((a, b) => Number(a - b))).toEqual([first, first + 1n, first + 2n]);
