@@ -13,7 +13,8 @@
  *
  * Run: npm run build && node dist/bench/abserver.js <baseline checkout>
  * Env: BENCH_AB_REQUESTS (timed requests per cell and round, default 2000), BENCH_AB_BATCHES
- *      (timed sign_raw_payloads requests, default 40), BENCH_AB_ROUNDS (default 3).
+ *      (timed sign_raw_payloads requests, default 40), BENCH_AB_ROUNDS (default 3),
+ *      BENCH_AB_SCENARIOS (comma-separated names, default all), BENCH_AB_CLIENTS (default 1,16).
  */
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
@@ -85,8 +86,10 @@ export async function run(baseline: string): Promise<string> {
     }
     out.push(`A/B of the server: ${targets[0]!.name} vs ${targets[1]!.name}; ${cpus().length} × ${cpus()[0]?.model ?? '?'}, node ${process.version}; ${rounds} rounds interleaved; load average ${load0.toFixed(2)} → ${loadavg()[0]!.toFixed(2)} (updated below)`, '');
     out.push('| scenario | clients | old /s (spread) | old p50 / p99 ms | new /s (spread) | new p50 / p99 ms | new ÷ old | server CPU µs/request old → new (median round) |', '|---|---|---|---|---|---|---|---|');
-    for (const s of SCENARIOS) {
-      for (const c of [1, 16]) {
+    const only = process.env.BENCH_AB_SCENARIOS?.split(',').filter(Boolean);
+    const clients = (process.env.BENCH_AB_CLIENTS ?? '1,16').split(',').map(Number);
+    for (const s of SCENARIOS.filter((x) => !only || only.some((o) => x.name.startsWith(o)))) {
+      for (const c of clients) {
         const count = s.unit > 1 ? nb : n;
         const warm = s.unit > 1 ? 4 : 300;
         const per: Round[][] = targets.map(() => []);

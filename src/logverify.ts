@@ -15,7 +15,7 @@
 import fs from 'node:fs';
 import { ConfigError } from './config.js';
 import { useSha256 } from './tlog/hash.js';
-import { nativeSha256 } from './crypto/nativeHash.js';
+import { nativeLogHashing } from './crypto/nativeHash.js';
 import { checkHistory, compareActivities, verifierFrom, verifyEntries, type ExportedEntry } from './tlog/verify.js';
 import { fetchActivities, fetchEntries, remoteLog, type ApiKey } from './tlog/remote.js';
 
@@ -64,7 +64,7 @@ function activitiesFromJson(json: unknown): Record<string, unknown>[] {
 }
 
 export async function logVerify(argv: string[], out: (line: string) => void): Promise<number> {
-  useSha256(nativeSha256);
+  useSha256(...nativeLogHashing);
   const { opts, audit } = parseArgs(argv);
   const cpFile = opts.get('--checkpoint');
   const keyArg = opts.get('--key');

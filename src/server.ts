@@ -1,7 +1,7 @@
 /** startServer(opts) per docs/design.md §3. */
 import { LogSigner, TransparencyLog } from './domain/activityLog.js';
 import { useSha256 } from './tlog/hash.js';
-import { nativeSha256 } from './crypto/nativeHash.js';
+import { nativeLogHashing } from './crypto/nativeHash.js';
 import http from 'node:http';
 import path from 'node:path';
 import net, { type AddressInfo } from 'node:net';
@@ -104,7 +104,7 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   const mailer = config.smtpUrl ? new Mailer(vault, { smtpUrl: config.smtpUrl, timeoutMs: config.webhookTimeoutMs }, config.mailFrom)
     : config.mailDir ? new Mailer(vault, { dir: config.mailDir }, config.mailFrom) : undefined;
   // the log hashes each stored activity (its record, its entry, the tree's edge): the native SHA-256
-  useSha256(nativeSha256);
+  useSha256(...nativeLogHashing);
   const tlog = new TransparencyLog(db, new LogSigner(boot.info.organizationId, vault.logPublicKey!, (m) => vault.signLog(m)));
   const webhooks = new WebhookDispatcher(db, (m) => vault.signWebhook(m), vault.webhookPublicKey!, log,
     { retryBaseMs: config.webhookRetryMs, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs, pollMs: config.outboxPollMs, mailer,

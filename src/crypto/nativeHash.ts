@@ -5,3 +5,15 @@ export function nativeSha256(data: Uint8Array): Uint8Array {
   const b = hash('sha256', data, 'buffer');
   return new Uint8Array(b.buffer, b.byteOffset, b.length);
 }
+
+/** SHA-256 of a string's UTF-8, encoded by node:crypto itself (no JavaScript copy of the bytes). */
+export function nativeSha256Utf8(text: string): Uint8Array {
+  const b = hash('sha256', text, 'buffer');
+  return new Uint8Array(b.buffer, b.byteOffset, b.length);
+}
+
+/** A string's UTF-8 bytes (Buffer.from: faster than TextEncoder on the long, concatenated strings the log builds). */
+export const nativeUtf8 = (text: string): Uint8Array => Buffer.from(text, 'utf8');
+
+/** What the log's hashing installs (tlog/hash.ts useSha256). */
+export const nativeLogHashing = [nativeSha256, { sha256Utf8: nativeSha256Utf8, utf8: nativeUtf8 }] as const;

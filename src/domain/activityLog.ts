@@ -12,24 +12,12 @@
  * log.takeHead (the head's row lock on PostgreSQL), and log_entries' primary key
  * (organization_id, idx) refuses a second entry at one index whatever happens.
  */
-import { consistencyProof, EMPTY_ROOT, Frontier, frontierPlaces, inclusionProof, leafHash, subtreeRoot, type Node, type NodeReader } from '../tlog/merkle.js';
+import { appendToFrontier, consistencyProof, EMPTY_ROOT, frontierRoot, inclusionProof, leafHashUtf8, subtreeRoot, type NodeReader } from '../tlog/merkle.js';
 import { invalidArgument } from '../errors.js';
-import { activityEntryBytes } from '../tlog/entry.js';
+import { activityEntryText } from '../tlog/entry.js';
+import { utf8 } from '../tlog/hash.js';
 import { checkpointText, signNoteWith, verifierKey } from '../tlog/note.js';
 import type { Db, LogCheckpointRow, LogHeadRow, Tx } from '../storage/types.js';
-
-/** The frontier nodes of a tree of `size` leaves from the head's concatenated hashes (largest subtree first). */
-export function frontierNodes(size: number, frontier: Uint8Array): Node[] {
-  const places = frontierPlaces(size);
-  if (frontier.length !== places.length * 32) throw new Error(`the log head's frontier is ${frontier.length < places.length * 32 ? 'shorter' : 'longer'} than its size needs`);
-  return places.map((p, i) => ({ ...p, hash: frontier.subarray(i * 32, i * 32 + 32) }));
-}
-
-const concat = (parts: readonly Uint8Array[]): Uint8Array => {
-  const out = new Uint8Array(parts.length * 32);
-  parts.forEach((p, i) => out.set(p, i * 32));
-  return out;
-};
 
 /**
  * Appends the entry of an activity record (as served, after this change) to its organization's
@@ -40,19 +28,20 @@ export async function appendActivity(tx: Tx, record: Record<string, unknown>, cr
   const organizationId = String(record.organizationId);
   const head = await tx.log.takeHead(organizationId);
   const size = head?.size ?? 0;
-  const frontier = new Frontier(size, head && size > 0 ? frontierNodes(size, head.frontier) : []);
-  const bytes = activityEntryBytes(size, record, createdMs, updatedMs);
-  const made = frontier.append(leafHash(bytes));
+  const text = activityEntryText(size, record, createdMs, updatedMs);
+  const { made, frontier } = appendToFrontier(size, head && size > 0 ? head.frontier : EMPTY, leafHashUtf8(text));
   // The root is hashed when first read: PostgreSQL stores it in the head's row; SQLite keeps the
   // head in memory for the next append, which reads its size and frontier only.
   let root: Uint8Array | undefined;
   const next: LogHeadRow = {
-    organizationId, size: frontier.size, frontier: concat(frontier.nodes.map((n) => n.hash)), updatedMs,
-    get root() { return root ??= frontier.root(); },
+    organizationId, size: size + 1, frontier, updatedMs,
+    get root() { return root ??= frontierRoot(frontier); },
   };
-  await tx.log.append({ organizationId, index: size, activityId: String(record.id), entry: bytes, createdMs: updatedMs }, made, next);
+  await tx.log.append({ organizationId, index: size, activityId: String(record.id), entry: utf8(text), createdMs: updatedMs }, made, next);
   return size;
 }
+
+const EMPTY = new Uint8Array(0);
 
 /**
  * Runs a proof builder of merkle.ts over the stored nodes: the nodes a proof reads depend only on

@@ -30,11 +30,10 @@
  *   updatedMs      when this change was made (the activity's updatedMs after it)
  */
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { sha256 } from './hash.js';
+import { sha256Utf8, utf8 } from './hash.js';
 
 export const ENTRY_VERSION = 1;
 
-const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
 
 /** Member names as JSON strings: the same few names come back in every record (bounded: past the limit, quoted each time). */
@@ -102,12 +101,12 @@ export function canonicalJson(value: unknown, memo?: Map<object, string>): strin
 }
 
 /** UTF-8 bytes of canonicalJson(value). */
-export const canonicalBytes = (value: unknown): Uint8Array => enc.encode(canonicalJson(value));
+export const canonicalBytes = (value: unknown): Uint8Array => utf8(canonicalJson(value));
 
 const hex = bytesToHex;
 
 /** "sha256:<hex>" of JCS(value). */
-export const digestOf = (value: unknown, memo?: Map<object, string>): string => `sha256:${hex(sha256(enc.encode(canonicalJson(value, memo))))}`;
+export const digestOf = (value: unknown, memo?: Map<object, string>): string => `sha256:${hex(sha256Utf8(canonicalJson(value, memo)))}`;
 
 export interface LogVote { id: string; selection: string; userId: string }
 
@@ -157,12 +156,13 @@ export function entryOf(index: number, record: Record<string, unknown>, createdM
 export const entryBytes = (e: LogEntry): Uint8Array => canonicalBytes(e);
 
 /**
- * entryBytes(entryOf(index, record, createdMs, updatedMs)), built without the intermediate
- * object: the members are written in their canonical order (the names of version 1 sorted as
- * RFC 8785 sorts them), and the intent's text is the one the record digest already made (it is
- * a member of the record). What an append runs; test/tlog/entry.test.ts holds it to entryOf's bytes.
+ * The text of entryBytes(entryOf(index, record, createdMs, updatedMs)) (its UTF-8 is the entry),
+ * built without the intermediate object: the members are written in their canonical order (the
+ * names of version 1 sorted as RFC 8785 sorts them), and the intent's text is the one the record
+ * digest already made (it is a member of the record). What an append runs (the leaf hash is taken
+ * over the text: merkle.ts leafHashUtf8); test/tlog/entry.test.ts holds it to entryOf's bytes.
  */
-export function activityEntryBytes(index: number, record: Record<string, unknown>, createdMs: number, updatedMs: number): Uint8Array {
+export function activityEntryText(index: number, record: Record<string, unknown>, createdMs: number, updatedMs: number): string {
   const memo = new Map<object, string>();
   const resultDigest = digestOf(record.result ?? null, memo);
   const failureDigest = record.failure === undefined ? null : digestOf(record.failure, memo);
@@ -181,8 +181,12 @@ export function activityEntryBytes(index: number, record: Record<string, unknown
     + `,"fingerprint":${s(record.fingerprint)},"index":${canonicalJson(index)},"intent":${canonicalJson(record.intent ?? null, memo)}`
     + `,"organizationId":${s(record.organizationId)},"recordDigest":${s(recordDigest)},"resultDigest":${s(resultDigest)},"status":${s(record.status)}`
     + `,"timestampMs":${s(record.timestampMs)},"type":${s(record.type)},"updatedMs":${canonicalJson(updatedMs)},"v":${ENTRY_VERSION},"votes":${votesText}}`;
-  return enc.encode(text);
+  return text;
 }
+
+/** The bytes of activityEntryText. */
+export const activityEntryBytes = (index: number, record: Record<string, unknown>, createdMs: number, updatedMs: number): Uint8Array =>
+  utf8(activityEntryText(index, record, createdMs, updatedMs));
 
 export class EntryError extends Error {}
 

@@ -10,7 +10,7 @@
  * largest power of two below its size), so a proof needs O(log n) nodes, plus O(log² n) for the
  * ragged right edge of a tree whose size is no power of two.
  */
-import { sha256 } from './hash.js';
+import { sha256, sha256Utf8 } from './hash.js';
 
 const LEAF = Uint8Array.of(0);
 const NODE = Uint8Array.of(1);
@@ -24,6 +24,8 @@ function concat(...parts: Uint8Array[]): Uint8Array {
 
 /** SHA-256(0x00 ‖ data). */
 export const leafHash = (data: Uint8Array): Uint8Array => sha256(concat(LEAF, data));
+/** leafHash of a text's UTF-8 (U+0000 is the byte 0x00, so the prefix is one more character). */
+export const leafHashUtf8 = (text: string): Uint8Array => sha256Utf8(`\u0000${text}`);
 /** SHA-256(0x01 ‖ left ‖ right). */
 export const nodeHash = (left: Uint8Array, right: Uint8Array): Uint8Array => sha256(concat(NODE, left, right));
 /** The root of the empty tree: SHA-256 of nothing. */
@@ -109,6 +111,41 @@ export class Frontier {
     for (let i = this.#nodes.length - 2; i >= 0; i--) h = nodeHash(this.#nodes[i]!.hash, h);
     return h;
   }
+}
+
+/**
+ * Frontier.append for a tree held as its size and its frontier's hashes concatenated (largest
+ * subtree first, 32 bytes each: what a log head stores), without building a Frontier: the nodes
+ * the append completes (the leaf first; one per trailing 1 bit of size, merged with the frontier's
+ * smallest subtrees) and the new frontier, concatenated. The old bytes are not changed.
+ */
+export function appendToFrontier(size: number, frontier: Uint8Array, leaf: Uint8Array): { made: Node[]; frontier: Uint8Array } {
+  checkSize(size, 'size');
+  let count = 0;
+  for (let s = size; s > 0; s = Math.floor(s / 2)) count += s % 2;
+  if (frontier.length !== count * 32) throw new Error(`the frontier is ${frontier.length} bytes; a tree of ${size} leaves has ${count * 32}`);
+  const made: Node[] = [{ level: 0, index: size, hash: leaf }];
+  let cur = leaf;
+  let keep = count;
+  for (let level = 0, s = size; s % 2 === 1; level++, s = Math.floor(s / 2)) {
+    keep--;
+    cur = nodeHash(frontier.subarray(keep * 32, keep * 32 + 32), cur);
+    made.push({ level: level + 1, index: Math.floor(s / 2), hash: cur });
+  }
+  const next = new Uint8Array(keep * 32 + 32);
+  next.set(frontier.subarray(0, keep * 32));
+  next.set(cur, keep * 32);
+  return { made, frontier: next };
+}
+
+/** The tree head of a tree given by its frontier's concatenated hashes (largest subtree first). */
+export function frontierRoot(frontier: Uint8Array): Uint8Array {
+  if (frontier.length % 32 !== 0) throw new Error('a frontier is 32-byte hashes');
+  if (frontier.length === 0) return EMPTY_ROOT;
+  let at = frontier.length - 32;
+  let h = frontier.subarray(at, at + 32);
+  while (at > 0) { at -= 32; h = nodeHash(frontier.subarray(at, at + 32), h); }
+  return h;
 }
 
 /** Reads the hash of a completed perfect subtree (level, index). */

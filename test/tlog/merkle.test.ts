@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import {
-  EMPTY_ROOT, Frontier, consistencyProof, frontierPlaces, inclusionProof, leafHash, nodeHash, rootOf, verifyConsistency, verifyInclusion, type NodeReader,
+  EMPTY_ROOT, Frontier, appendToFrontier, consistencyProof, frontierPlaces, frontierRoot, inclusionProof, leafHash, leafHashUtf8, nodeHash, rootOf, verifyConsistency, verifyInclusion, type NodeReader,
 } from '../../src/tlog/merkle.js';
 import { mth } from './reference.js';
 
@@ -147,6 +147,29 @@ describe('random trees against the RFC\'s definition', () => {
     let seed = 7;
     const rnd = (k: number) => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed % k; };
     for (let t = 0; t < 150; t++) { const n = 1 + rnd(2000); check(rnd(n + 1), n); }
+  });
+
+  it('appendToFrontier (the append on a stored head) completes the nodes Frontier does and keeps the tree head of the list', () => {
+    const all = Array.from({ length: 300 }, (_, i) => leafHash(new Uint8Array([i, i >> 8, 2])));
+    const f = new Frontier();
+    let edge: Uint8Array = new Uint8Array(0);
+    all.forEach((h, i) => {
+      const want = f.append(h);
+      const got = appendToFrontier(i, edge, h);
+      expect(got.made.map((n) => [n.level, n.index, bytesToHex(n.hash)])).toEqual(want.map((n) => [n.level, n.index, bytesToHex(n.hash)]));
+      edge = got.frontier;
+      expect(bytesToHex(frontierRoot(edge)), `size ${i + 1}`).toBe(bytesToHex(mth(all.slice(0, i + 1))));
+    });
+    expect(bytesToHex(frontierRoot(new Uint8Array(0)))).toBe(bytesToHex(EMPTY_ROOT));
+    // a frontier that does not fit the size (one hash too few or too many) is refused
+    expect(() => appendToFrontier(300, edge.subarray(32), all[0]!)).toThrow(/frontier/);
+    expect(() => appendToFrontier(299, edge, all[0]!)).toThrow(/frontier/);
+  });
+
+  it('leafHashUtf8 is leafHash of the text\'s UTF-8, non-ASCII and NUL included', () => {
+    for (const text of ['', '{"a":1}', 'caf\u00e9 \u20ac \u{1f511} \u0000 "q"']) {
+      expect(bytesToHex(leafHashUtf8(text))).toBe(bytesToHex(leafHash(new TextEncoder().encode(text))));
+    }
   });
 
   it('a frontier rebuilt from its stored right edge continues the same tree', () => {
