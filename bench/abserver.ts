@@ -88,7 +88,7 @@ export async function run(baseline: string): Promise<string> {
     out.push('| scenario | clients | old /s (spread) | old p50 / p99 ms | new /s (spread) | new p50 / p99 ms | new ÷ old | server CPU µs/request old → new (median round) |', '|---|---|---|---|---|---|---|---|');
     const only = process.env.BENCH_AB_SCENARIOS?.split(',').filter(Boolean);
     const clients = (process.env.BENCH_AB_CLIENTS ?? '1,16').split(',').map(Number);
-    for (const s of SCENARIOS.filter((x) => !only || only.some((o) => x.name.startsWith(o)))) {
+    for (const s of SCENARIOS.filter((x) => !only || only.includes(x.name.split(' ')[0]!))) {
       for (const c of clients) {
         const count = s.unit > 1 ? nb : n;
         const warm = s.unit > 1 ? 4 : 300;

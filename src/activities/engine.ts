@@ -19,7 +19,7 @@ import type { StampCheck } from '../crypto/signpool.js';
 import type { Obj } from '../domain/validate.js';
 import { activityEventAddresses, enqueueActivityEvents } from '../webhooks.js';
 import { CREDENTIAL } from '../auth/services.js';
-import { appendActivity } from '../domain/activityLog.js';
+import { appendActivity, canonicalRecord } from '../domain/activityLog.js';
 
 export const STATUS_COMPLETED = 'ACTIVITY_STATUS_COMPLETED';
 export const STATUS_FAILED = 'ACTIVITY_STATUS_FAILED';
@@ -218,7 +218,9 @@ async function storeActivity(
   tx: Tx, services: Services, organization: OrganizationRow, record: Record<string, unknown>, fingerprint: string, requestMs: number, nowMs: number,
   earlyUrls?: Promise<Set<string>>,
 ): Promise<SubmitOutcome> {
-  const recordJson = JSON.stringify(record);
+  // the record's canonical text is its JSON everywhere: row, reply, webhooks, and the log's digest of it
+  const canonical = canonicalRecord(record);
+  const recordJson = canonical.text;
   const id = record.id as string;
   const row: ActivityRow = {
     id, organizationId: organization.id, type: record.type as string, status: record.status as string, fingerprint, requestMs,
@@ -227,7 +229,7 @@ async function storeActivity(
   // In this transaction: if the log cannot take the entry, the activity is not stored either. Who
   // hears of it is read at the same time (one round trip on PostgreSQL). The entry comes first: the
   // activity's row keeps its index (log.indexesOf).
-  const [urls, logIndex] = await Promise.all([earlyUrls ?? activityEventAddresses(tx, organization), appendActivity(tx, record, nowMs, nowMs)]);
+  const [urls, logIndex] = await Promise.all([earlyUrls ?? activityEventAddresses(tx, organization), appendActivity(tx, record, nowMs, nowMs, canonical)]);
   await tx.activities.insert({ ...row, logIndexes: [logIndex] });
   await enqueueActivityEvents(tx, services.kick.deliveries, urls, organization, id, recordJson, nowMs, logIndex);
   return { activity: record, activityJson: recordJson, reused: false };
@@ -342,11 +344,12 @@ async function castVote(tx: Tx, input: SubmitInput, intent: { fingerprint: strin
       else await settle(STATUS_COMPLETED, { result: resultOf(target, keys!, type, intentOf, ran.result) });
     }
   }
-  const recordJson = JSON.stringify(record);
+  const canonical = canonicalRecord(record);
+  const recordJson = canonical.text;
   // every vote and status change is an entry of the log, in this transaction (its index kept in the activity's row)
   const [urls, logIndex] = await Promise.all([
     record.status !== STATUS_CONSENSUS_NEEDED ? activityEventAddresses(tx, organization) : new Set<string>(),
-    appendActivity(tx, record, row.createdMs, nowMs),
+    appendActivity(tx, record, row.createdMs, nowMs, canonical),
   ]);
   await tx.activities.update({ ...row, status: record.status as string, updatedMs: nowMs, record, recordJson }, logIndex);
   await enqueueActivityEvents(tx, services.kick.deliveries, urls, organization, row.id, recordJson, nowMs, logIndex);

@@ -14,21 +14,24 @@
  */
 import { appendToFrontier, consistencyProof, EMPTY_ROOT, frontierRoot, inclusionProof, leafHashUtf8, subtreeRoot, type NodeReader } from '../tlog/merkle.js';
 import { invalidArgument } from '../errors.js';
-import { activityEntryText } from '../tlog/entry.js';
+import { activityEntryText, canonicalRecord, type CanonicalRecord } from '../tlog/entry.js';
 import { utf8 } from '../tlog/hash.js';
 import { checkpointText, signNoteWith, verifierKey } from '../tlog/note.js';
 import type { Db, LogCheckpointRow, LogHeadRow, Tx } from '../storage/types.js';
 
+export { canonicalRecord, type CanonicalRecord };
+
 /**
  * Appends the entry of an activity record (as served, after this change) to its organization's
  * log, in the caller's transaction: any failure here throws and the activity's transaction rolls
- * back (nothing is acknowledged that is not in the log). Returns the entry's index.
+ * back (nothing is acknowledged that is not in the log). Returns the entry's index. `canonical`
+ * is canonicalRecord(record), when the caller made it already (the engine stores its text).
  */
-export async function appendActivity(tx: Tx, record: Record<string, unknown>, createdMs: number, updatedMs: number): Promise<number> {
+export async function appendActivity(tx: Tx, record: Record<string, unknown>, createdMs: number, updatedMs: number, canonical?: CanonicalRecord): Promise<number> {
   const organizationId = String(record.organizationId);
   const head = await tx.log.takeHead(organizationId);
   const size = head?.size ?? 0;
-  const text = activityEntryText(size, record, createdMs, updatedMs);
+  const text = activityEntryText(size, record, createdMs, updatedMs, canonical);
   const { made, frontier } = appendToFrontier(size, head && size > 0 ? head.frontier : EMPTY, leafHashUtf8(text));
   // The root is hashed when first read: PostgreSQL stores it in the head's row; SQLite keeps the
   // head in memory for the next append, which reads its size and frontier only.

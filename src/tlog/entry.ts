@@ -10,8 +10,9 @@
  * UTF-8. One documented difference: RFC 8785 refuses strings with unpaired surrogates; here they
  * are written as JSON.stringify writes them (\udxxx), so a request body that carries one (JSON
  * allows it) is still logged, and the bytes are still one canonical form. Object members whose
- * value is undefined are left out (as JSON.stringify does), so a record and JSON.parse of its JSON
- * text canonicalize to the same bytes.
+ * value is undefined are left out and an object with a toJSON method is written as what it returns
+ * (as JSON.stringify does), so a record and JSON.parse of its JSON text canonicalize to the same
+ * bytes.
  *
  * Members of an entry (ENTRY_VERSION 1):
  *   v              1
@@ -64,6 +65,8 @@ export function canonicalJson(value: unknown, memo?: Map<object, string>): strin
       return JSON.stringify(value);
     case 'object': {
       if (value === null) return 'null';
+      // what JSON.stringify serializes for an object with toJSON (a Date: its ISO text)
+      if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return canonicalJson((value as { toJSON: () => unknown }).toJSON(), memo);
       if (memo !== undefined) {
         const known = memo.get(value);
         if (known !== undefined) return known;
@@ -156,17 +159,31 @@ export function entryOf(index: number, record: Record<string, unknown>, createdM
 export const entryBytes = (e: LogEntry): Uint8Array => canonicalBytes(e);
 
 /**
+ * An activity record's canonical text (RFC 8785, as above) with the texts of the objects inside
+ * it (its result, its intent), so that the entry built from it serializes nothing twice. The
+ * server stores and serves this text as the activity's JSON: one serialization for the row, the
+ * reply and the log.
+ */
+export interface CanonicalRecord { text: string; memo: Map<object, string> }
+
+export function canonicalRecord(record: Record<string, unknown>): CanonicalRecord {
+  const memo = new Map<object, string>();
+  return { text: canonicalJson(record, memo), memo };
+}
+
+/**
  * The text of entryBytes(entryOf(index, record, createdMs, updatedMs)) (its UTF-8 is the entry),
  * built without the intermediate object: the members are written in their canonical order (the
- * names of version 1 sorted as RFC 8785 sorts them), and the intent's text is the one the record
- * digest already made (it is a member of the record). What an append runs (the leaf hash is taken
+ * names of version 1 sorted as RFC 8785 sorts them), and the texts of the record's result and
+ * intent are the ones its canonical text already made (`canonical`, which must be
+ * canonicalRecord(record) of the record as it is now). What an append runs (the leaf hash is taken
  * over the text: merkle.ts leafHashUtf8); test/tlog/entry.test.ts holds it to entryOf's bytes.
  */
-export function activityEntryText(index: number, record: Record<string, unknown>, createdMs: number, updatedMs: number): string {
-  const memo = new Map<object, string>();
+export function activityEntryText(index: number, record: Record<string, unknown>, createdMs: number, updatedMs: number, canonical: CanonicalRecord = canonicalRecord(record)): string {
+  const memo = canonical.memo;
   const resultDigest = digestOf(record.result ?? null, memo);
   const failureDigest = record.failure === undefined ? null : digestOf(record.failure, memo);
-  const recordDigest = digestOf(record, memo);
+  const recordDigest = `sha256:${hex(sha256Utf8(canonical.text))}`;
   const votes = Array.isArray(record.votes) ? (record.votes as Record<string, unknown>[]) : [];
   const s = (x: unknown): string => JSON.stringify(String(x));
   let votesText = '[';

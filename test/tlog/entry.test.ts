@@ -1,7 +1,7 @@
 // Log entries (src/tlog/entry.ts): RFC 8785 canonical JSON, checked against the RFC's own rules
 // (its §3.2.3 member-sorting example, ECMAScript number forms), and an entry's round trip.
 import { describe, it, expect } from 'vitest';
-import { activityEntryBytes, canonicalJson, entryBytes, entryOf, EntryError, parseEntry } from '../../src/tlog/entry.js';
+import { activityEntryBytes, activityEntryText, canonicalJson, canonicalRecord, entryBytes, entryOf, EntryError, parseEntry } from '../../src/tlog/entry.js';
 
 describe('RFC 8785 canonical JSON', () => {
   it('sorts members by UTF-16 code units (the RFC\'s §3.2.3 example order), recursively, without whitespace', () => {
@@ -59,7 +59,23 @@ describe('log entries', () => {
         const want = entryBytes(entryOf(index, r, created, updated));
         expect(Buffer.from(activityEntryBytes(index, r, created, updated)).toString('utf8')).toBe(Buffer.from(want).toString('utf8'));
         expect(parseEntry(activityEntryBytes(index, r, created, updated))).toEqual(entryOf(index, r, created, updated));
+        // the engine hands over the record's canonical text it stores: the same entry
+        expect(activityEntryText(index, r, created, updated, canonicalRecord(r))).toBe(Buffer.from(want).toString('utf8'));
       }
     }
+  });
+
+  it('a record\'s canonical text (what the server stores and serves) is JSON of the same value, and canonical again once parsed', () => {
+    const when = new Date(1_700_000_000_123);
+    const records: Record<string, unknown>[] = [
+      record,
+      { z: undefined, b: [undefined, -0, 1e21, 'x'], a: { when, n: null }, c: { toJSON: () => ({ y: 1, x: 2 }) } },
+    ];
+    for (const r of records) {
+      const { text } = canonicalRecord(r);
+      expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(r)));
+      expect(canonicalJson(JSON.parse(text))).toBe(text);
+    }
+    expect(canonicalJson({ when })).toBe(`{"when":"${when.toISOString()}"}`);
   });
 });
