@@ -9,7 +9,9 @@
  *   - sign_raw_payload  : stamped submit, one secp256k1 signature and its activity
  *   - sign_raw_payloads : stamped submit, 100 signatures in one activity (signatures/s)
  * Reported per build: the median round's rate, p50 and p99, the spread of the rounds' rates
- * ((max − min) / median), and new ÷ old of the median rates.
+ * ((max − min) / median), new ÷ old of the median rates, and the median (and interquartile range)
+ * of each round's new ÷ old: the two builds of a round run back to back, so that ratio is the one
+ * to trust on a noisy machine.
  *
  * Run: npm run build && node dist/bench/abserver.js <baseline checkout>
  * Env: BENCH_AB_REQUESTS (timed requests per cell and round, default 2000), BENCH_AB_BATCHES
@@ -85,7 +87,7 @@ export async function run(baseline: string): Promise<string> {
       await loadInChild(t.server.port, SCENARIOS[3]!.make(t, 10), 4, 0, COMPLETED);
     }
     out.push(`A/B of the server: ${targets[0]!.name} vs ${targets[1]!.name}; ${cpus().length} × ${cpus()[0]?.model ?? '?'}, node ${process.version}; ${rounds} rounds interleaved; load average ${load0.toFixed(2)} → ${loadavg()[0]!.toFixed(2)} (updated below)`, '');
-    out.push('| scenario | clients | old /s (spread) | old p50 / p99 ms | new /s (spread) | new p50 / p99 ms | new ÷ old | server CPU µs/request old → new (median round) |', '|---|---|---|---|---|---|---|---|');
+    out.push('| scenario | clients | old /s (spread) | old p50 / p99 ms | new /s (spread) | new p50 / p99 ms | new ÷ old | per-round new ÷ old: median (IQR) | server CPU µs/request old → new (median round) |', '|---|---|---|---|---|---|---|---|---|');
     const only = process.env.BENCH_AB_SCENARIOS?.split(',').filter(Boolean);
     const clients = (process.env.BENCH_AB_CLIENTS ?? '1,16').split(',').map(Number);
     for (const s of SCENARIOS.filter((x) => !only || only.includes(x.name.split(' ')[0]!))) {
@@ -110,7 +112,10 @@ export async function run(baseline: string): Promise<string> {
         const cell = (i: number) => `${Math.round(med[i]!.rate).toLocaleString('en-US')} (±${(spread[i]! * 50).toFixed(1)}%)`;
         const lat = (i: number) => `${med[i]!.p50.toFixed(2)} / ${med[i]!.p99.toFixed(2)}`;
         const cpu = per.map((l) => [...l.map((x) => x.cpuUs)].sort((a, b) => a - b)[Math.floor(l.length / 2)]!);
-        out.push(`| ${s.name}${s.unit > 1 ? ' (signatures/s)' : ''} | ${c} | ${cell(0)} | ${lat(0)} | ${cell(1)} | ${lat(1)} | ${(med[1]!.rate / med[0]!.rate).toFixed(3)}${errors ? ` (${errors} errors)` : ''} | ${Math.round(cpu[0]!)} → ${Math.round(cpu[1]!)} (${(cpu[1]! / cpu[0]!).toFixed(3)}) |`);
+        // each round's new ÷ old (the two ran back to back, so a load burst hits both): steadier than the ratio of medians
+        const paired = per[1]!.map((x, r) => x.rate / per[0]![r]!.rate).sort((a, b) => a - b);
+        const q = (f: number) => paired[Math.min(paired.length - 1, Math.floor(f * paired.length))]!;
+        out.push(`| ${s.name}${s.unit > 1 ? ' (signatures/s)' : ''} | ${c} | ${cell(0)} | ${lat(0)} | ${cell(1)} | ${lat(1)} | ${(med[1]!.rate / med[0]!.rate).toFixed(3)}${errors ? ` (${errors} errors)` : ''} | ${q(0.5).toFixed(3)} (${q(0.25).toFixed(3)}–${q(0.75).toFixed(3)}) | ${Math.round(cpu[0]!)} → ${Math.round(cpu[1]!)} (${(cpu[1]! / cpu[0]!).toFixed(3)}) |`);
         process.stderr.write(`${out[out.length - 1]}\n`);
       }
     }
