@@ -74,7 +74,9 @@ export interface Node { level: number; index: number; hash: Uint8Array }
 /**
  * The right edge of a tree: the roots of its perfect subtrees, largest first (one per set bit of
  * the size). Appending merges equal neighbours: each merge completes one node, one per append on
- * average, O(log n) at most.
+ * average, O(log n) at most. (appendToFrontier is the same merge for one append on the bytes a log
+ * head stores; this class keeps its nodes in place, which a long run of appends, such as a verifier
+ * recomputing a tree, needs: built on appendToFrontier it took 1.6x as long for 10^5 appends.)
  */
 export class Frontier {
   #size = 0;
@@ -114,10 +116,10 @@ export class Frontier {
 }
 
 /**
- * Frontier.append for a tree held as its size and its frontier's hashes concatenated (largest
- * subtree first, 32 bytes each: what a log head stores), without building a Frontier: the nodes
- * the append completes (the leaf first; one per trailing 1 bit of size, merged with the frontier's
- * smallest subtrees) and the new frontier, concatenated. The old bytes are not changed.
+ * One append to a tree held as its size and its frontier's hashes concatenated (largest subtree
+ * first, 32 bytes each: what a log head stores): the nodes the append completes (the leaf first;
+ * one per trailing 1 bit of size, merged with the frontier's smallest subtrees) and the new
+ * frontier, concatenated. The old bytes are not changed (a head is shared until it is replaced).
  */
 export function appendToFrontier(size: number, frontier: Uint8Array, leaf: Uint8Array): { made: Node[]; frontier: Uint8Array } {
   checkSize(size, 'size');

@@ -114,10 +114,14 @@ describe('random trees against the RFC\'s definition', () => {
       return out;
     };
     const f = new Frontier();
+    const seen: Uint8Array[] = [];
     for (let size = 0; size <= 1100; size++) {
       expect(frontierPlaces(size), String(size)).toEqual(f.nodes.map((n) => ({ level: n.level, index: n.index })));
+      // and each frontier node's hash is the root of the leaves it covers
+      for (const n of f.nodes) expect(bytesToHex(n.hash)).toBe(bytesToHex(mth(seen.slice(n.index * 2 ** n.level, (n.index + 1) * 2 ** n.level))));
       expect(frontierPlaces(size)).toEqual(byBits(size));
-      f.append(leafHash(new Uint8Array([size & 0xff])));
+      seen.push(leafHash(new Uint8Array([size & 0xff])));
+      f.append(seen[size]!);
     }
     for (let k = 1; k <= 53; k++) for (const size of [2 ** k - 1, 2 ** k, 2 ** k + 1, 2 ** k + 2 ** (k - 1)]) {
       if (size <= Number.MAX_SAFE_INTEGER) expect(frontierPlaces(size), String(size)).toEqual(byBits(size));
@@ -149,17 +153,24 @@ describe('random trees against the RFC\'s definition', () => {
     for (let t = 0; t < 150; t++) { const n = 1 + rnd(2000); check(rnd(n + 1), n); }
   });
 
-  it('appendToFrontier (the append on a stored head) completes the nodes Frontier does and keeps the tree head of the list', () => {
+  it('appendToFrontier (the append on a stored head) completes each node as the definition builds it and keeps the tree head of the list', () => {
     const all = Array.from({ length: 300 }, (_, i) => leafHash(new Uint8Array([i, i >> 8, 2])));
-    const f = new Frontier();
     let edge: Uint8Array = new Uint8Array(0);
+    const completed = new Set<string>();
     all.forEach((h, i) => {
-      const want = f.append(h);
       const got = appendToFrontier(i, edge, h);
-      expect(got.made.map((n) => [n.level, n.index, bytesToHex(n.hash)])).toEqual(want.map((n) => [n.level, n.index, bytesToHex(n.hash)]));
+      // the leaf first, then one node per level it completes: node (level, index) is the root of its leaves
+      got.made.forEach((n, k) => {
+        expect([n.level, n.index]).toEqual([k, Math.floor(i / 2 ** k)]);
+        expect(bytesToHex(n.hash), `node ${n.level}/${n.index}`).toBe(bytesToHex(mth(all.slice(n.index * 2 ** n.level, (n.index + 1) * 2 ** n.level))));
+        completed.add(`${n.level}/${n.index}`);
+      });
+      expect((i + 1) % 2 ** (got.made.length - 1)).toBe(0);
       edge = got.frontier;
       expect(bytesToHex(frontierRoot(edge)), `size ${i + 1}`).toBe(bytesToHex(mth(all.slice(0, i + 1))));
     });
+    // every perfect subtree of 300 leaves was completed exactly once: 300 + 150 + 75 + 37 + 18 + 9 + 4 + 2 + 1
+    expect(completed.size).toBe(596);
     expect(bytesToHex(frontierRoot(new Uint8Array(0)))).toBe(bytesToHex(EMPTY_ROOT));
     // a frontier that does not fit the size (one hash too few or too many) is refused
     expect(() => appendToFrontier(300, edge.subarray(32), all[0]!)).toThrow(/frontier/);
