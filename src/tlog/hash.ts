@@ -25,7 +25,8 @@ export const sha256Utf8: Sha256Utf8 = (text) => textImpl(text);
 /** The UTF-8 bytes of a string. */
 export const utf8 = (text: string): Uint8Array => utf8Impl(text);
 
-const same = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
+/** Byte-wise equality (digests and hashes are public: no constant time needed). */
+export const equalBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 
 /**
  * Installs another SHA-256 implementation (and, optionally, a SHA-256 of text and a UTF-8
@@ -36,9 +37,9 @@ export function useSha256(f: Sha256, text?: { sha256Utf8?: Sha256Utf8; utf8?: (t
   const probe = 'abc \u00e9\u20ac\u{1f511} "\\\u0000';
   const bytes = enc.encode(probe);
   const want = pureSha256(bytes);
-  if (!same(f(bytes), want)) throw new Error('useSha256: the implementation does not compute SHA-256');
-  if (text?.sha256Utf8 && !same(text.sha256Utf8(probe), want)) throw new Error('useSha256: sha256Utf8 does not compute SHA-256 of UTF-8');
-  if (text?.utf8 && !same(text.utf8(probe), bytes)) throw new Error('useSha256: utf8 does not encode UTF-8');
+  if (!equalBytes(f(bytes), want)) throw new Error('useSha256: the implementation does not compute SHA-256');
+  if (text?.sha256Utf8 && !equalBytes(text.sha256Utf8(probe), want)) throw new Error('useSha256: sha256Utf8 does not compute SHA-256 of UTF-8');
+  if (text?.utf8 && !equalBytes(text.utf8(probe), bytes)) throw new Error('useSha256: utf8 does not encode UTF-8');
   impl = f;
   if (text?.utf8) utf8Impl = text.utf8;
   textImpl = text?.sha256Utf8 ?? ((t) => impl(utf8Impl(t)));

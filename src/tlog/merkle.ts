@@ -10,7 +10,7 @@
  * largest power of two below its size), so a proof needs O(log n) nodes, plus O(log² n) for the
  * ragged right edge of a tree whose size is no power of two.
  */
-import { sha256, sha256Utf8 } from './hash.js';
+import { equalBytes, sha256, sha256Utf8 } from './hash.js';
 
 const LEAF = Uint8Array.of(0);
 const NODE = Uint8Array.of(1);
@@ -193,7 +193,6 @@ export function consistencyProof(oldSize: number, newSize: number, node: NodeRea
   return proof;
 }
 
-const equal = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 
 /** Whether `path` proves leaf hash `leaf` at `index` in the tree of `size` with root `root` (RFC 9162 §2.1.3.2). */
 export function verifyInclusion(leaf: Uint8Array, index: number, size: number, path: readonly Uint8Array[], root: Uint8Array): boolean {
@@ -213,13 +212,13 @@ export function verifyInclusion(leaf: Uint8Array, index: number, size: number, p
     fn = Math.floor(fn / 2);
     sn = Math.floor(sn / 2);
   }
-  return sn === 0 && equal(r, root);
+  return sn === 0 && equalBytes(r, root);
 }
 
 /** Whether `proof` shows the tree of `oldSize` (root `oldRoot`) is a prefix of the tree of `newSize` (root `newRoot`) (RFC 9162 §2.1.4.2). */
 export function verifyConsistency(oldSize: number, newSize: number, oldRoot: Uint8Array, newRoot: Uint8Array, proof: readonly Uint8Array[]): boolean {
   if (!Number.isSafeInteger(oldSize) || !Number.isSafeInteger(newSize) || oldSize < 0 || oldSize > newSize) return false;
-  if (oldSize === newSize) return proof.length === 0 && equal(oldRoot, newRoot);
+  if (oldSize === newSize) return proof.length === 0 && equalBytes(oldRoot, newRoot);
   if (oldSize === 0) return proof.length === 0;
   if (proof.length === 0 || proof.some((p) => p.length !== 32)) return false;
   const path = [...proof];
@@ -242,5 +241,5 @@ export function verifyConsistency(oldSize: number, newSize: number, oldRoot: Uin
     fn = Math.floor(fn / 2);
     sn = Math.floor(sn / 2);
   }
-  return sn === 0 && equal(fr, oldRoot) && equal(sr, newRoot);
+  return sn === 0 && equalBytes(fr, oldRoot) && equalBytes(sr, newRoot);
 }

@@ -18,6 +18,7 @@ import { base64 } from '@scure/base';
 import { leafHash, rootOf, verifyConsistency, Frontier } from './merkle.js';
 import { NoteError, openCheckpoint, parseVerifierKey, type Checkpoint, type Verifier } from './note.js';
 import { digestOf, EntryError, parseEntry, type LogEntry } from './entry.js';
+import { equalBytes } from './hash.js';
 
 /** One entry as kmas_list_log_entries returns it. */
 export interface ExportedEntry { index: string | number; activityId?: string; entry: string }
@@ -103,7 +104,7 @@ export async function verifyEntries(exported: readonly ExportedEntry[], note: st
     leaves.push(leafHash(bytes));
   }
   const root = rootOf(leaves);
-  if (equal(root, cp.root)) return { ok: true, checkpoint: cp, entries };
+  if (equalBytes(root, cp.root)) return { ok: true, checkpoint: cp, entries };
   const message = `the ${cp.size} entries do not make the checkpoint's root: the log was altered`;
   if (!source) return fail({ message: `${message} (give the server, --url, to locate the first altered entry)` });
   const first = await locate(leaves, cp, source);
@@ -126,7 +127,7 @@ async function locate(leaves: readonly Uint8Array[], cp: Checkpoint, source: Pic
   })();
   const genuine = async (m: number): Promise<boolean> => {
     if (m === 0) return true;
-    if (m === cp.size) return equal(prefixRoots[m - 1]!, cp.root);
+    if (m === cp.size) return equalBytes(prefixRoots[m - 1]!, cp.root);
     try { return verifyConsistency(m, cp.size, prefixRoots[m - 1]!, cp.root, await source.consistency(m, cp.size)); } catch { return false; }
   };
   // largest m with a genuine prefix of m entries: entries [0, m) are as signed, entry m is not
@@ -138,7 +139,6 @@ async function locate(leaves: readonly Uint8Array[], cp: Checkpoint, source: Pic
   return lo;
 }
 
-const equal = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 
 /**
  * The activities as served (get_activity / list_activities records) against the log's entries:
