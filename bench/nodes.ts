@@ -45,7 +45,7 @@ async function sqliteSetUp(): Promise<SetUp> {
 }
 
 async function postgresSetUp(count: number, base?: string): Promise<SetUp> {
-  const pg = await startPgCluster();
+  const pg = await startPgCluster({ settings: process.env.BENCH_NODES_PG_SETTINGS?.split(' ').filter(Boolean) });
   const env = { DATABASE_URL: pg.url, KMAS_MASTER_KEY: randomBytes(32).toString('hex') };
   const bin = base ? join(resolve(base), 'bin', 'kmas.js') : undefined;
   const first = await startServerProcess([], bin, { env });
@@ -111,6 +111,7 @@ export async function run(): Promise<string> {
   const two = process.env.BENCH_NODES_TWO !== '0';
   const only = process.env.BENCH_NODES_SCENARIOS?.split(',');
   const scenarios = SCENARIOS.filter((x) => !only || only.includes(x.name.split(' ')[0]!));
+  const clientCounts = (process.env.BENCH_NODES_CLIENTS ?? '1,16').split(',').map(Number);
   const setUps = [await sqliteSetUp(), await postgresSetUp(1), ...(two ? [await postgresSetUp(2)] : []), ...(base ? [await postgresSetUp(1, base)] : [])];
   const out: string[] = [];
   // per scenario and clients: the median rounds of each set-up, for the projection
@@ -122,7 +123,7 @@ export async function run(): Promise<string> {
     }
     out.push(`| scenario | clients | set-up | rate /s | p50 / p99 ms | ÷ SQLite | CPU s per 1,000 activities: each kmas node | PostgreSQL |`, '|---|---|---|---|---|---|---|---|');
     for (const s of scenarios) {
-      for (const c of [1, 16]) {
+      for (const c of clientCounts) {
         const count = s.unit > 1 ? nb : n;
         const warm = s.unit > 1 ? 4 : 200;
         const per: Round[][] = setUps.map(() => []);

@@ -464,6 +464,57 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       DROP INDEX log_entries_activity;
     `,
   },
+  {
+    version: 5,
+    name: 'auth versions: every change of an API key, user, organization or IP allowlist gives its scopes a new version (what a cached stamp context is checked against)',
+    // A scope is 'org:<organization id>' (the organization's row, its users, API keys and IP
+    // allowlists), 'pk:<public key>' (every API key with that public key, in any organization) or
+    // 'all' (a TRUNCATE of one of those tables). Each change sets its scopes' versions to new values
+    // of a sequence, in the changing transaction: a value is never used twice, not even after a
+    // rollback, so a version read once stands for one state of the rows (postgresRepos.ts
+    // StampContextCache).
+    sql: `
+      CREATE SEQUENCE auth_version_seq;
+      CREATE TABLE auth_versions (scope ${T} PRIMARY KEY, n bigint NOT NULL);
+      CREATE FUNCTION kmas_auth_bump(s text) RETURNS void LANGUAGE sql AS $$
+        INSERT INTO auth_versions (scope, n) VALUES (s, nextval('auth_version_seq'))
+        ON CONFLICT (scope) DO UPDATE SET n = EXCLUDED.n
+      $$;
+      CREATE FUNCTION kmas_auth_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_LEVEL = 'STATEMENT' THEN
+          PERFORM kmas_auth_bump('all');
+          RETURN NULL;
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+          IF TG_TABLE_NAME = 'organizations' THEN
+            PERFORM kmas_auth_bump('org:' || OLD.id);
+          ELSE
+            PERFORM kmas_auth_bump('org:' || OLD.organization_id);
+          END IF;
+          IF TG_TABLE_NAME = 'api_keys' THEN PERFORM kmas_auth_bump('pk:' || OLD.public_key); END IF;
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+          IF TG_TABLE_NAME = 'organizations' THEN
+            PERFORM kmas_auth_bump('org:' || NEW.id);
+          ELSE
+            PERFORM kmas_auth_bump('org:' || NEW.organization_id);
+          END IF;
+          IF TG_TABLE_NAME = 'api_keys' THEN PERFORM kmas_auth_bump('pk:' || NEW.public_key); END IF;
+        END IF;
+        RETURN NULL;
+      END
+      $$;
+      CREATE TRIGGER api_keys_auth AFTER INSERT OR UPDATE OR DELETE ON api_keys FOR EACH ROW EXECUTE FUNCTION kmas_auth_changed();
+      CREATE TRIGGER users_auth AFTER INSERT OR UPDATE OR DELETE ON users FOR EACH ROW EXECUTE FUNCTION kmas_auth_changed();
+      CREATE TRIGGER organizations_auth AFTER INSERT OR UPDATE OR DELETE ON organizations FOR EACH ROW EXECUTE FUNCTION kmas_auth_changed();
+      CREATE TRIGGER ip_allowlists_auth AFTER INSERT OR UPDATE OR DELETE ON ip_allowlists FOR EACH ROW EXECUTE FUNCTION kmas_auth_changed();
+      CREATE TRIGGER api_keys_auth_truncate AFTER TRUNCATE ON api_keys FOR EACH STATEMENT EXECUTE FUNCTION kmas_auth_changed();
+      CREATE TRIGGER users_auth_truncate AFTER TRUNCATE ON users FOR EACH STATEMENT EXECUTE FUNCTION kmas_auth_changed();
+      CREATE TRIGGER organizations_auth_truncate AFTER TRUNCATE ON organizations FOR EACH STATEMENT EXECUTE FUNCTION kmas_auth_changed();
+      CREATE TRIGGER ip_allowlists_auth_truncate AFTER TRUNCATE ON ip_allowlists FOR EACH STATEMENT EXECUTE FUNCTION kmas_auth_changed();
+    `,
+  },
 ];
 
 /** The session advisory lock held while migrating: (hashtext('kmas'), hashtext('schema_migrations')). */

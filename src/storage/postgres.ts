@@ -28,7 +28,7 @@ import { dbCommitDuration, dbGroupReruns, dbGroupWrites, secondsSince } from '..
 import pg from 'pg';
 import { createRequire } from 'node:module';
 import type { Db, LockName, LogHeadRow, Tx } from './types.js';
-import { pgRepositories, type Queries, type Row } from './postgresRepos.js';
+import { pgRepositories, StampContextCache, type Queries, type Row } from './postgresRepos.js';
 import { migrateClient } from './pgMigrations.js';
 
 export interface PostgresOptions {
@@ -293,7 +293,7 @@ class Unit {
    * `begin`: the statement that opens the transaction (sent with the first statement).
    * Without it (peek): no transaction around the statements, so only SELECTs, and no locks (they would not be held).
    */
-  constructor(private readonly client: pg.PoolClient, begin?: string) {
+  constructor(private readonly client: pg.PoolClient, begin?: string, readonly stampContexts?: StampContextCache) {
     this.bare = begin === undefined;
     if (begin) this.pending.push({ sql: begin });
   }
@@ -516,7 +516,7 @@ class Member {
         unit.defer(this, sql, args);
       },
     };
-    const repos = pgRepositories(queries);
+    const repos = pgRepositories(queries, unit.stampContexts);
     const { takeHead, append } = repos.log;
     // One head per organization and transaction, appended to by one member at a time (Unit).
     repos.log.takeHead = (org) => {
@@ -587,6 +587,8 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
   }
 
   let closed = false;
+  // the stamp contexts this node read, served again while their auth version holds (postgresRepos.ts)
+  const stampContexts = new StampContextCache();
   const inFlight = new Set<Promise<unknown>>();
   const track = <T>(p: Promise<T>): Promise<T> => {
     inFlight.add(p);
@@ -618,7 +620,7 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
     const start = performance.now();
     try {
       // BEGIN goes with the unit's first statement (Unit)
-      const u = unit = new Unit(client, begin);
+      const u = unit = new Unit(client, begin, stampContexts);
       const members = fns.map(() => u.member());
       const settled = await Promise.allSettled(fns.map(async (fn, i) => {
         const m = members[i]!;

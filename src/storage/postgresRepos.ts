@@ -8,12 +8,13 @@
 import type {
   ActivityListQuery, ActivityRow, ApiKeyRow, LogCheckpointRow, AuthenticatorRow, ContractInterfaceRow, FeatureRow, InvitationRow, IpAllowlistRow, IpAllowlistRule,
   OauthProviderRow, OrganizationRow, OtpRow, PendingActivityRow, PolicyEvaluationRow, PolicyRow, Repositories, SecretRow, SendTransactionRow,
-  SubOrgFilter, TagRow, TagType, UserRow, VoteRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription, LogHeadRow,
+  SubOrgFilter, TagRow, TagType, UserRow, VoteRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription, LogHeadRow, StampContext,
 } from './types.js';
 import { addressKey, type AddressEntry, type ImportTargetRow, type KeyStore, type ListPage, type PrivateKeyRow, type WalletAccountRow, type WalletRow } from './keys.js';
 
 import { foldNodes, logIndexesFrom, nodePlace } from './logNodes.js';
 import { SENDER_TURN } from './sharedSql.js';
+import { dbStampContexts } from '../metrics.js';
 
 export type Row = Record<string, unknown>;
 
@@ -355,12 +356,58 @@ function keyStore(q: Queries): KeyStore {
   };
 }
 
+/**
+ * The auth versions of a stamp context's rows ($1 the public key, $2 the organization): the
+ * current versions of its scopes 'all', 'org:<organization>' and 'pk:<public key>' (PostgreSQL
+ * migration 5) as one text, 0 for a scope that has not changed since that migration. Three index
+ * lookups (an aggregate over the three rows cost PostgreSQL more).
+ */
+const AUTH_VERSION = `(coalesce((SELECT n FROM auth_versions WHERE scope = 'all'), 0) || '/' || coalesce((SELECT n FROM auth_versions WHERE scope = 'org:' || $2), 0)
+  || '/' || coalesce((SELECT n FROM auth_versions WHERE scope = 'pk:' || $1), 0))`;
+
+/**
+ * Stamp contexts (apiKeys.stampContext) a node read, each with the auth version of its rows, shared
+ * by the units of one Db. Every change of the rows a context is read from (an API key with its
+ * public key in any organization; its organization's row, users and IP allowlists) sets that
+ * scope's version to a new value of a sequence, in the changing transaction (triggers of PostgreSQL
+ * migration 5). A sequence value is never handed out twice, even when the transaction that took it
+ * rolls back, so a version stands for one state of the rows: a context is served again only to a
+ * unit whose read of the versions finds the same text, and that unit sees the same rows a fresh
+ * read would. So no node serves a revoked key, a changed user or allowlist, or a deleted
+ * organization once the change has committed (the next unit reads the new version), and a unit
+ * that made the change itself sees its own new version. Contexts are frozen: callers share them.
+ */
+export class StampContextCache {
+  readonly #entries = new Map<string, { version: string; context: StampContext }>();
+  constructor(private readonly limit = 10_000) {}
+
+  get(key: string): { version: string; context: StampContext } | undefined {
+    return this.#entries.get(key);
+  }
+
+  set(key: string, version: string, context: StampContext): void {
+    deepFreeze(context);
+    this.#entries.delete(key);
+    this.#entries.set(key, { version, context });
+    // the oldest entry goes when the map is full (insertion order)
+    if (this.#entries.size > this.limit) this.#entries.delete(this.#entries.keys().next().value!);
+  }
+
+  get size(): number { return this.#entries.size; }
+}
+
+function deepFreeze(v: unknown): void {
+  if (typeof v !== 'object' || v === null || Object.isFrozen(v)) return;
+  Object.freeze(v);
+  for (const x of Object.values(v)) deepFreeze(x);
+}
+
 /** The repositories over one unit of work's queries. */
 const checkpointFrom = (r: Row): LogCheckpointRow => ({
   organizationId: str(r.organization_id), size: num(r.size), root: bytes(r.root), note: str(r.note), createdMs: num(r.created_ms),
 });
 
-export function pgRepositories(q: Queries): Repositories {
+export function pgRepositories(q: Queries, stampContexts?: StampContextCache): Repositories {
   const one = async <T>(sql: string, args: unknown[], from: (r: Row) => T): Promise<T | undefined> => {
     const r = await q.get(sql, args);
     return r ? from(r) : undefined;
@@ -404,21 +451,36 @@ export function pgRepositories(q: Queries): Repositories {
       get: (org, id) => one('SELECT * FROM api_keys WHERE organization_id = $1 AND id = $2', [org, id], keyFrom),
       byPublicKey: (pk) => many('SELECT * FROM api_keys WHERE public_key = $1', [pk], keyFrom),
       // One round trip for the four reads of resolvePrincipal (each row as json: the same column
-      // names, plain types; json is built faster than jsonb).
+      // names, plain types; json is built faster than jsonb), with the auth versions they were read
+      // at. A context read before is served again once a read of the versions (three index
+      // lookups instead of four reads made json) finds them unchanged: StampContextCache.
       stampContext: async (pk, org) => {
+        const key = `${pk}\u0000${org}`;
+        const kept = stampContexts?.get(key);
+        if (kept !== undefined) {
+          const now = await q.get(`SELECT ${AUTH_VERSION} AS version`, [pk, org]);
+          if (now?.version === kept.version) {
+            dbStampContexts.inc({ source: 'cached' });
+            return kept.context;
+          }
+        }
         const r = (await q.get(`SELECT
           (SELECT coalesce(json_agg(row_to_json(k)), '[]'::json) FROM api_keys k WHERE k.public_key = $1) AS keys,
           (SELECT row_to_json(o) FROM organizations o WHERE o.id = $2) AS organization,
           (SELECT row_to_json(u) FROM api_keys k JOIN users u ON u.organization_id = k.organization_id AND u.id = k.user_id
             WHERE k.organization_id = $2 AND k.public_key = $1) AS usr,
-          (SELECT coalesce(json_agg(row_to_json(a)), '[]'::json) FROM ip_allowlists a WHERE a.organization_id = $2 AND a.public_key IN ($1, '')) AS lists`, [pk, org]))!;
+          (SELECT coalesce(json_agg(row_to_json(a)), '[]'::json) FROM ip_allowlists a WHERE a.organization_id = $2 AND a.public_key IN ($1, '')) AS lists,
+          ${AUTH_VERSION} AS version`, [pk, org]))!;
         const lists = (r.lists as Row[]).map(allowlistFrom);
-        return {
+        const context: StampContext = {
           publicKey: pk, organizationId: org, keys: (r.keys as Row[]).map(keyFrom),
           organization: r.organization ? orgFrom(r.organization as Row) : undefined,
           user: r.usr ? userFrom(r.usr as Row) : undefined,
           allowlists: { own: lists.find((l) => l.publicKey === pk), organization: lists.find((l) => l.publicKey === '') },
         };
+        dbStampContexts.inc({ source: 'read' });
+        stampContexts?.set(key, r.version as string, context);
+        return context;
       },
       listByUser: (org, user) => many('SELECT * FROM api_keys WHERE organization_id = $1 AND user_id = $2 ORDER BY created_ms, id', [org, user], keyFrom),
       listByOrganization: (org) => many('SELECT * FROM api_keys WHERE organization_id = $1 ORDER BY created_ms, id', [org], keyFrom),

@@ -1,6 +1,6 @@
 // On PostgreSQL a stamped signing submit is one transaction in two messages: everything it reads
-// (the stamp's key and user, the request lock, the idempotency lookup, the signing key, the log
-// head, the webhook addresses) goes with its BEGIN, and its writes go with its COMMIT, whatever
+// (the stamp's key and user, or only their auth version once read, the request lock, the
+// idempotency lookup, the signing key, the log head, the webhook addresses) goes with its BEGIN, and its writes go with its COMMIT, whatever
 // signWith names. Counted on the wire: each extended-protocol message ends with one Sync
 // (node-postgres's Connection, patched in this process, where the test server runs).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -68,6 +68,10 @@ describe.skipIf(onSqlite)('PostgreSQL messages of one signing submit', () => {
       expect(messages[0]![0]).toBe('BEGIN');
       expect(messages[1]!.at(-1)).toBe('COMMIT');
       expect(messages[1]!.some((s) => s.startsWith('INSERT INTO activities'))).toBe(true);
+      // the stamp's rows, read by an earlier submit, are checked by their auth version (one index
+      // lookup) instead of read again (postgresRepos.ts StampContextCache)
+      expect(messages[0]!.filter((s) => s.includes('FROM auth_versions'))).toHaveLength(1);
+      expect(messages[0]!.some((s) => s.includes('FROM api_keys k WHERE k.public_key'))).toBe(false);
     });
   }
 });

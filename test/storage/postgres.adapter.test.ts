@@ -16,7 +16,7 @@ import type { Db } from '../../src/storage/types.js';
 import { appendActivity } from '../../src/domain/activityLog.js';
 import { leafHash } from '../../src/tlog/merkle.js';
 import { mth } from '../tlog/reference.js';
-import { dbGroupReruns } from '../../src/metrics.js';
+import { dbGroupReruns, dbStampContexts } from '../../src/metrics.js';
 import { controlTestCluster, dropFreshDatabases, freshDatabase, missingPostgres, testDatabaseUrl } from './pgcluster.js';
 
 const server = await testDatabaseUrl();
@@ -89,7 +89,7 @@ if (server === undefined) {
   const track = (d: Db) => { open.push(d); return d; };
 
   describe('PostgreSQL schema and migrations', () => {
-    it("has SQLite's tables, columns, unique constraints and indexes (seq identities standing for SQLite's rowid; log_heads, which SQLite derives)", async () => {
+    it("has SQLite's tables, columns, unique constraints and indexes (seq identities standing for SQLite's rowid; log_heads, which SQLite derives; auth_versions, which a single SQLite process does not need)", async () => {
       const url = await freshDatabase();
       await migratePostgres(url);
       const lite = await sqliteShape();
@@ -98,12 +98,14 @@ if (server === undefined) {
       // votes is ordered by SQLite's implicit rowid; PostgreSQL has it as a seq column.
       // log_heads: SQLite derives an organization's head from its entries' rows (storage/logNodes.ts);
       // PostgreSQL keeps the row, whose lock serializes the appends of several nodes.
-      const pgOnly = (s: string) => /^\w+\(seq\) unique$/.test(s) || s.startsWith('log_heads(');
+      // auth_versions: the versions cached stamp contexts are checked against (postgresRepos.ts StampContextCache).
+      const pgOnly = (s: string) => /^\w+\(seq\) unique$/.test(s) || s.startsWith('log_heads(') || s.startsWith('auth_versions(');
       expect(Object.keys(lite.columns).length).toBeGreaterThanOrEqual(30);
       expect(lite.indexes.filter((s) => s.endsWith('unique')).length).toBeGreaterThanOrEqual(20);
       expect(post.indexes.filter((s) => !pgOnly(s))).toEqual(lite.indexes);
-      const { log_heads: heads, ...postColumns } = post.columns;
+      const { log_heads: heads, auth_versions: versions, ...postColumns } = post.columns;
       expect(heads).toEqual(['frontier', 'organization_id', 'root', 'size', 'updated_ms']);
+      expect(versions).toEqual(['n', 'scope']);
       expect({ ...postColumns, votes: post.columns.votes!.filter((c) => c !== 'seq') }).toEqual(lite.columns);
     });
 
@@ -180,6 +182,100 @@ if (server === undefined) {
       } finally {
         await lite.close();
         fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+
+  describe('stamp contexts: served again only while the auth version of their rows holds', () => {
+    const orgRow = (id: string) => ({ id, name: id, parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 });
+    const userRow = (organizationId: string, id: string) => ({ id, organizationId, name: id, email: null, phoneNumber: null, isRoot: true, createdMs: 1, updatedMs: 1 });
+    const keyRow = (organizationId: string, userId: string, id: string, publicKey: string) => ({
+      id, organizationId, userId, name: id, publicKey, curve: 'API_KEY_CURVE_P256' as const, credentialType: 'CREDENTIAL_TYPE_API_KEY_P256',
+      expirationSeconds: null, expiresAtMs: null, createdMs: 1, updatedMs: 1,
+    });
+    const listRow = (organizationId: string, publicKey: string, cidr: string) => ({
+      organizationId, publicKey, enabled: true, onEvaluationError: 'DENY' as const, rules: [{ cidr, label: 'l', createdMs: 1 }], createdMs: 1, updatedMs: 1,
+    });
+    const PK = '02aa';
+
+    async function seeded() {
+      const url = await freshDatabase();
+      const db = track(await openPostgresDb(url));
+      await db.write(async (tx) => {
+        for (const o of ['o1', 'o2']) {
+          await tx.organizations.insert(orgRow(o));
+          await tx.users.insert(userRow(o, `${o}-u`));
+        }
+        await tx.apiKeys.insert(keyRow('o1', 'o1-u', 'k1', PK));
+      });
+      // another connection, as another node or an operator with psql would change the rows
+      const other = new pg.Client({ connectionString: url });
+      await other.connect();
+      return { db, other, read: () => db.write((tx) => tx.apiKeys.stampContext(PK, 'o1')) };
+    }
+
+    it('a second read is the context already read (frozen), until a row it was read from changes, wherever the change is made', async () => {
+      const { db, other, read } = await seeded();
+      try {
+        const count = async (source: string) => (await dbStampContexts.get()).values.find((v) => v.labels.source === source)?.value ?? 0;
+        const first = await read();
+        expect(first.keys.map((k) => k.id)).toEqual(['k1']);
+        const [cached, fresh] = [await count('cached'), await count('read')];
+        expect(await read()).toBe(first);
+        expect([await count('cached') - cached, await count('read') - fresh]).toEqual([1, 0]);
+        expect(Object.isFrozen(first.keys[0])).toBe(true);
+        // each change below is made outside kmas; the next read must see it (a different object)
+        const changes: [string, (c: Awaited<ReturnType<typeof read>>) => void][] = [
+          ["UPDATE users SET name = 'renamed' WHERE id = 'o1-u'", (c) => expect(c.user?.name).toBe('renamed')],
+          ["INSERT INTO ip_allowlists (organization_id, public_key, enabled, on_evaluation_error, rules, created_ms, updated_ms) VALUES ('o1', '', true, 'DENY', '[]', 1, 1)", (c) => expect(c.allowlists.organization?.enabled).toBe(true)],
+          [`INSERT INTO api_keys (id, organization_id, user_id, name, public_key, curve, credential_type, created_ms, updated_ms) VALUES ('k2', 'o2', 'o2-u', 'k2', '${PK}', 'API_KEY_CURVE_P256', 'CREDENTIAL_TYPE_API_KEY_P256', 2, 2)`,
+            (c) => expect(c.keys.map((k) => k.id).sort()).toEqual(['k1', 'k2'])],
+          ["UPDATE organizations SET root_quorum_threshold = 2 WHERE id = 'o1'", (c) => expect(c.organization?.rootQuorumThreshold).toBe(2)],
+          ['TRUNCATE ip_allowlists', (c) => expect(c.allowlists.organization).toBeUndefined()],
+          ["DELETE FROM api_keys WHERE id = 'k1'", (c) => { expect(c.keys.map((k) => k.id)).toEqual(['k2']); expect(c.user).toBeUndefined(); }],
+        ];
+        let before = first;
+        for (const [sql, check] of changes) {
+          await other.query(sql);
+          const now = await read();
+          expect(now, sql).not.toBe(before);
+          check(now);
+          expect(await read(), sql).toBe(now);
+          before = now;
+        }
+        // a change of another organization's rows does not touch this context
+        await other.query("UPDATE users SET name = 'x' WHERE id = 'o2-u'");
+        expect(await read()).toBe(before);
+        // what kmas's own repositories change, in a write that reads the context again afterwards, that write sees
+        await db.write(async (tx) => { await tx.ipAllowlists.set(listRow('o1', PK, '192.0.2.0/24')); expect((await tx.apiKeys.stampContext(PK, 'o1')).allowlists.own?.rules[0]?.cidr).toBe('192.0.2.0/24'); });
+        expect((await read()).allowlists.own?.rules[0]?.cidr).toBe('192.0.2.0/24');
+      } finally {
+        await other.end();
+      }
+    });
+
+    it('a context read inside a write that rolls back is never served for the state committed after it (a version is never handed out twice)', async () => {
+      const { db, other, read } = await seeded();
+      try {
+        await read();
+        // the write deletes the key, reads the context (no key: kept with the version its own change
+        // made), and rolls back
+        await expect(db.write(async (tx) => {
+          await tx.apiKeys.delete('o1', 'k1');
+          expect((await tx.apiKeys.stampContext(PK, 'o1')).keys).toEqual([]);
+          throw new Error('rolled back');
+        })).rejects.toThrow('rolled back');
+        // The key is there again. Other changes commit, touching the same scopes as many times as
+        // the delete did (the organization's rows once, the public key's once): with versions
+        // counted up from the committed value they would come back to the rolled-back write's.
+        await other.query(`BEGIN; INSERT INTO ip_allowlists (organization_id, public_key, enabled, on_evaluation_error, rules, created_ms, updated_ms) VALUES ('o1', '', true, 'DENY', '[]', 1, 1);
+          INSERT INTO api_keys (id, organization_id, user_id, name, public_key, curve, credential_type, created_ms, updated_ms) VALUES ('k2', 'o2', 'o2-u', 'k2', '${PK}', 'API_KEY_CURVE_P256', 'CREDENTIAL_TYPE_API_KEY_P256', 2, 2); COMMIT`);
+        const now = await read();
+        expect(now.keys.map((k) => k.id).sort()).toEqual(['k1', 'k2']);
+        expect(now.user?.id).toBe('o1-u');
+        expect(now.allowlists.organization?.enabled).toBe(true);
+      } finally {
+        await other.end();
       }
     });
   });
