@@ -481,27 +481,17 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
         ON CONFLICT (scope) DO UPDATE SET n = EXCLUDED.n
       $$;
       CREATE FUNCTION kmas_auth_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE r jsonb;
       BEGIN
         IF TG_LEVEL = 'STATEMENT' THEN
           PERFORM kmas_auth_bump('all');
           RETURN NULL;
         END IF;
-        IF TG_OP <> 'INSERT' THEN
-          IF TG_TABLE_NAME = 'organizations' THEN
-            PERFORM kmas_auth_bump('org:' || OLD.id);
-          ELSE
-            PERFORM kmas_auth_bump('org:' || OLD.organization_id);
-          END IF;
-          IF TG_TABLE_NAME = 'api_keys' THEN PERFORM kmas_auth_bump('pk:' || OLD.public_key); END IF;
-        END IF;
-        IF TG_OP <> 'DELETE' THEN
-          IF TG_TABLE_NAME = 'organizations' THEN
-            PERFORM kmas_auth_bump('org:' || NEW.id);
-          ELSE
-            PERFORM kmas_auth_bump('org:' || NEW.organization_id);
-          END IF;
-          IF TG_TABLE_NAME = 'api_keys' THEN PERFORM kmas_auth_bump('pk:' || NEW.public_key); END IF;
-        END IF;
+        -- the row before and after the change (an organization's scope is its id, the others' their organization_id)
+        FOR r IN SELECT x FROM unnest(ARRAY[CASE WHEN TG_OP <> 'INSERT' THEN to_jsonb(OLD) END, CASE WHEN TG_OP <> 'DELETE' THEN to_jsonb(NEW) END]) AS x WHERE x IS NOT NULL LOOP
+          PERFORM kmas_auth_bump('org:' || coalesce(r->>'organization_id', r->>'id'));
+          IF TG_TABLE_NAME = 'api_keys' THEN PERFORM kmas_auth_bump('pk:' || (r->>'public_key')); END IF;
+        END LOOP;
         RETURN NULL;
       END
       $$;
