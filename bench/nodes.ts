@@ -17,7 +17,11 @@
  *      (timed sign_raw_payloads ×100 requests, default 30), BENCH_NODES_ROUNDS (default 3),
  *      BENCH_NODES_BASE (another checkout, built: adds "PostgreSQL, 1 node" of that build, for an
  *      A/B of the PostgreSQL path in the same run), BENCH_NODES_SCENARIOS (comma-separated names:
- *      only those scenarios), BENCH_NODES_TWO=0 (no two-node set-up, no projection).
+ *      only those scenarios), BENCH_NODES_TWO=0 (no two-node set-up, no projection),
+ *      BENCH_NODES_CLIENTS (comma-separated client counts, default 1,16; the projection needs 16),
+ *      BENCH_NODES_PG_SETTINGS (space-separated name=value settings for the throwaway cluster, to
+ *      try a PostgreSQL setting: commit_delay and plan_cache_mode=force_generic_plan did not lower
+ *      its CPU per activity).
  */
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
