@@ -392,8 +392,6 @@ export class StampContextCache {
     // the oldest entry goes when the map is full (insertion order)
     if (this.#entries.size > this.limit) this.#entries.delete(this.#entries.keys().next().value!);
   }
-
-  get size(): number { return this.#entries.size; }
 }
 
 function deepFreeze(v: unknown): void {
@@ -479,7 +477,8 @@ export function pgRepositories(q: Queries, stampContexts?: StampContextCache): R
           allowlists: { own: lists.find((l) => l.publicKey === pk), organization: lists.find((l) => l.publicKey === '') },
         };
         dbStampContexts.inc({ source: 'read' });
-        stampContexts?.set(key, r.version as string, context);
+        // a public key no organization has (any stranger's stamp) is not kept: it would push real ones out
+        if (context.keys.length > 0) stampContexts?.set(key, r.version as string, context);
         return context;
       },
       listByUser: (org, user) => many('SELECT * FROM api_keys WHERE organization_id = $1 AND user_id = $2 ORDER BY created_ms, id', [org, user], keyFrom),

@@ -256,27 +256,32 @@ if (server === undefined) {
 
     it('a context read inside a write that rolls back is never served for the state committed after it (a version is never handed out twice)', async () => {
       const { db, other, read } = await seeded();
+      const k = (id: string) => `INSERT INTO api_keys (id, organization_id, user_id, name, public_key, curve, credential_type, created_ms, updated_ms) VALUES ('${id}', 'o2', 'o2-u', '${id}', '${PK}', 'API_KEY_CURVE_P256', 'CREDENTIAL_TYPE_API_KEY_P256', 2, 2)`;
       try {
         await read();
-        // the write deletes the key, reads the context (no key: kept with the version its own change
-        // made), and rolls back
+        // the write adds a key with the same public key in another organization, reads the context
+        // (kept with the version its own change made), and rolls back
         await expect(db.write(async (tx) => {
-          await tx.apiKeys.delete('o1', 'k1');
-          expect((await tx.apiKeys.stampContext(PK, 'o1')).keys).toEqual([]);
+          await tx.apiKeys.insert(keyRow('o2', 'o2-u', 'k2', PK));
+          expect((await tx.apiKeys.stampContext(PK, 'o1')).keys.map((x) => x.id).sort()).toEqual(['k1', 'k2']);
           throw new Error('rolled back');
         })).rejects.toThrow('rolled back');
-        // The key is there again. Other changes commit, touching the same scopes as many times as
-        // the delete did (the organization's rows once, the public key's once): with versions
-        // counted up from the committed value they would come back to the rolled-back write's.
-        await other.query(`BEGIN; INSERT INTO ip_allowlists (organization_id, public_key, enabled, on_evaluation_error, rules, created_ms, updated_ms) VALUES ('o1', '', true, 'DENY', '[]', 1, 1);
-          INSERT INTO api_keys (id, organization_id, user_id, name, public_key, curve, credential_type, created_ms, updated_ms) VALUES ('k2', 'o2', 'o2-u', 'k2', '${PK}', 'API_KEY_CURVE_P256', 'CREDENTIAL_TYPE_API_KEY_P256', 2, 2); COMMIT`);
-        const now = await read();
-        expect(now.keys.map((k) => k.id).sort()).toEqual(['k1', 'k2']);
-        expect(now.user?.id).toBe('o1-u');
-        expect(now.allowlists.organization?.enabled).toBe(true);
+        // Another such key commits: the same scopes change as many times as in the write that
+        // rolled back, so versions counted up from the committed value would come back to its.
+        await other.query(k('k3'));
+        expect((await read()).keys.map((x) => x.id).sort()).toEqual(['k1', 'k3']);
       } finally {
         await other.end();
       }
+    });
+
+    it('a public key no organization has is read each time, not kept', async () => {
+      const { db, other } = await seeded();
+      await other.end();
+      const stranger = () => db.write((tx) => tx.apiKeys.stampContext('02ff', 'o1'));
+      const first = await stranger();
+      expect(first.keys).toEqual([]);
+      expect(await stranger()).not.toBe(first);
     });
   });
 
