@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import type { Counter } from 'prom-client';
 import { openSqliteDb } from '../../src/storage/sqlite.js';
 import { openPostgresDb } from '../../src/storage/postgres.js';
 import { migratePostgres, PG_MIGRATIONS } from '../../src/storage/pgMigrations.js';
@@ -20,6 +21,10 @@ import { dbGroupReruns, dbStampContexts } from '../../src/metrics.js';
 import { controlTestCluster, dropFreshDatabases, freshDatabase, missingPostgres, testDatabaseUrl } from './pgcluster.js';
 
 const server = await testDatabaseUrl();
+
+/** A prom-client counter's value for one label (0 before it was first counted). */
+const counted = async <L extends string>(counter: Counter<L>, label: L, value: string): Promise<number> =>
+  (await counter.get()).values.find((v) => v.labels[label] === value)?.value ?? 0;
 
 /** table → column names, and every index as "table(columns)" marked unique / partial. */
 interface Shape { columns: Record<string, string[]>; indexes: string[] }
@@ -197,6 +202,8 @@ if (server === undefined) {
       organizationId, publicKey, enabled: true, onEvaluationError: 'DENY' as const, rules: [{ cidr, label: 'l', createdMs: 1 }], createdMs: 1, updatedMs: 1,
     });
     const PK = '02aa';
+    /** A key with PK in organization o2, inserted with plain SQL (as another node or psql would). */
+    const otherKeySql = (id: string) => `INSERT INTO api_keys (id, organization_id, user_id, name, public_key, curve, credential_type, created_ms, updated_ms) VALUES ('${id}', 'o2', 'o2-u', '${id}', '${PK}', 'API_KEY_CURVE_P256', 'CREDENTIAL_TYPE_API_KEY_P256', 2, 2)`;
 
     async function seeded() {
       const url = await freshDatabase();
@@ -217,7 +224,7 @@ if (server === undefined) {
     it('a second read is the context already read (frozen), until a row it was read from changes, wherever the change is made', async () => {
       const { db, other, read } = await seeded();
       try {
-        const count = async (source: string) => (await dbStampContexts.get()).values.find((v) => v.labels.source === source)?.value ?? 0;
+        const count = (source: string) => counted(dbStampContexts, 'source', source);
         const first = await read();
         expect(first.keys.map((k) => k.id)).toEqual(['k1']);
         const [cached, fresh] = [await count('cached'), await count('read')];
@@ -228,7 +235,7 @@ if (server === undefined) {
         const changes: [string, (c: Awaited<ReturnType<typeof read>>) => void][] = [
           ["UPDATE users SET name = 'renamed' WHERE id = 'o1-u'", (c) => expect(c.user?.name).toBe('renamed')],
           ["INSERT INTO ip_allowlists (organization_id, public_key, enabled, on_evaluation_error, rules, created_ms, updated_ms) VALUES ('o1', '', true, 'DENY', '[]', 1, 1)", (c) => expect(c.allowlists.organization?.enabled).toBe(true)],
-          [`INSERT INTO api_keys (id, organization_id, user_id, name, public_key, curve, credential_type, created_ms, updated_ms) VALUES ('k2', 'o2', 'o2-u', 'k2', '${PK}', 'API_KEY_CURVE_P256', 'CREDENTIAL_TYPE_API_KEY_P256', 2, 2)`,
+          [otherKeySql('k2'),
             (c) => expect(c.keys.map((k) => k.id).sort()).toEqual(['k1', 'k2'])],
           ["UPDATE organizations SET root_quorum_threshold = 2 WHERE id = 'o1'", (c) => expect(c.organization?.rootQuorumThreshold).toBe(2)],
           ['TRUNCATE ip_allowlists', (c) => expect(c.allowlists.organization).toBeUndefined()],
@@ -256,7 +263,6 @@ if (server === undefined) {
 
     it('a context read inside a write that rolls back is never served for the state committed after it (a version is never handed out twice)', async () => {
       const { db, other, read } = await seeded();
-      const k = (id: string) => `INSERT INTO api_keys (id, organization_id, user_id, name, public_key, curve, credential_type, created_ms, updated_ms) VALUES ('${id}', 'o2', 'o2-u', '${id}', '${PK}', 'API_KEY_CURVE_P256', 'CREDENTIAL_TYPE_API_KEY_P256', 2, 2)`;
       try {
         await read();
         // the write adds a key with the same public key in another organization, reads the context
@@ -268,7 +274,7 @@ if (server === undefined) {
         })).rejects.toThrow('rolled back');
         // Another such key commits: the same scopes change as many times as in the write that
         // rolled back, so versions counted up from the committed value would come back to its.
-        await other.query(k('k3'));
+        await other.query(otherKeySql('k3'));
         expect((await read()).keys.map((x) => x.id).sort()).toEqual(['k1', 'k3']);
       } finally {
         await other.end();
@@ -436,7 +442,7 @@ if (server === undefined) {
           if (fail) throw new Error(`refused ${id}`);
           return id;
         });
-        const errors = async () => (await dbGroupReruns.get()).values.find((v) => v.labels.reason === 'error')?.value ?? 0;
+        const errors = () => counted(dbGroupReruns, 'reason', 'error');
         const before = await errors();
         const outcomes = await Promise.allSettled([write('a', false), write('b', true), write('c', false)]);
         expect(outcomes.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual(['a', 'refused b', 'c']);
@@ -459,7 +465,7 @@ if (server === undefined) {
           counter = mine + 1;
           seen.push(mine);
         });
-        const reruns = async () => (await dbGroupReruns.get()).values.find((v) => v.labels.reason === 'conflict')?.value ?? 0;
+        const reruns = () => counted(dbGroupReruns, 'reason', 'conflict');
         const before = await reruns();
         await Promise.all([bump(), bump()]);
         expect(runs).toBe(4); // together (the second one's lock: GroupConflict), then each alone
