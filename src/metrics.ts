@@ -85,6 +85,10 @@ export const dbStampContexts = new Counter({
   name: 'kmas_db_stamp_contexts_total', help: 'PostgreSQL: the rows a stamp is resolved against, by source (cached: a context this node read before, its auth version unchanged; read: read afresh, the first time or after a change)',
   labelNames: ['source'] as const, registers: [registry],
 });
+export const dbOrgData = new Counter({
+  name: 'kmas_db_org_data_total', help: 'PostgreSQL: signing keys and webhook targets looked up, by source (cached: read by this node before, its organization\'s data version unchanged; read: read afresh)',
+  labelNames: ['source'] as const, registers: [registry],
+});
 export const dbSyncDuration = new Histogram({
   name: 'kmas_db_wal_sync_duration_seconds', help: 'fsync of the SQLite WAL off the event loop (commits wait for it before their reply)',
   buckets: LATENCY, registers: [registry],

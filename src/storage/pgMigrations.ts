@@ -505,6 +505,38 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       CREATE TRIGGER ip_allowlists_auth_truncate AFTER TRUNCATE ON ip_allowlists FOR EACH STATEMENT EXECUTE FUNCTION kmas_auth_changed();
     `,
   },
+  {
+    version: 6,
+    name: 'data versions: every change of a private key, its addresses, a wallet account, a feature or a webhook endpoint gives its organization\'s data scope a new version (what cached signing keys and webhook targets are checked against)',
+    // The scope is 'data:<organization id>' ('all' for a TRUNCATE), in the same table and from the
+    // same sequence as migration 5's scopes (postgresRepos.ts OrgDataCache). A wallet's deletion
+    // reaches its accounts by ON DELETE CASCADE, which fires their row triggers too.
+    sql: `
+      CREATE FUNCTION kmas_data_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_LEVEL = 'STATEMENT' THEN
+          PERFORM kmas_auth_bump('all');
+          RETURN NULL;
+        END IF;
+        IF TG_OP <> 'INSERT' THEN PERFORM kmas_auth_bump('data:' || OLD.organization_id); END IF;
+        IF TG_OP <> 'DELETE' AND (TG_OP = 'INSERT' OR NEW.organization_id IS DISTINCT FROM OLD.organization_id) THEN
+          PERFORM kmas_auth_bump('data:' || NEW.organization_id);
+        END IF;
+        RETURN NULL;
+      END
+      $$;
+      CREATE TRIGGER private_keys_data AFTER INSERT OR UPDATE OR DELETE ON private_keys FOR EACH ROW EXECUTE FUNCTION kmas_data_changed();
+      CREATE TRIGGER private_key_addresses_data AFTER INSERT OR UPDATE OR DELETE ON private_key_addresses FOR EACH ROW EXECUTE FUNCTION kmas_data_changed();
+      CREATE TRIGGER wallet_accounts_data AFTER INSERT OR UPDATE OR DELETE ON wallet_accounts FOR EACH ROW EXECUTE FUNCTION kmas_data_changed();
+      CREATE TRIGGER features_data AFTER INSERT OR UPDATE OR DELETE ON features FOR EACH ROW EXECUTE FUNCTION kmas_data_changed();
+      CREATE TRIGGER webhook_endpoints_data AFTER INSERT OR UPDATE OR DELETE ON webhook_endpoints FOR EACH ROW EXECUTE FUNCTION kmas_data_changed();
+      CREATE TRIGGER private_keys_data_truncate AFTER TRUNCATE ON private_keys FOR EACH STATEMENT EXECUTE FUNCTION kmas_data_changed();
+      CREATE TRIGGER private_key_addresses_data_truncate AFTER TRUNCATE ON private_key_addresses FOR EACH STATEMENT EXECUTE FUNCTION kmas_data_changed();
+      CREATE TRIGGER wallet_accounts_data_truncate AFTER TRUNCATE ON wallet_accounts FOR EACH STATEMENT EXECUTE FUNCTION kmas_data_changed();
+      CREATE TRIGGER features_data_truncate AFTER TRUNCATE ON features FOR EACH STATEMENT EXECUTE FUNCTION kmas_data_changed();
+      CREATE TRIGGER webhook_endpoints_data_truncate AFTER TRUNCATE ON webhook_endpoints FOR EACH STATEMENT EXECUTE FUNCTION kmas_data_changed();
+    `,
+  },
 ];
 
 /** The session advisory lock held while migrating: (hashtext('kmas'), hashtext('schema_migrations')). */

@@ -28,7 +28,7 @@ import { dbCommitDuration, dbGroupReruns, dbGroupWrites, secondsSince } from '..
 import pg from 'pg';
 import { createRequire } from 'node:module';
 import type { Db, LockName, LogHeadRow, Tx } from './types.js';
-import { pgRepositories, StampContextCache, type Queries, type Row } from './postgresRepos.js';
+import { nodeCaches, pgRepositories, type NodeCaches, type Queries, type Row } from './postgresRepos.js';
 import { migrateClient } from './pgMigrations.js';
 
 export interface PostgresOptions {
@@ -231,6 +231,14 @@ const LOCKS_SENT_WITH_NEXT: ReadonlySet<LockName> = new Set<LockName>(['request'
 const changes = (sql: string): boolean => !/^\s*SELECT\b/i.test(sql) || /\bFOR\s+(UPDATE|NO\s+KEY\s+UPDATE|SHARE|KEY\s+SHARE)\b|\bpg_advisory/i.test(sql);
 
 /**
+ * A change that may touch what an organization's data version covers (PostgreSQL migration 6: private
+ * keys and their addresses, wallet accounts, features, webhook endpoints; wallets and organizations,
+ * whose deletion reaches them) or any TRUNCATE. Cached data is not served in a unit after one
+ * (postgresRepos.ts OrgDataCache): the unit must see its own writes.
+ */
+const DATA_TABLES = /\b(?:private_keys|private_key_addresses|wallet_accounts|wallets|features|webhook_endpoints|organizations)\b|^\s*TRUNCATE\b/i;
+
+/**
  * Two writes of one group met where they must not both go on in one transaction (the same named
  * lock, or an order the group cannot keep without one waiting for the other): the group rolls
  * back and each of its writes runs again in a transaction of its own, where the database's locks
@@ -293,7 +301,7 @@ class Unit {
    * `begin`: the statement that opens the transaction (sent with the first statement).
    * Without it (peek): no transaction around the statements, so only SELECTs, and no locks (they would not be held).
    */
-  constructor(private readonly client: pg.PoolClient, begin?: string, readonly stampContexts?: StampContextCache) {
+  constructor(private readonly client: pg.PoolClient, begin?: string, readonly caches?: NodeCaches) {
     this.bare = begin === undefined;
     if (begin) this.pending.push({ sql: begin });
   }
@@ -308,10 +316,19 @@ class Unit {
     return new Member(this);
   }
 
+  /** statements so far that write a table an organization's data version covers (Queries.dataWrites) */
+  dataWrites = 0;
+
+  #changed(m: Member, sql: string): void {
+    if (!changes(sql)) return;
+    m.changes++;
+    if (DATA_TABLES.test(sql)) this.dataWrites++;
+  }
+
   /** A statement whose result someone waits for. */
   query(m: Member, sql: string, args: unknown[] = []): Promise<pg.QueryResult<Row>> {
     if (this.bare && !/^\s*SELECT\b/i.test(sql)) return Promise.reject(new Error('db.peek only reads: use db.write'));
-    if (changes(sql)) m.changes++;
+    this.#changed(m, sql);
     return new Promise((resolve, reject) => {
       this.#push({ sql, args, settle: { resolve, reject } });
     });
@@ -319,7 +336,7 @@ class Unit {
 
   /** A statement nobody waits for (it goes with the next message). */
   defer(m: Member, sql: string, args?: unknown[]): void {
-    if (changes(sql)) m.changes++;
+    this.#changed(m, sql);
     this.pending.push(args === undefined ? { sql } : { sql, args });
   }
 
@@ -515,8 +532,9 @@ class Member {
         if (!this.active) throw new Error('a repository was used outside db.read / db.write');
         unit.defer(this, sql, args);
       },
+      dataWrites: () => unit.dataWrites,
     };
-    const repos = pgRepositories(queries, unit.stampContexts);
+    const repos = pgRepositories(queries, unit.caches);
     const { takeHead, append } = repos.log;
     // One head per organization and transaction, appended to by one member at a time (Unit).
     repos.log.takeHead = (org) => {
@@ -587,8 +605,9 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
   }
 
   let closed = false;
-  // the stamp contexts this node read, served again while their auth version holds (postgresRepos.ts)
-  const stampContexts = new StampContextCache();
+  // the stamp contexts, signing keys and webhook targets this node read, served again while their
+  // version holds (postgresRepos.ts VersionedCache)
+  const caches = nodeCaches();
   const inFlight = new Set<Promise<unknown>>();
   const track = <T>(p: Promise<T>): Promise<T> => {
     inFlight.add(p);
@@ -620,7 +639,7 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
     const start = performance.now();
     try {
       // BEGIN goes with the unit's first statement (Unit)
-      const u = unit = new Unit(client, begin, stampContexts);
+      const u = unit = new Unit(client, begin, caches);
       const members = fns.map(() => u.member());
       const settled = await Promise.allSettled(fns.map(async (fn, i) => {
         const m = members[i]!;

@@ -14,7 +14,7 @@ import { addressKey, type AddressEntry, type ImportTargetRow, type KeyStore, typ
 
 import { foldNodes, logIndexesFrom, nodePlace } from './logNodes.js';
 import { SENDER_TURN } from './sharedSql.js';
-import { dbStampContexts } from '../metrics.js';
+import { dbOrgData, dbStampContexts } from '../metrics.js';
 
 export type Row = Record<string, unknown>;
 
@@ -29,6 +29,11 @@ export interface Queries {
    * round trip fewer; postgres.ts). Its failure fails the unit. Without it: run now.
    */
   deferred?(sql: string, args: unknown[]): void;
+  /**
+   * How many statements of the unit so far write a table an organization's data version covers
+   * (OrgDataCache; postgres.ts DATA_TABLES). Without it: data is never served from the cache.
+   */
+  dataWrites?(): number;
 }
 
 const bytes = (v: unknown): Uint8Array => new Uint8Array(v as Buffer);
@@ -270,16 +275,29 @@ async function listActivities(q: Queries, lq: ActivityListQuery): Promise<Activi
   return rows?.map(activityFrom);
 }
 
-function keyStore(q: Queries): KeyStore {
-  const pkGet = async (org: string, id: string) => { const r = await q.get('SELECT * FROM private_keys WHERE organization_id = $1 AND id = $2', [org, id]); return r ? pkFrom(r) : undefined; };
+/** The reads orgData serves: a statement's rows, each with the data version (OrgDataCache). */
+type OrgData = <T>(org: string, key: string, sql: string, args: unknown[], from: (rows: Row[]) => T, copy: (v: T) => T) => Promise<T>;
+
+/**
+ * `sql` (one row at most, with `id`) as one row always: its columns, or nulls when it found
+ * nothing, and the organization's data version ($1) as `data_version`.
+ */
+const withDataVersion = (sql: string): string => `SELECT x.*, ${dataVersion('$1')} AS data_version FROM (SELECT 1) one LEFT JOIN (${sql}) x ON true`;
+/** A key row of the cache, with bytes of its own (kept values are shared and frozen). */
+const ownBytes = <R extends { sealed: Uint8Array }>(r: R | undefined): R | undefined => (r === undefined ? undefined : { ...r, sealed: r.sealed.slice() });
+
+function keyStore(q: Queries, orgData: OrgData): KeyStore {
+  // signWith's lookups, checked by the organization's data version (OrgDataCache)
+  const pkGet = (org: string, id: string) => orgData(org, `private-key\u0000${org}\u0000${id}`,
+    withDataVersion('SELECT * FROM private_keys WHERE organization_id = $1 AND id = $2'), [org, id],
+    (rows) => (rows[0]!.id === null ? undefined : pkFrom(rows[0]!)), ownBytes);
   return {
     privateKeys: {
       get: pkGet,
-      byAddress: async (org, address) => {
-        const r = await q.get(`SELECT k.* FROM private_key_addresses a JOIN private_keys k ON k.id = a.private_key_id
-          WHERE a.organization_id = $1 AND a.address_key = $2 ORDER BY k.seq LIMIT 1`, [org, addressKey(address)]);
-        return r ? pkFrom(r) : undefined;
-      },
+      byAddress: (org, address) => orgData(org, `private-key-address\u0000${org}\u0000${addressKey(address)}`,
+        withDataVersion(`SELECT k.* FROM private_key_addresses a JOIN private_keys k ON k.id = a.private_key_id
+          WHERE a.organization_id = $1 AND a.address_key = $2 ORDER BY k.seq LIMIT 1`), [org, addressKey(address)],
+        (rows) => (rows[0]!.id === null ? undefined : pkFrom(rows[0]!)), ownBytes),
       list: async (org) => (await q.all('SELECT * FROM private_keys WHERE organization_id = $1 ORDER BY seq DESC', [org])).map(pkFrom),
       insert: async (k) => {
         await q.run(`INSERT INTO private_keys (id, organization_id, name, curve, public_key, addresses, sealed, imported, exported, created_ms, updated_ms)
@@ -313,10 +331,9 @@ function keyStore(q: Queries): KeyStore {
     },
     accounts: {
       get: async (org, id) => { const r = await q.get('SELECT * FROM wallet_accounts WHERE organization_id = $1 AND id = $2', [org, id]); return r ? accountFrom(r) : undefined; },
-      byAddress: async (org, address) => {
-        const r = await q.get('SELECT * FROM wallet_accounts WHERE organization_id = $1 AND address_key = $2 ORDER BY seq LIMIT 1', [org, addressKey(address)]);
-        return r ? accountFrom(r) : undefined;
-      },
+      byAddress: (org, address) => orgData(org, `account-address\u0000${org}\u0000${addressKey(address)}`,
+        withDataVersion('SELECT * FROM wallet_accounts WHERE organization_id = $1 AND address_key = $2 ORDER BY seq LIMIT 1'), [org, addressKey(address)],
+        (rows) => (rows[0]!.id === null ? undefined : accountFrom(rows[0]!)), ownBytes),
       inWalletByAddress: async (org, w, address) => {
         const r = await q.get('SELECT * FROM wallet_accounts WHERE organization_id = $1 AND wallet_id = $2 AND address_key = $3 ORDER BY seq LIMIT 1', [org, w, addressKey(address)]);
         return r ? accountFrom(r) : undefined;
@@ -366,36 +383,79 @@ const AUTH_VERSION = `(coalesce((SELECT n FROM auth_versions WHERE scope = 'all'
   || '/' || coalesce((SELECT n FROM auth_versions WHERE scope = 'pk:' || $1), 0))`;
 
 /**
- * Stamp contexts (apiKeys.stampContext) a node read, each with the auth version of its rows, shared
- * by the units of one Db. Every change of the rows a context is read from (an API key with its
- * public key in any organization; its organization's row, users and IP allowlists) sets that
- * scope's version to a new value of a sequence, in the changing transaction (triggers of PostgreSQL
- * migration 5). A sequence value is never handed out twice, even when the transaction that took it
- * rolls back, so a version stands for one state of the rows: a context is served again only to a
- * unit whose read of the versions finds the same text, and that unit sees the same rows a fresh
- * read would. So no node serves a revoked key, a changed user or allowlist, or a deleted
- * organization once the change has committed (the next unit reads the new version), and a unit
- * that made the change itself sees its own new version. Contexts are frozen: callers share them.
+ * The data version of the organization `org` names (a parameter): the versions of the scopes 'all'
+ * and 'data:<organization>' (PostgreSQL migration 6: its private keys and their addresses, wallet
+ * accounts, features and webhook endpoints) as one text.
  */
-export class StampContextCache {
-  readonly #entries = new Map<string, { version: string; context: StampContext }>();
+const dataVersion = (org: string): string =>
+  `(coalesce((SELECT n FROM auth_versions WHERE scope = 'all'), 0) || '/' || coalesce((SELECT n FROM auth_versions WHERE scope = 'data:' || ${org}), 0))`;
+
+/**
+ * A stamp context's auth version and its organization's data version ($1 the public key, $2 the
+ * organization): four index lookups in one statement, 'all' read once.
+ */
+const VERSIONS = `SELECT v.a || '/' || v.o || '/' || v.p AS version, v.a || '/' || v.d AS data FROM (SELECT
+  coalesce((SELECT n FROM auth_versions WHERE scope = 'all'), 0) AS a, coalesce((SELECT n FROM auth_versions WHERE scope = 'org:' || $2), 0) AS o,
+  coalesce((SELECT n FROM auth_versions WHERE scope = 'pk:' || $1), 0) AS p, coalesce((SELECT n FROM auth_versions WHERE scope = 'data:' || $2), 0) AS d) v`;
+
+/**
+ * What a node read and may serve again while a version read in the serving transaction shows its
+ * rows unchanged, shared by the units of one Db; at most `limit` entries (the oldest goes first).
+ *
+ * Versions come from triggers (PostgreSQL migrations 5 and 6): every change of a row a scope
+ * covers sets that scope's version to a new value of a sequence, in the changing transaction,
+ * whoever makes the change. A sequence value is never handed out twice, even when the transaction
+ * that took it rolls back, so a version stands for one state of the rows: an entry stored with the
+ * version read in the same statement as its rows is served only to a unit that reads the same
+ * version, and that unit sees the same rows a fresh read would. Values are frozen: callers share them.
+ */
+export class VersionedCache<T> {
+  readonly #entries = new Map<string, { version: string; value: T }>();
   constructor(private readonly limit = 10_000) {}
 
-  get(key: string): { version: string; context: StampContext } | undefined {
+  get(key: string): { version: string; value: T } | undefined {
     return this.#entries.get(key);
   }
 
-  set(key: string, version: string, context: StampContext): void {
-    deepFreeze(context);
+  set(key: string, version: string, value: T): void {
+    deepFreeze(value);
     this.#entries.delete(key);
-    this.#entries.set(key, { version, context });
-    // the oldest entry goes when the map is full (insertion order)
+    this.#entries.set(key, { version, value });
     if (this.#entries.size > this.limit) this.#entries.delete(this.#entries.keys().next().value!);
   }
 }
 
+/**
+ * Stamp contexts (apiKeys.stampContext) a node read, keyed by public key and organization, checked
+ * against the auth version of their rows (scopes 'all', 'org:<organization>', 'pk:<public key>'):
+ * no node serves a revoked key, a changed user or allowlist, or a deleted organization once the
+ * change has committed (the next unit reads the new version), and a unit that made the change
+ * itself sees its own new version.
+ */
+export type StampContextCache = VersionedCache<StampContext>;
+
+/**
+ * An organization's signing keys (by id or address) and webhook targets a node read, checked
+ * against its data version (scopes 'all' and 'data:<organization>', migration 6). A unit serves
+ * one only after its stamp check read the data version (in the same statement as the auth version:
+ * no statement of its own), and only while nothing in the unit has written one of the tables the
+ * scope covers (Queries.dataWrites): the unit then sees what it would read, as of that check.
+ */
+export type OrgDataCache = VersionedCache<unknown>;
+
+/** The caches of one Db (postgres.ts), shared by its units. */
+export interface NodeCaches {
+  stampContexts: StampContextCache;
+  orgData: OrgDataCache;
+}
+
+export function nodeCaches(): NodeCaches {
+  return { stampContexts: new VersionedCache<StampContext>(), orgData: new VersionedCache<unknown>() };
+}
+
 function deepFreeze(v: unknown): void {
-  if (typeof v !== 'object' || v === null || Object.isFrozen(v)) return;
+  // a typed array with elements cannot be frozen: values hand out copies of theirs (served())
+  if (typeof v !== 'object' || v === null || Object.isFrozen(v) || ArrayBuffer.isView(v)) return;
   Object.freeze(v);
   for (const x of Object.values(v)) deepFreeze(x);
 }
@@ -405,7 +465,7 @@ const checkpointFrom = (r: Row): LogCheckpointRow => ({
   organizationId: str(r.organization_id), size: num(r.size), root: bytes(r.root), note: str(r.note), createdMs: num(r.created_ms),
 });
 
-export function pgRepositories(q: Queries, stampContexts?: StampContextCache): Repositories {
+export function pgRepositories(q: Queries, caches?: NodeCaches): Repositories {
   const one = async <T>(sql: string, args: unknown[], from: (r: Row) => T): Promise<T | undefined> => {
     const r = await q.get(sql, args);
     return r ? from(r) : undefined;
@@ -415,7 +475,34 @@ export function pgRepositories(q: Queries, stampContexts?: StampContextCache): R
   const changed = async (sql: string, args: unknown[]): Promise<boolean> => (await q.run(sql, args)) > 0;
   // a write nobody reads the result of: sent with the unit's next statement (Queries.deferred)
   const later = async (sql: string, args: unknown[]): Promise<void> => { if (q.deferred) q.deferred(sql, args); else await q.run(sql, args); };
-  const keys = keyStore(q);
+  // the data version of each organization this member's stamp check reads (VERSIONS), once read
+  const dataVersions = new Map<string, Promise<string | undefined>>();
+  /**
+   * A read of an organization's data (OrgDataCache). `sql` returns one row at least, each with the
+   * organization's data version as `data_version`, read in the same statement (so the value is
+   * kept with the version of the state it was read from). When the node kept a value and this
+   * member's stamp check reads the organization's data version (asked for in the same turn, it may
+   * not have returned yet: wait for it), the kept value is served if the versions match and nothing
+   * in the unit has written the data's tables (a write of the unit's own would be in neither).
+   * Otherwise read now: a read the stamp check's version turned down costs a round trip of its own.
+   */
+  const orgData = async <T>(org: string, key: string, sql: string, args: unknown[], from: (rows: Row[]) => T, copy: (v: T) => T): Promise<T> => {
+    const known = dataVersions.get(org);
+    const kept = caches?.orgData.get(key);
+    if (known !== undefined && kept !== undefined && q.dataWrites?.() === 0) {
+      const version = await known;
+      if (version === kept.version && q.dataWrites() === 0) {
+        dbOrgData.inc({ source: 'cached' });
+        return copy(kept.value as T);
+      }
+    }
+    const rows = await q.all(sql, args);
+    const value = from(rows);
+    dbOrgData.inc({ source: 'read' });
+    caches?.orgData.set(key, str(rows[0]!.data_version), value);
+    return copy(value);
+  };
+  const keys = keyStore(q, orgData);
 
   return {
     organizations: {
@@ -453,33 +540,42 @@ export function pgRepositories(q: Queries, stampContexts?: StampContextCache): R
       // at. A context read before is served again once a read of the versions (three index
       // lookups instead of four reads made json) finds them unchanged: StampContextCache.
       stampContext: async (pk, org) => {
-        const key = `${pk}\u0000${org}`;
-        const kept = stampContexts?.get(key);
-        if (kept !== undefined) {
-          const now = await q.get(`SELECT ${AUTH_VERSION} AS version`, [pk, org]);
-          if (now?.version === kept.version) {
-            dbStampContexts.inc({ source: 'cached' });
-            return kept.context;
+        // what the organization's data reads of this member wait for (orgData)
+        let data!: (version: string | undefined) => void;
+        dataVersions.set(org, new Promise((resolve) => { data = resolve; }));
+        try {
+          const key = `${pk}\u0000${org}`;
+          const kept = caches?.stampContexts.get(key);
+          if (kept !== undefined) {
+            const now = await q.get(VERSIONS, [pk, org]);
+            data(now === undefined ? undefined : str(now.data));
+            if (now?.version === kept.version) {
+              dbStampContexts.inc({ source: 'cached' });
+              return kept.value;
+            }
           }
+          const r = (await q.get(`SELECT
+            (SELECT coalesce(json_agg(row_to_json(k)), '[]'::json) FROM api_keys k WHERE k.public_key = $1) AS keys,
+            (SELECT row_to_json(o) FROM organizations o WHERE o.id = $2) AS organization,
+            (SELECT row_to_json(u) FROM api_keys k JOIN users u ON u.organization_id = k.organization_id AND u.id = k.user_id
+              WHERE k.organization_id = $2 AND k.public_key = $1) AS usr,
+            (SELECT coalesce(json_agg(row_to_json(a)), '[]'::json) FROM ip_allowlists a WHERE a.organization_id = $2 AND a.public_key IN ($1, '')) AS lists,
+            v.version, v.data FROM (${VERSIONS}) v`, [pk, org]))!;
+          data(str(r.data));
+          const lists = (r.lists as Row[]).map(allowlistFrom);
+          const context: StampContext = {
+            publicKey: pk, organizationId: org, keys: (r.keys as Row[]).map(keyFrom),
+            organization: r.organization ? orgFrom(r.organization as Row) : undefined,
+            user: r.usr ? userFrom(r.usr as Row) : undefined,
+            allowlists: { own: lists.find((l) => l.publicKey === pk), organization: lists.find((l) => l.publicKey === '') },
+          };
+          dbStampContexts.inc({ source: 'read' });
+          // a public key no organization has (any stranger's stamp) is not kept: it would push real ones out
+          if (context.keys.length > 0) caches?.stampContexts.set(key, str(r.version), context);
+          return context;
+        } finally {
+          data(undefined); // failed: the data reads read (a promise settles once)
         }
-        const r = (await q.get(`SELECT
-          (SELECT coalesce(json_agg(row_to_json(k)), '[]'::json) FROM api_keys k WHERE k.public_key = $1) AS keys,
-          (SELECT row_to_json(o) FROM organizations o WHERE o.id = $2) AS organization,
-          (SELECT row_to_json(u) FROM api_keys k JOIN users u ON u.organization_id = k.organization_id AND u.id = k.user_id
-            WHERE k.organization_id = $2 AND k.public_key = $1) AS usr,
-          (SELECT coalesce(json_agg(row_to_json(a)), '[]'::json) FROM ip_allowlists a WHERE a.organization_id = $2 AND a.public_key IN ($1, '')) AS lists,
-          ${AUTH_VERSION} AS version`, [pk, org]))!;
-        const lists = (r.lists as Row[]).map(allowlistFrom);
-        const context: StampContext = {
-          publicKey: pk, organizationId: org, keys: (r.keys as Row[]).map(keyFrom),
-          organization: r.organization ? orgFrom(r.organization as Row) : undefined,
-          user: r.usr ? userFrom(r.usr as Row) : undefined,
-          allowlists: { own: lists.find((l) => l.publicKey === pk), organization: lists.find((l) => l.publicKey === '') },
-        };
-        dbStampContexts.inc({ source: 'read' });
-        // a public key no organization has (any stranger's stamp) is not kept: it would push real ones out
-        if (context.keys.length > 0) stampContexts?.set(key, r.version as string, context);
-        return context;
       },
       listByUser: (org, user) => many('SELECT * FROM api_keys WHERE organization_id = $1 AND user_id = $2 ORDER BY created_ms, id', [org, user], keyFrom),
       listByOrganization: (org) => many('SELECT * FROM api_keys WHERE organization_id = $1 ORDER BY created_ms, id', [org], keyFrom),
@@ -596,13 +692,13 @@ export function pgRepositories(q: Queries, stampContexts?: StampContextCache): R
     },
     webhooks: {
       endpoints: (org) => many('SELECT * FROM webhook_endpoints WHERE organization_id = $1 ORDER BY seq', [org], endpointFrom),
-      activityTargets: async (org, feature) => {
-        // one row at least (the feature's value, or null), one per endpoint
-        const rows = await q.all(`SELECT f.value AS feature_value, e.* FROM (SELECT (SELECT value FROM features WHERE organization_id = $1 AND name = $2) AS value) f
-          LEFT JOIN webhook_endpoints e ON e.organization_id = $1 ORDER BY e.seq`, [org, feature]);
-        const value = rows[0]?.feature_value;
-        return { feature: typeof value === 'string' ? value : undefined, endpoints: rows.filter((r) => r.id !== null).map(endpointFrom) };
-      },
+      // one row at least (the feature's value, or null, and the data version), one per endpoint
+      activityTargets: (org, feature) => orgData(org, `webhook-targets\u0000${org}\u0000${feature}`,
+        `SELECT f.value AS feature_value, f.data_version, e.* FROM (SELECT (SELECT value FROM features WHERE organization_id = $1 AND name = $2) AS value,
+          ${dataVersion('$1')} AS data_version) f LEFT JOIN webhook_endpoints e ON e.organization_id = $1 ORDER BY e.seq`, [org, feature], (rows) => {
+          const value = rows[0]!.feature_value;
+          return { feature: typeof value === 'string' ? value : undefined, endpoints: rows.filter((r) => r.id !== null).map(endpointFrom) };
+        }, (v) => ({ feature: v.feature, endpoints: [...v.endpoints] })),
       insertEndpoint: (e) => exec('INSERT INTO webhook_endpoints (id, organization_id, url, name, is_active, subscriptions, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
         [e.id, e.organizationId, e.url, e.name, e.isActive, JSON.stringify(e.subscriptions), e.createdMs, e.updatedMs]),
       updateEndpoint: (e) => exec('UPDATE webhook_endpoints SET url = $1, name = $2, is_active = $3, subscriptions = $4, updated_ms = $5 WHERE organization_id = $6 AND id = $7',

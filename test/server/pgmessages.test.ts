@@ -1,7 +1,8 @@
 // On PostgreSQL a stamped signing submit is one transaction in two messages: everything it reads
-// (the stamp's key and user, or only their auth version once read, the request lock, the
-// idempotency lookup, the signing key, the log head, the webhook addresses) goes with its BEGIN, and its writes go with its COMMIT, whatever
-// signWith names. Counted on the wire: each extended-protocol message ends with one Sync
+// (the stamp's key and user, or once read only their auth version and the organization's data
+// version, which also vouches for the signing key and the webhook addresses read before; the
+// request lock, the idempotency lookup, the log head) goes with its BEGIN, and its writes go with
+// its COMMIT, whatever signWith names. Counted on the wire: each extended-protocol message ends with one Sync
 // (node-postgres's Connection, patched in this process, where the test server runs).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
@@ -72,6 +73,9 @@ describe.skipIf(onSqlite)('PostgreSQL messages of one signing submit', () => {
       // lookup) instead of read again (postgresRepos.ts StampContextCache)
       expect(messages[0]!.filter((s) => s.includes('FROM auth_versions'))).toHaveLength(1);
       expect(messages[0]!.some((s) => s.includes('FROM api_keys k WHERE k.public_key'))).toBe(false);
+      // and so are the signing key and the webhook addresses, by the organization's data version
+      // read in that same statement (postgresRepos.ts OrgDataCache): no statement of their own
+      expect(messages.flat().filter((s) => /\bFROM (private_keys|private_key_addresses|wallet_accounts|webhook_endpoints|features)\b/.test(s))).toEqual([]);
     });
   }
 });

@@ -17,7 +17,7 @@ import type { Db } from '../../src/storage/types.js';
 import { appendActivity } from '../../src/domain/activityLog.js';
 import { leafHash } from '../../src/tlog/merkle.js';
 import { mth } from '../tlog/reference.js';
-import { dbGroupReruns, dbStampContexts } from '../../src/metrics.js';
+import { dbGroupReruns, dbOrgData, dbStampContexts } from '../../src/metrics.js';
 import { controlTestCluster, dropFreshDatabases, freshDatabase, missingPostgres, testDatabaseUrl } from './pgcluster.js';
 
 const server = await testDatabaseUrl();
@@ -288,6 +288,118 @@ if (server === undefined) {
       const first = await stranger();
       expect(first.keys).toEqual([]);
       expect(await stranger()).not.toBe(first);
+    });
+
+    describe("an organization's signing keys and webhook targets: served again only while its data version holds", () => {
+      const ADDRESS = '0xAbC0000000000000000000000000000000000001';
+      const ACCOUNT = '0xdEF0000000000000000000000000000000000002';
+      async function withData() {
+        const seed = await seeded();
+        await seed.db.write(async (tx) => {
+          await tx.keys.privateKeys.insert({ id: 'pk1', organizationId: 'o1', name: 'pk1', curve: 'CURVE_SECP256K1', publicKey: '02bb',
+            addresses: [{ format: 'ADDRESS_FORMAT_ETHEREUM', address: ADDRESS }], sealed: new Uint8Array([1, 2, 3]), imported: false, exported: false, createdMs: 1, updatedMs: 1 });
+          await tx.keys.wallets.insert({ id: 'w1', organizationId: 'o1', name: 'w1', sealedMnemonic: new Uint8Array([4]), imported: false, exported: false, createdMs: 1, updatedMs: 1 });
+          await tx.keys.accounts.insert({ id: 'a1', organizationId: 'o1', walletId: 'w1', curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0",
+            addressFormat: 'ADDRESS_FORMAT_ETHEREUM', address: ACCOUNT, publicKey: '02cc', sealed: new Uint8Array([5, 6]), name: null, createdMs: 1, updatedMs: 1 });
+        });
+        // as a submit reads them: the stamp check first (it reads the data version), then the data
+        const look = () => seed.db.write(async (tx) => {
+          await tx.apiKeys.stampContext(PK, 'o1');
+          return {
+            byId: await tx.keys.privateKeys.get('o1', 'pk1'),
+            byAddress: await tx.keys.privateKeys.byAddress('o1', ADDRESS.toLowerCase()),
+            account: await tx.keys.accounts.byAddress('o1', ACCOUNT),
+            targets: await tx.webhooks.activityTargets('o1', 'f'),
+          };
+        });
+        return { ...seed, look };
+      }
+      const count = async () => [await counted(dbOrgData, 'source', 'cached'), await counted(dbOrgData, 'source', 'read')];
+      const since = async (before: number[]) => (await count()).map((n, i) => n - before[i]!);
+
+      it('read once, then served without a statement until a row they were read from changes, wherever the change is made', async () => {
+        const { other, look } = await withData();
+        try {
+          const first = await look();
+          expect(first.byId?.name).toBe('pk1');
+          expect(first.byAddress?.id).toBe('pk1');
+          expect(first.account?.id).toBe('a1');
+          expect(first.targets).toEqual({ feature: undefined, endpoints: [] });
+          let before = await count();
+          const again = await look();
+          expect(again).toEqual(first);
+          expect(await since(before)).toEqual([4, 0]);
+          // a served key's bytes are its own: changing them changes nothing kept
+          again.byId!.sealed.fill(0);
+          expect([...(await look()).byId!.sealed]).toEqual([1, 2, 3]);
+          // each change below is made outside kmas; the next look must see it, the one after serves it again
+          const changes: [string, (v: Awaited<ReturnType<typeof look>>) => void][] = [
+            ["UPDATE private_keys SET name = 'renamed' WHERE id = 'pk1'", (v) => expect(v.byId?.name).toBe('renamed')],
+            ["UPDATE wallet_accounts SET name = 'named' WHERE id = 'a1'", (v) => expect(v.account?.name).toBe('named')],
+            ["INSERT INTO features (organization_id, name, value) VALUES ('o1', 'f', 'https://example.test/hook')", (v) => expect(v.targets.feature).toBe('https://example.test/hook')],
+            [`INSERT INTO webhook_endpoints (id, organization_id, url, name, is_active, subscriptions, created_ms, updated_ms)
+              VALUES ('e1', 'o1', 'https://example.test/e1', 'e1', true, '[]', 1, 1)`, (v) => expect(v.targets.endpoints.map((e) => e.id)).toEqual(['e1'])],
+            ["DELETE FROM private_key_addresses WHERE private_key_id = 'pk1'", (v) => { expect(v.byAddress).toBeUndefined(); expect(v.byId?.id).toBe('pk1'); }],
+            ['TRUNCATE features', (v) => expect(v.targets.feature).toBeUndefined()],
+            ["DELETE FROM wallets WHERE id = 'w1'", (v) => expect(v.account).toBeUndefined()], // its accounts go by ON DELETE CASCADE
+            ["DELETE FROM private_keys WHERE id = 'pk1'", (v) => expect(v.byId).toBeUndefined()],
+          ];
+          for (const [sql, check] of changes) {
+            await other.query(sql);
+            before = await count();
+            check(await look());
+            expect(await since(before), sql).toEqual([0, 4]);
+            before = await count();
+            check(await look());
+            expect(await since(before), sql).toEqual([4, 0]);
+          }
+          // a change of another organization's data does not touch this one's
+          await other.query("INSERT INTO features (organization_id, name, value) VALUES ('o2', 'f', 'x')");
+          before = await count();
+          await look();
+          expect(await since(before)).toEqual([4, 0]);
+        } finally {
+          await other.end();
+        }
+      });
+
+      it("a write sees its own changes after its stamp check, where the node's kept value and the version that check read do not", async () => {
+        const { db, other, look } = await withData();
+        await other.end();
+        await look();
+        await look(); // served: kept at the version the next write's stamp check reads
+        const seen = await db.write(async (tx) => {
+          await tx.apiKeys.stampContext(PK, 'o1');
+          await tx.keys.privateKeys.delete('o1', 'pk1');
+          await tx.keys.accounts.delete('o1', 'a1');
+          await tx.webhooks.insertEndpoint({ id: 'e2', organizationId: 'o1', url: 'https://example.test/e2', name: 'e2', isActive: true, subscriptions: [], createdMs: 1, updatedMs: 1 });
+          return { byId: await tx.keys.privateKeys.get('o1', 'pk1'), account: await tx.keys.accounts.byAddress('o1', ACCOUNT), targets: await tx.webhooks.activityTargets('o1', 'f') };
+        });
+        expect(seen.byId).toBeUndefined();
+        expect(seen.account).toBeUndefined();
+        expect(seen.targets.endpoints.map((e) => e.id)).toEqual(['e2']);
+        const after = await look();
+        expect([after.byId, after.account, after.targets.endpoints.length]).toEqual([undefined, undefined, 1]);
+      });
+
+      it('a key read inside a write that rolls back is never served for the state committed after it', async () => {
+        const { db, other, look } = await withData();
+        try {
+          await look();
+          await expect(db.write(async (tx) => {
+            await tx.apiKeys.stampContext(PK, 'o1');
+            await tx.keys.privateKeys.markExported('o1', 'pk1', 9);
+            expect((await tx.keys.privateKeys.get('o1', 'pk1'))?.exported).toBe(true); // read and kept with the version its own change made
+            throw new Error('rolled back');
+          })).rejects.toThrow('rolled back');
+          // one change of the same scope commits: a version counted up from the committed value would be the rolled-back one's
+          await other.query("UPDATE private_keys SET updated_ms = 2 WHERE id = 'pk1'");
+          const now = await look();
+          expect([now.byId?.exported, now.byId?.updatedMs]).toEqual([false, 2]);
+        } finally {
+          await other.end();
+        }
+      });
     });
   });
 
