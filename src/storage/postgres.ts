@@ -28,7 +28,7 @@ import { dbCommitDuration, dbGroupReruns, dbGroupWrites, secondsSince } from '..
 import pg from 'pg';
 import { createRequire } from 'node:module';
 import type { Db, LockName, LogHeadRow, Tx } from './types.js';
-import { nodeCaches, pgRepositories, type NodeCaches, type Queries, type Row } from './postgresRepos.js';
+import { logAppend, nodeCaches, pgRepositories, type NodeCaches, type Queries, type Row } from './postgresRepos.js';
 import { migrateClient } from './pgMigrations.js';
 
 export interface PostgresOptions {
@@ -231,6 +231,57 @@ const LOCKS_SENT_WITH_NEXT: ReadonlySet<LockName> = new Set<LockName>(['request'
 const changes = (sql: string): boolean => !/^\s*SELECT\b/i.test(sql) || /\bFOR\s+(UPDATE|NO\s+KEY\s+UPDATE|SHARE|KEY\s+SHARE)\b|\bpg_advisory/i.test(sql);
 
 /**
+ * The most rows one merged statement takes (rowsMerged, Unit.appendLog): each count is a prepared
+ * statement of its own on every connection, so their number stays bounded.
+ */
+const MAX_ROWS = 32;
+
+/** A single-row INSERT whose values are the parameters $1…$n in order, and nothing after them. */
+const ONE_ROW = /^INSERT INTO \w+ \([^)]*\) VALUES \((\$\d+(?:, \$\d+)*)\)$/;
+
+const oneRow = (p: Pending): boolean => {
+  if (p.settle !== undefined || p.args === undefined) return false;
+  const values = ONE_ROW.exec(p.sql)?.[1];
+  return values !== undefined && values === p.args.map((_, i) => `$${i + 1}`).join(', ');
+};
+
+/**
+ * A message's statements with each run of single-row INSERTs nobody waits for (a group's activity
+ * rows: Queries.deferred) made one multi-row INSERT per statement text, at the place of its first:
+ * PostgreSQL starts one statement where it started one per row. Inserts of a run go to tables
+ * with no constraint or trigger between them, so their order within the run does not matter; a
+ * statement of any other kind ends the run.
+ */
+function rowsMerged(batch: Pending[]): Pending[] {
+  const out: Pending[] = [];
+  let run = new Map<string, Pending[]>();
+  const close = () => {
+    for (const [sql, all] of run) {
+      for (let at = 0; at < all.length; at += MAX_ROWS) {
+        const ps = all.slice(at, at + MAX_ROWS);
+        if (ps.length === 1) { out.push(ps[0]!); continue; }
+        const width = ps[0]!.args!.length;
+        const rows = ps.map((_, i) => `(${Array.from({ length: width }, (_, c) => `$${i * width + c + 1}`).join(', ')})`).join(', ');
+        out.push({ sql: `${sql.slice(0, sql.lastIndexOf(' VALUES ('))} VALUES ${rows}`, args: ps.flatMap((p) => p.args!) });
+      }
+    }
+    run = new Map();
+  };
+  for (const p of batch) {
+    if (oneRow(p)) {
+      const same = run.get(p.sql);
+      if (same) same.push(p);
+      else run.set(p.sql, [p]);
+      continue;
+    }
+    close();
+    out.push(p);
+  }
+  close();
+  return out;
+}
+
+/**
  * A change that may touch what an organization's data version covers (PostgreSQL migration 6: private
  * keys and their addresses, wallet accounts, features, webhook endpoints; wallets and organizations,
  * whose deletion reaches them) or any TRUNCATE. Cached data is not served in a unit after one
@@ -340,8 +391,36 @@ class Unit {
     this.pending.push(args === undefined ? { sql } : { sql, args });
   }
 
+  /**
+   * A log append (Queries.appendLog): kept with the organization's other appends since the last
+   * statement someone waited for, and sent as one statement (logAppend) before the next such
+   * statement, a savepoint or the COMMIT. The head's row lock is the transaction's (takeHead).
+   */
+  appendLog(m: Member, organizationId: string, entry: unknown[], head: LogHeadRow): void {
+    m.changes++;
+    const waiting = this.#log.get(organizationId);
+    if (waiting === undefined) this.#log.set(organizationId, { entries: [entry], head });
+    else { waiting.entries.push(entry); waiting.head = head; }
+    // a full statement goes as it is (each with the head after its last entry)
+    const full = this.#log.get(organizationId)!;
+    if (full.entries.length >= MAX_ROWS) {
+      this.pending.push(logAppend(full.entries, full.head));
+      this.#log.delete(organizationId);
+    }
+  }
+
+  readonly #log = new Map<string, { entries: unknown[][]; head: LogHeadRow }>();
+
+  /** The waiting log appends, one statement per organization, into pending. */
+  #flushLog(): void {
+    for (const { entries, head } of this.#log.values()) this.pending.push(logAppend(entries, head));
+    this.#log.clear();
+  }
+
   #push(p: Pending): void {
     const first = !this.pending.some((q) => q.settle);
+    // what reads after an append sees it
+    this.#flushLog();
     this.pending.push(p);
     // what else this turn asks for goes in the same message
     if (p.settle && first) queueMicrotask(() => { void this.#dispatch(); });
@@ -436,7 +515,7 @@ class Unit {
 
   /** What is pending, then `last`, in one message; every waiting statement gets its result (or the error); the last result. */
   async #send(last?: Pending): Promise<pg.QueryResult<Row>> {
-    const batch = last ? [...this.pending, last] : this.pending;
+    const batch = rowsMerged(last ? [...this.pending, last] : this.pending);
     this.pending = [];
     try {
       const results = await this.#message(batch);
@@ -456,6 +535,7 @@ class Unit {
 
   /** COMMIT (with whatever is pending); its command tag (see once()). A unit that sent nothing sends nothing. */
   async commit(): Promise<string> {
+    this.#flushLog();
     if (this.#unopened() && this.pending.length === 1) {
       this.pending = [];
       return 'COMMIT';
@@ -467,6 +547,7 @@ class Unit {
   async rollback(): Promise<void> {
     const opened = !this.#unopened();
     this.pending = [];
+    this.#log.clear();
     if (opened) await this.client.query('ROLLBACK');
   }
 
@@ -491,7 +572,9 @@ class Unit {
       }
     }
     const name = `kmas_sp_${++this.#savepoints}`;
-    // SAVEPOINT goes with the next statement, like RELEASE after it
+    // SAVEPOINT goes with the next statement, like RELEASE after it; appends made before it are
+    // not undone with it
+    this.#flushLog();
     const opened: Pending = { sql: `SAVEPOINT ${name}` };
     this.pending.push(opened);
     let value: T;
@@ -499,8 +582,10 @@ class Unit {
       value = await fn();
     } catch (e) {
       m.after.length = after;
-      // a head appended to inside the savepoint is read again (the row keeps its lock)
+      // a head appended to inside the savepoint is read again (the row keeps its lock); appends
+      // made inside it and not sent yet are dropped
       this.heads.clear();
+      this.#log.clear();
       const at = this.pending.indexOf(opened);
       // What waits to be sent was asked for inside the savepoint: it is undone with it.
       const dropped = at >= 0 ? this.pending.splice(at) : this.pending.splice(0);
@@ -531,6 +616,10 @@ class Member {
       deferred: unit.bare ? undefined : (sql, args) => {
         if (!this.active) throw new Error('a repository was used outside db.read / db.write');
         unit.defer(this, sql, args);
+      },
+      appendLog: unit.bare ? undefined : (org, entry, head) => {
+        if (!this.active) throw new Error('a repository was used outside db.read / db.write');
+        unit.appendLog(this, org, entry, head);
       },
       dataWrites: () => unit.dataWrites,
     };

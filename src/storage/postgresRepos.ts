@@ -30,6 +30,12 @@ export interface Queries {
    */
   deferred?(sql: string, args: unknown[]): void;
   /**
+   * A log append (the entry's log_entries values, the head after it) sent with the unit's next
+   * statement, together with the organization's other appends since: logAppend. Without it: one
+   * statement per append (deferred).
+   */
+  appendLog?(organizationId: string, entry: unknown[], head: LogHeadRow): void;
+  /**
    * How many statements of the unit so far write a table an organization's data version covers
    * (OrgDataCache; postgres.ts DATA_TABLES). Without it: data is never served from the cache.
    */
@@ -460,6 +466,24 @@ function deepFreeze(v: unknown): void {
   for (const x of Object.values(v)) deepFreeze(x);
 }
 
+/**
+ * One organization's log appends, in index order (each entry the values of its log_entries row,
+ * the organization first), and the head after the last, as one statement: the entries' rows and
+ * the head's (takeHead created it, or this does). A group's appends to one organization are one
+ * statement and one new version of the head's row, not one of each per activity.
+ */
+export function logAppend(entries: readonly unknown[][], head: LogHeadRow): { sql: string; args: unknown[] } {
+  const width = 6;
+  const rows = entries.map((_, i) => `(${Array.from({ length: width }, (_, c) => `$${i * width + c + 1}`).join(', ')})`).join(', ');
+  const h = entries.length * width;
+  return {
+    sql: `WITH entry AS (INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms, nodes) VALUES ${rows})
+          INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $${h + 1}, $${h + 2}, $${h + 3}, $${h + 4})
+          ON CONFLICT (organization_id) DO UPDATE SET size = excluded.size, frontier = excluded.frontier, root = excluded.root, updated_ms = excluded.updated_ms`,
+    args: [...entries.flat(), head.size, buf(head.frontier), buf(head.root), head.updatedMs],
+  };
+}
+
 /** The repositories over one unit of work's queries. */
 const checkpointFrom = (r: Row): LogCheckpointRow => ({
   organizationId: str(r.organization_id), size: num(r.size), root: bytes(r.root), note: str(r.note), createdMs: num(r.created_ms),
@@ -784,11 +808,9 @@ export function pgRepositories(q: Queries, caches?: NodeCaches): Repositories {
       // when it is the unit's last (it is, for a stored activity): the head's row lock, taken by
       // takeHead, is then held for one round trip fewer.
       append: async (e, nodes, h) => {
-        const sql = `WITH entry AS (INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms, nodes) VALUES ($1, $2, $3, $4, $5, $6))
-          INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $7, $8, $9, $10)
-          ON CONFLICT (organization_id) DO UPDATE SET size = excluded.size, frontier = excluded.frontier, root = excluded.root, updated_ms = excluded.updated_ms`;
-        const args = [e.organizationId, e.index, e.activityId, buf(e.entry), e.createdMs, buf(foldNodes(e.index, nodes)),
-          h.size, buf(h.frontier), buf(h.root), h.updatedMs];
+        const entry = [e.organizationId, e.index, e.activityId, buf(e.entry), e.createdMs, buf(foldNodes(e.index, nodes))];
+        if (q.appendLog) { q.appendLog(e.organizationId, entry, h); return; }
+        const { sql, args } = logAppend([entry], h);
         await later(sql, args);
       },
       insertEntry: (e) => exec('INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms) VALUES ($1, $2, $3, $4, $5)',

@@ -512,13 +512,22 @@ if (server === undefined) {
         await db.write(async (tx) => {
           await tx.log.append(entry(0), [], head(1));
           expect((await tx.log.takeHead(org.id))!.size).toBe(1);
+          expect((await tx.log.entries(org.id, 0, 10)).map((e) => e.index)).toEqual([0]);
           await expect(tx.savepoint(async () => {
             await tx.log.append(entry(1), [], head(2));
             throw new Error('undone');
           })).rejects.toThrow('undone');
           expect((await tx.log.takeHead(org.id))!.size).toBe(1);
+          // an append inside a savepoint that was sent before it was undone goes too
+          await expect(tx.savepoint(async () => {
+            await tx.log.append(entry(1), [], head(2));
+            expect((await tx.log.entries(org.id, 0, 10)).map((e) => e.index)).toEqual([0, 1]);
+            throw new Error('undone');
+          })).rejects.toThrow('undone');
+          expect((await tx.log.takeHead(org.id))!.size).toBe(1);
+          await tx.log.append(entry(1), [], head(2));
         });
-        expect((await db.read((tx) => tx.log.entries(org.id, 0, 10))).map((e) => e.index)).toEqual([0]);
+        expect((await db.read((tx) => tx.log.entries(org.id, 0, 10))).map((e) => e.index)).toEqual([0, 1]);
       });
     });
 
@@ -644,26 +653,55 @@ if (server === undefined) {
         expect([...runs.values()]).toEqual([1, 1, 1, 1]);
       });
 
-      it('appends of one group to one organization\'s log follow each other: one gapless tree, as RFC 6962 defines it', async () => {
+      it('appends of one group to one organization\'s log follow each other: one gapless tree, as RFC 6962 defines it, sent as one statement (and the group\'s activity rows as one more)', async () => {
         const url = await freshDatabase();
         const db = track(await openPostgresDb(url));
         const org = o('logged');
         await db.write((tx) => tx.organizations.insert(org));
         const record = (i: number) => ({ id: `act-${i}`, organizationId: org.id, type: 'ACTIVITY_TYPE_X', status: 'ACTIVITY_STATUS_COMPLETED', fingerprint: `fp${i}`, timestampMs: '1', intent: { i }, result: {} });
-        for (let round = 0; round < 3; round++) {
-          const indexes = await Promise.all(Array.from({ length: 8 }, (_, i) => db.write((tx) => appendActivity(tx, record(round * 8 + i), 5, 5))));
-          expect([...indexes].sort((x, y) => x - y)).toEqual(Array.from({ length: 8 }, (_, i) => round * 8 + i));
+        // each write appends its activity's entry and stores its row, as the engine does; the
+        // statements bound on the wire are counted (node-postgres's Connection, patched here)
+        const C = (pg as unknown as { Connection: { prototype: Record<string, (...a: any[]) => unknown> } }).Connection.prototype;
+        const original = { parse: C.parse!, bind: C.bind! };
+        const texts = new Map<string, string>();
+        const bound: string[] = [];
+        C.parse = function (this: object, cfg: { name?: string; text: string }) { texts.set(cfg.name ?? '', cfg.text); return original.parse.call(this, cfg); };
+        C.bind = function (this: object, cfg: { statement?: string }) { bound.push(texts.get(cfg.statement ?? '') ?? '?'); return original.bind.call(this, cfg); };
+        try {
+          let done = 0;
+          for (const size of [8, 8, 8]) {
+            const from = done;
+            const indexes = await Promise.all(Array.from({ length: size }, (_, i) => db.write(async (tx) => {
+              const r = record(from + i);
+              const index = await appendActivity(tx, r, 5, 5);
+              await tx.activities.insert({ id: r.id, organizationId: org.id, type: r.type, status: r.status, fingerprint: r.fingerprint, requestMs: 1, createdMs: 5, updatedMs: 5, record: r, logIndexes: [index] });
+              return index;
+            })));
+            expect([...indexes].sort((x, y) => x - y)).toEqual(Array.from({ length: size }, (_, i) => from + i));
+            done += size;
+          }
+          // one write appending 40 entries: at most 32 go in one statement
+          await db.write(async (tx) => { for (let i = 0; i < 40; i++) await appendActivity(tx, record(done + i), 5, 5); });
+        } finally {
+          Object.assign(C, original);
         }
-        const { entries, head } = await db.read(async (tx) => ({ entries: await tx.log.entries(org.id, 0, 100), head: await tx.log.head(org.id) }));
-        expect(entries.map((e) => e.index)).toEqual(Array.from({ length: 24 }, (_, i) => i));
-        expect(head!.size).toBe(24);
+        // a group's entries and the head after them are one statement, its rows another; the
+        // write of 40 sent two (32 and 8)
+        expect(bound.filter((t) => t.includes('INSERT INTO log_entries'))).toHaveLength(5);
+        expect(bound.filter((t) => t.startsWith('INSERT INTO activities'))).toHaveLength(3);
+        const { entries, head, rows } = await db.read(async (tx) => ({
+          entries: await tx.log.entries(org.id, 0, 100), head: await tx.log.head(org.id), rows: await tx.activities.count(org.id),
+        }));
+        expect(rows).toBe(24);
+        expect(entries.map((e) => e.index)).toEqual(Array.from({ length: 64 }, (_, i) => i));
+        expect(head!.size).toBe(64);
         expect(Buffer.from(head!.root).toString('hex')).toBe(Buffer.from(mth(entries.map((e) => leafHash(e.entry)))).toString('hex'));
-        // each round's eight appends were one transaction (none had to run again alone)
+        // each round's appends were one transaction (none had to run again alone)
         const c = new pg.Client({ connectionString: url });
         await c.connect();
         try {
           const r = await c.query<{ n: string }>('SELECT count(DISTINCT xmin::text) AS n FROM log_entries WHERE organization_id = $1', [org.id]);
-          expect(Number(r.rows[0]!.n)).toBe(3);
+          expect(Number(r.rows[0]!.n)).toBe(4);
         } finally { await c.end(); }
       });
     });
