@@ -22,6 +22,9 @@ const T = 'text COLLATE "C"';
 /** the identity column that orders a table's rows as inserted */
 const SEQ = 'seq bigint GENERATED ALWAYS AS IDENTITY';
 
+/** The tables whose rows an organization's data version covers (migration 6; postgres.ts DATA_TABLES). */
+const DATA_VERSIONED = ['private_keys', 'private_key_addresses', 'wallet_accounts', 'features', 'webhook_endpoints'];
+
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   {
     version: 1,
@@ -525,16 +528,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
         RETURN NULL;
       END
       $$;
-      CREATE TRIGGER private_keys_data AFTER INSERT OR UPDATE OR DELETE ON private_keys FOR EACH ROW EXECUTE FUNCTION kmas_data_changed();
-      CREATE TRIGGER private_key_addresses_data AFTER INSERT OR UPDATE OR DELETE ON private_key_addresses FOR EACH ROW EXECUTE FUNCTION kmas_data_changed();
-      CREATE TRIGGER wallet_accounts_data AFTER INSERT OR UPDATE OR DELETE ON wallet_accounts FOR EACH ROW EXECUTE FUNCTION kmas_data_changed();
-      CREATE TRIGGER features_data AFTER INSERT OR UPDATE OR DELETE ON features FOR EACH ROW EXECUTE FUNCTION kmas_data_changed();
-      CREATE TRIGGER webhook_endpoints_data AFTER INSERT OR UPDATE OR DELETE ON webhook_endpoints FOR EACH ROW EXECUTE FUNCTION kmas_data_changed();
-      CREATE TRIGGER private_keys_data_truncate AFTER TRUNCATE ON private_keys FOR EACH STATEMENT EXECUTE FUNCTION kmas_data_changed();
-      CREATE TRIGGER private_key_addresses_data_truncate AFTER TRUNCATE ON private_key_addresses FOR EACH STATEMENT EXECUTE FUNCTION kmas_data_changed();
-      CREATE TRIGGER wallet_accounts_data_truncate AFTER TRUNCATE ON wallet_accounts FOR EACH STATEMENT EXECUTE FUNCTION kmas_data_changed();
-      CREATE TRIGGER features_data_truncate AFTER TRUNCATE ON features FOR EACH STATEMENT EXECUTE FUNCTION kmas_data_changed();
-      CREATE TRIGGER webhook_endpoints_data_truncate AFTER TRUNCATE ON webhook_endpoints FOR EACH STATEMENT EXECUTE FUNCTION kmas_data_changed();
+      ${DATA_VERSIONED.map((t) => `CREATE TRIGGER ${t}_data AFTER INSERT OR UPDATE OR DELETE ON ${t} FOR EACH ROW EXECUTE FUNCTION kmas_data_changed();
+      CREATE TRIGGER ${t}_data_truncate AFTER TRUNCATE ON ${t} FOR EACH STATEMENT EXECUTE FUNCTION kmas_data_changed();`).join('\n      ')}
     `,
   },
 ];
