@@ -398,11 +398,22 @@ const dataVersion = (org: string): string =>
 
 /**
  * A stamp context's auth version and its organization's data version ($1 the public key, $2 the
- * organization): four index lookups in one statement, 'all' read once.
+ * organization) as columns, 'all' read once: what the read of a stamp context's rows returns with them.
  */
 const VERSIONS = `SELECT v.a || '/' || v.o || '/' || v.p AS version, v.a || '/' || v.d AS data FROM (SELECT
   coalesce((SELECT n FROM auth_versions WHERE scope = 'all'), 0) AS a, coalesce((SELECT n FROM auth_versions WHERE scope = 'org:' || $2), 0) AS o,
   coalesce((SELECT n FROM auth_versions WHERE scope = 'pk:' || $1), 0) AS p, coalesce((SELECT n FROM auth_versions WHERE scope = 'data:' || $2), 0) AS d) v`;
+
+/**
+ * The same two versions from the four scopes' rows, read by one index scan (cheaper for PostgreSQL
+ * than four subqueries): what a unit that kept a stamp context reads to check it (VERSIONS's text).
+ */
+const VERSION_ROWS = "SELECT scope, n FROM auth_versions WHERE scope = ANY(ARRAY['all', 'org:' || $2, 'pk:' || $1, 'data:' || $2])";
+function versionsFrom(rows: Row[], pk: string, org: string): { version: string; data: string } {
+  const n = (scope: string) => String(rows.find((r) => r.scope === scope)?.n ?? 0);
+  const all = n('all');
+  return { version: `${all}/${n(`org:${org}`)}/${n(`pk:${pk}`)}`, data: `${all}/${n(`data:${org}`)}` };
+}
 
 /**
  * What a node read and may serve again while a version read in the serving transaction shows its
@@ -571,9 +582,9 @@ export function pgRepositories(q: Queries, caches?: NodeCaches): Repositories {
           const key = `${pk}\u0000${org}`;
           const kept = caches?.stampContexts.get(key);
           if (kept !== undefined) {
-            const now = await q.get(VERSIONS, [pk, org]);
-            data(now === undefined ? undefined : str(now.data));
-            if (now?.version === kept.version) {
+            const now = versionsFrom(await q.all(VERSION_ROWS, [pk, org]), pk, org);
+            data(now.data);
+            if (now.version === kept.version) {
               dbStampContexts.inc({ source: 'cached' });
               return kept.value;
             }
