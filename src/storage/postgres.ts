@@ -28,7 +28,7 @@ import { dbCommitDuration, dbGroupReruns, dbGroupWrites, secondsSince } from '..
 import pg from 'pg';
 import { createRequire } from 'node:module';
 import type { Db, LockName, LogHeadRow, Tx } from './types.js';
-import { logAppend, nodeCaches, pgRepositories, type NodeCaches, type Queries, type Row } from './postgresRepos.js';
+import { logAppend, nodeCaches, pgRepositories, valueRows, type NodeCaches, type Queries, type Row } from './postgresRepos.js';
 import { migrateClient } from './pgMigrations.js';
 
 export interface PostgresOptions {
@@ -242,7 +242,7 @@ const ONE_ROW = /^INSERT INTO \w+ \([^)]*\) VALUES \((\$\d+(?:, \$\d+)*)\)$/;
 const oneRow = (p: Pending): boolean => {
   if (p.settle !== undefined || p.args === undefined) return false;
   const values = ONE_ROW.exec(p.sql)?.[1];
-  return values !== undefined && values === p.args.map((_, i) => `$${i + 1}`).join(', ');
+  return values !== undefined && `(${values})` === valueRows(1, p.args.length);
 };
 
 /**
@@ -260,9 +260,7 @@ function rowsMerged(batch: Pending[]): Pending[] {
       for (let at = 0; at < all.length; at += MAX_ROWS) {
         const ps = all.slice(at, at + MAX_ROWS);
         if (ps.length === 1) { out.push(ps[0]!); continue; }
-        const width = ps[0]!.args!.length;
-        const rows = ps.map((_, i) => `(${Array.from({ length: width }, (_, c) => `$${i * width + c + 1}`).join(', ')})`).join(', ');
-        out.push({ sql: `${sql.slice(0, sql.lastIndexOf(' VALUES ('))} VALUES ${rows}`, args: ps.flatMap((p) => p.args!) });
+        out.push({ sql: `${sql.slice(0, sql.lastIndexOf(' VALUES ('))} VALUES ${valueRows(ps.length, ps[0]!.args!.length)}`, args: ps.flatMap((p) => p.args!) });
       }
     }
     run = new Map();

@@ -380,15 +380,6 @@ function keyStore(q: Queries, orgData: OrgData): KeyStore {
 }
 
 /**
- * The auth versions of a stamp context's rows ($1 the public key, $2 the organization): the
- * current versions of its scopes 'all', 'org:<organization>' and 'pk:<public key>' (PostgreSQL
- * migration 5) as one text, 0 for a scope that has not changed since that migration. Three index
- * lookups (an aggregate over the three rows cost PostgreSQL more).
- */
-const AUTH_VERSION = `(coalesce((SELECT n FROM auth_versions WHERE scope = 'all'), 0) || '/' || coalesce((SELECT n FROM auth_versions WHERE scope = 'org:' || $2), 0)
-  || '/' || coalesce((SELECT n FROM auth_versions WHERE scope = 'pk:' || $1), 0))`;
-
-/**
  * The data version of the organization `org` names (a parameter): the versions of the scopes 'all'
  * and 'data:<organization>' (PostgreSQL migration 6: its private keys and their addresses, wallet
  * accounts, features and webhook endpoints) as one text.
@@ -397,8 +388,10 @@ const dataVersion = (org: string): string =>
   `(coalesce((SELECT n FROM auth_versions WHERE scope = 'all'), 0) || '/' || coalesce((SELECT n FROM auth_versions WHERE scope = 'data:' || ${org}), 0))`;
 
 /**
- * A stamp context's auth version and its organization's data version ($1 the public key, $2 the
- * organization) as columns, 'all' read once: what the read of a stamp context's rows returns with them.
+ * A stamp context's auth version (the versions of its scopes 'all', 'org:<organization>' and
+ * 'pk:<public key>', PostgreSQL migration 5, as one text; 0 for a scope that has not changed since)
+ * and its organization's data version ($1 the public key, $2 the organization) as columns, 'all'
+ * read once: what the read of a stamp context's rows returns with them.
  */
 const VERSIONS = `SELECT v.a || '/' || v.o || '/' || v.p AS version, v.a || '/' || v.d AS data FROM (SELECT
   coalesce((SELECT n FROM auth_versions WHERE scope = 'all'), 0) AS a, coalesce((SELECT n FROM auth_versions WHERE scope = 'org:' || $2), 0) AS o,
@@ -471,11 +464,15 @@ export function nodeCaches(): NodeCaches {
 }
 
 function deepFreeze(v: unknown): void {
-  // a typed array with elements cannot be frozen: values hand out copies of theirs (served())
+  // a typed array with elements cannot be frozen: kept key rows hand out copies of theirs (ownBytes)
   if (typeof v !== 'object' || v === null || Object.isFrozen(v) || ArrayBuffer.isView(v)) return;
   Object.freeze(v);
   for (const x of Object.values(v)) deepFreeze(x);
 }
+
+/** The VALUES list of `count` rows of `width` parameters each: ($1, …, $width), ($width+1, …), … */
+export const valueRows = (count: number, width: number): string =>
+  Array.from({ length: count }, (_, i) => `(${Array.from({ length: width }, (_, c) => `$${i * width + c + 1}`).join(', ')})`).join(', ');
 
 /**
  * One organization's log appends, in index order (each entry the values of its log_entries row,
@@ -484,11 +481,9 @@ function deepFreeze(v: unknown): void {
  * statement and one new version of the head's row, not one of each per activity.
  */
 export function logAppend(entries: readonly unknown[][], head: LogHeadRow): { sql: string; args: unknown[] } {
-  const width = 6;
-  const rows = entries.map((_, i) => `(${Array.from({ length: width }, (_, c) => `$${i * width + c + 1}`).join(', ')})`).join(', ');
-  const h = entries.length * width;
+  const h = entries.length * 6;
   return {
-    sql: `WITH entry AS (INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms, nodes) VALUES ${rows})
+    sql: `WITH entry AS (INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms, nodes) VALUES ${valueRows(entries.length, 6)})
           INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, $${h + 1}, $${h + 2}, $${h + 3}, $${h + 4})
           ON CONFLICT (organization_id) DO UPDATE SET size = excluded.size, frontier = excluded.frontier, root = excluded.root, updated_ms = excluded.updated_ms`,
     args: [...entries.flat(), head.size, buf(head.frontier), buf(head.root), head.updatedMs],
@@ -572,8 +567,8 @@ export function pgRepositories(q: Queries, caches?: NodeCaches): Repositories {
       byPublicKey: (pk) => many('SELECT * FROM api_keys WHERE public_key = $1', [pk], keyFrom),
       // One round trip for the four reads of resolvePrincipal (each row as json: the same column
       // names, plain types; json is built faster than jsonb), with the auth versions they were read
-      // at. A context read before is served again once a read of the versions (three index
-      // lookups instead of four reads made json) finds them unchanged: StampContextCache.
+      // at. A context read before is served again once a read of the versions (VERSION_ROWS: one
+      // index scan instead of four reads made json) finds them unchanged: StampContextCache.
       stampContext: async (pk, org) => {
         // what the organization's data reads of this member wait for (orgData)
         let data!: (version: string | undefined) => void;
