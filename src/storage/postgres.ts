@@ -18,7 +18,9 @@
  *   transaction ends.
  * - tx.savepoint(fn): SAVEPOINT / RELEASE, ROLLBACK TO when fn throws.
  * - Statements nobody waits for go with the unit's next message, and statements asked for at
- *   once go together (Unit: fewer round trips, nothing reordered).
+ *   once go together (Unit: fewer round trips). In a group, the members' request locks, version
+ *   checks and idempotency lookups sent together are one statement of each kind (readsMerged);
+ *   nothing else is reordered.
  * - The repositories (postgresRepos.ts) are built per unit of work over its connection; once the
  *   unit has ended they refuse every call.
  * Migrations (pgMigrations.ts) are applied at open under an advisory lock.
@@ -28,7 +30,7 @@ import { dbCommitDuration, dbGroupReruns, dbGroupWrites, secondsSince } from '..
 import pg from 'pg';
 import { createRequire } from 'node:module';
 import type { Db, LockName, LogHeadRow, Tx } from './types.js';
-import { logAppend, nodeCaches, pgRepositories, valueRows, type NodeCaches, type Queries, type Row } from './postgresRepos.js';
+import { logAppend, MERGED_READS, nodeCaches, TAKE_HEAD, pgRepositories, valueRows, type MergedRead, type NodeCaches, type Queries, type Row } from './postgresRepos.js';
 import { migrateClient } from './pgMigrations.js';
 
 export interface PostgresOptions {
@@ -279,6 +281,83 @@ function rowsMerged(batch: Pending[]): Pending[] {
   return out;
 }
 
+/** A named lock (tx.lock): held until the transaction ends. */
+const LOCK = 'SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))';
+/** Several named locks in one statement, taken in the order of the arrays (a function scan of unnest keeps it). */
+const LOCKS = 'SELECT pg_advisory_xact_lock(hashtext(k.name), hashtext(k.key)) FROM unnest($1::text[], $2::text[]) AS k(name, key)';
+
+/**
+ * How statements of one kind from several members merge (readsMerged): where the merged statement
+ * goes in the run (a lock at its first member's place: held earlier; a read at its last member's:
+ * read later, after every lock of the run) and what it is.
+ */
+interface Merge { at: 'first' | 'last'; merged(ps: Pending[]): Pending }
+
+const locksMerge: Merge = {
+  at: 'first',
+  merged: (ps) => ({ sql: LOCKS, args: [ps.map((p) => p.args![0]), ps.map((p) => p.args![1])] }),
+};
+
+const readMerges = new Map<MergedRead, Merge>([...MERGED_READS.values()].map((read) => [read, {
+  at: 'last',
+  merged: (ps): Pending => ({
+    sql: read.sql,
+    args: read.values(ps.map((p) => p.args!)),
+    settle: {
+      resolve: (r) => { for (const p of ps) { const rows = read.mine(r.rows, p.args!); p.settle!.resolve({ ...r, rows, rowCount: rows.length }); } },
+      reject: (e) => { for (const p of ps) p.settle!.reject(e); },
+    },
+  }),
+}]));
+
+/** A statement that may merge with others of its kind: a lock nobody waits for, or one of MERGED_READS waited for. */
+function mergeOf(p: Pending): Merge | undefined {
+  if (p.args === undefined) return undefined;
+  if (p.settle === undefined) return p.sql === LOCK ? locksMerge : undefined;
+  const read = MERGED_READS.get(p.sql);
+  return read && readMerges.get(read);
+}
+
+/** A statement a merged one may be moved across: a log head's row lock (no data changed, no merged read reads that row). */
+const crossable = (p: Pending): boolean => p.sql === TAKE_HEAD;
+
+/**
+ * A message's statements with the per-member statements of a group made one per kind: in each run
+ * of statements that may merge (the named locks nobody waits for, the version checks and the
+ * idempotency lookups: one of each per stamped submit) and log heads' row locks, the locks become
+ * one statement at the place of the first and each kind of read one statement at the place of its
+ * last, which gets every member its own rows. Nothing in a run writes, so a read moved later sees
+ * what it would have seen, and every member's reads still follow its locks (a group's first member
+ * takes its log head before the others' statements come: they merge across it). PostgreSQL starts
+ * one statement per kind where it started one per member.
+ */
+function readsMerged(batch: Pending[]): Pending[] {
+  if (batch.length < 2) return batch;
+  const out: Pending[] = [];
+  for (let i = 0; i < batch.length;) {
+    if (mergeOf(batch[i]!) === undefined) { out.push(batch[i++]!); continue; }
+    let j = i;
+    while (j < batch.length && (mergeOf(batch[j]!) !== undefined || crossable(batch[j]!))) j++;
+    const kinds = new Map<Merge, number[]>();
+    const placed: { at: number; p: Pending }[] = [];
+    for (let k = i; k < j; k++) {
+      const m = mergeOf(batch[k]!);
+      if (m === undefined) { placed.push({ at: k, p: batch[k]! }); continue; }
+      const at = kinds.get(m);
+      if (at) at.push(k);
+      else kinds.set(m, [k]);
+    }
+    for (const [m, ats] of kinds) {
+      if (ats.length === 1) placed.push({ at: ats[0]!, p: batch[ats[0]!]! });
+      else placed.push({ at: m.at === 'first' ? ats[0]! : ats[ats.length - 1]!, p: m.merged(ats.map((k) => batch[k]!)) });
+    }
+    placed.sort((a, b) => a.at - b.at);
+    for (const x of placed) out.push(x.p);
+    i = j;
+  }
+  return out;
+}
+
 /**
  * A change that may touch what an organization's data version covers (PostgreSQL migration 6: private
  * keys and their addresses, wallet accounts, features, webhook endpoints; wallets and organizations,
@@ -434,9 +513,8 @@ class Unit {
     // wait for each other's. A group that took a head already must not take another lock after it.
     if (name !== 'request' && this.headTaken && this.#members > 1) throw this.#conflict(`the ${name} lock after a log head`);
     this.#locks.set(k, m);
-    const sql = 'SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))';
-    if (LOCKS_SENT_WITH_NEXT.has(name)) { this.defer(m, sql, [name, key]); return Promise.resolve(); }
-    return this.query(m, sql, [name, key]).then(noop);
+    if (LOCKS_SENT_WITH_NEXT.has(name)) { this.defer(m, LOCK, [name, key]); return Promise.resolve(); }
+    return this.query(m, LOCK, [name, key]).then(noop);
   }
 
   #conflict(what: string): GroupConflict {
@@ -513,7 +591,7 @@ class Unit {
 
   /** What is pending, then `last`, in one message; every waiting statement gets its result (or the error); the last result. */
   async #send(last?: Pending): Promise<pg.QueryResult<Row>> {
-    const batch = rowsMerged(last ? [...this.pending, last] : this.pending);
+    const batch = rowsMerged(readsMerged(last ? [...this.pending, last] : this.pending));
     this.pending = [];
     try {
       const results = await this.#message(batch);

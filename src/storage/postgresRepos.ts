@@ -402,10 +402,52 @@ const VERSIONS = `SELECT v.a || '/' || v.o || '/' || v.p AS version, v.a || '/' 
  * than four subqueries): what a unit that kept a stamp context reads to check it (VERSIONS's text).
  */
 const VERSION_ROWS = "SELECT scope, n FROM auth_versions WHERE scope = ANY(ARRAY['all', 'org:' || $2, 'pk:' || $1, 'data:' || $2])";
+/** The scopes VERSION_ROWS reads, in its order. */
+const versionScopes = (pk: unknown, org: unknown): string[] => ['all', `org:${String(org)}`, `pk:${String(pk)}`, `data:${String(org)}`];
+
+/**
+ * An organization's log head with its row lock (log.takeHead). It changes no data and locks a row
+ * no merged read reads: the members' merged statements may be moved across it (postgres.ts).
+ */
+export const TAKE_HEAD = 'SELECT * FROM log_heads WHERE organization_id = $1 FOR UPDATE';
+
+/** An activity by its request (the idempotency lookup every submit makes). */
+const BY_REQUEST = 'SELECT * FROM activities WHERE request_ms = $1 AND fingerprint = $2';
+
+/**
+ * A read that the members of a group ask for in one message, each with its own values, sent as one
+ * statement over arrays of their values (postgres.ts readsMerged): `sql` the merged text, `values`
+ * its parameters from the members' parameters, `mine` a member's rows of the merged result (what
+ * its own statement would have returned).
+ */
+export interface MergedRead {
+  sql: string;
+  values(args: unknown[][]): unknown[];
+  mine(rows: Row[], args: unknown[]): Row[];
+}
+
+/** The reads every stamped submit makes, by their text: the version check and the idempotency lookup. */
+export const MERGED_READS: ReadonlyMap<string, MergedRead> = new Map<string, MergedRead>([
+  [VERSION_ROWS, {
+    sql: 'SELECT scope, n FROM auth_versions WHERE scope = ANY($1::text[])',
+    values: (args) => [[...new Set(args.flatMap(([pk, org]) => versionScopes(pk, org)))]],
+    mine: (rows, [pk, org]) => {
+      const scopes = new Set(versionScopes(pk, org));
+      return rows.filter((r) => scopes.has(r.scope as string));
+    },
+  }],
+  [BY_REQUEST, {
+    // a lookup by the unique index per pair (LIMIT keeps the subquery a parameterized index scan:
+    // joined plainly, the generic plan hashes a scan of the whole table)
+    sql: 'SELECT a.* FROM unnest($1::bigint[], $2::text[]) AS k(request_ms, fingerprint), LATERAL (SELECT * FROM activities WHERE request_ms = k.request_ms AND fingerprint = k.fingerprint LIMIT 1) a',
+    values: (args) => [args.map((a) => a[0]), args.map((a) => a[1])],
+    mine: (rows, [ms, fp]) => rows.filter((r) => String(r.request_ms) === String(ms) && r.fingerprint === fp),
+  }],
+]);
+
 function versionsFrom(rows: Row[], pk: string, org: string): { version: string; data: string } {
-  const n = (scope: string) => String(rows.find((r) => r.scope === scope)?.n ?? 0);
-  const all = n('all');
-  return { version: `${all}/${n(`org:${org}`)}/${n(`pk:${pk}`)}`, data: `${all}/${n(`data:${org}`)}` };
+  const [all, o, p, d] = versionScopes(pk, org).map((scope) => String(rows.find((r) => r.scope === scope)?.n ?? 0));
+  return { version: `${all}/${o}/${p}`, data: `${all}/${d}` };
 }
 
 /**
@@ -807,7 +849,7 @@ export function pgRepositories(q: Queries, caches?: NodeCaches): Repositories {
       // writes no new version of the row (the append writes the one new head). An organization's
       // first append finds no row: an upsert that changes nothing creates a size-0 head, or waits
       // for the one a concurrent first append creates, and locks it.
-      takeHead: async (org) => await one('SELECT * FROM log_heads WHERE organization_id = $1 FOR UPDATE', [org], headFrom)
+      takeHead: async (org) => await one(TAKE_HEAD, [org], headFrom)
         ?? await one(`INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, 0, ''::bytea, sha256(''::bytea), 0)
           ON CONFLICT (organization_id) DO UPDATE SET size = log_heads.size RETURNING *`, [org], headFrom),
       // The entry, the nodes it completes and the new head in one statement, sent with the COMMIT
@@ -840,7 +882,7 @@ export function pgRepositories(q: Queries, caches?: NodeCaches): Repositories {
     },
     activities: {
       get: (org, id) => one('SELECT * FROM activities WHERE organization_id = $1 AND id = $2', [org, id], activityFrom),
-      byFingerprint: (fp, requestMs) => one('SELECT * FROM activities WHERE request_ms = $1 AND fingerprint = $2', [requestMs, fp], activityFrom),
+      byFingerprint: (fp, requestMs) => one(BY_REQUEST, [requestMs, fp], activityFrom),
       insert: (a) => later('INSERT INTO activities (id, organization_id, type, status, request_ms, fingerprint, created_ms, updated_ms, record, log_indexes) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
         [a.id, a.organizationId, a.type, a.status, a.requestMs, a.fingerprint, a.createdMs, a.updatedMs, a.recordJson ?? JSON.stringify(a.record), (a.logIndexes ?? []).join(',')]),
       update: (a, logIndex) => later(`UPDATE activities SET status = $1, updated_ms = $2, record = $3,

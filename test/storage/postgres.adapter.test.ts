@@ -290,6 +290,57 @@ if (server === undefined) {
       expect(await stranger()).not.toBe(first);
     });
 
+    it('the request locks, version checks and idempotency lookups of a group are one statement each, and every write gets the answer its own statement would have had', async () => {
+      const { db, other, read } = await seeded();
+      try {
+        const PK2 = '02ab';
+        await db.write(async (tx) => {
+          await tx.apiKeys.insert(keyRow('o2', 'o2-u', 'k2', PK2));
+          await tx.activities.insert({ id: 'done-before', organizationId: 'o1', type: 'ACTIVITY_TYPE_X', status: 'ACTIVITY_STATUS_COMPLETED', fingerprint: 'fp-2', requestMs: 7, createdMs: 1, updatedMs: 1, record: { id: 'done-before' }, logIndexes: [] });
+        });
+        // each key's stamp context read once: from now on a version check stands for it
+        await read();
+        await db.write((tx) => tx.apiKeys.stampContext(PK2, 'o2'));
+        // one change seen by one of the writes below only: o2's key renamed outside kmas
+        await other.query("UPDATE api_keys SET name = 'renamed' WHERE id = 'k2'");
+        // the statements bound on the wire, by message (node-postgres's Connection, patched here;
+        // a statement parsed before shows as its name)
+        const C = (pg as unknown as { Connection: { prototype: Record<string, (...a: any[]) => unknown> } }).Connection.prototype;
+        const original = { parse: C.parse!, bind: C.bind!, sync: C.sync! };
+        const texts = new Map<string, string>();
+        const messages: string[][] = [[]];
+        C.parse = function (this: object, cfg: { name?: string; text: string }) { texts.set(cfg.name ?? '', cfg.text.replace(/\s+/g, ' ')); return original.parse.call(this, cfg); };
+        C.bind = function (this: object, cfg: { statement?: string }) { messages.at(-1)!.push(texts.get(cfg.statement ?? '') ?? cfg.statement ?? ''); return original.bind.call(this, cfg); };
+        C.sync = function (this: object) { messages.push([]); return original.sync.call(this); };
+        let locked = 0;
+        const writes = Array.from({ length: 6 }, (_, i) => db.write(async (tx) => {
+          await tx.lock('request', `req-${i}`);
+          const ctx = i % 2 === 0 ? await tx.apiKeys.stampContext(PK, 'o1') : await tx.apiKeys.stampContext(PK2, 'o2');
+          const found = await tx.activities.byFingerprint(`fp-${i}`, 7);
+          await tx.organizations.touch(i % 2 === 0 ? 'o1' : 'o2', 10 + i);
+          // the merged statement took every write's lock, held by the transaction
+          if (i === 5) locked = Number((await other.query<{ n: string }>("SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND granted")).rows[0]!.n);
+          return { org: ctx.organization?.id, keys: ctx.keys.map((k) => k.name), found: found?.id };
+        }));
+        let answers;
+        try { answers = await Promise.all(writes); } finally { Object.assign(C, original); }
+        expect(answers).toEqual(Array.from({ length: 6 }, (_, i) => ({
+          org: i % 2 === 0 ? 'o1' : 'o2', keys: [i % 2 === 0 ? 'k1' : 'renamed'], found: i === 2 ? 'done-before' : undefined,
+        })));
+        // the first message: the six locks and the six version checks, one statement each
+        expect(messages[0]).toEqual(['BEGIN', 'SELECT pg_advisory_xact_lock(hashtext(k.name), hashtext(k.key)) FROM unnest($1::text[], $2::text[]) AS k(name, key)',
+          'SELECT scope, n FROM auth_versions WHERE scope = ANY($1::text[])']);
+        // and no message holds two statements of one kind: the lookups asked for in one turn are one
+        const lookups = (m: string[]) => m.filter((t) => t.includes('FROM activities WHERE request_ms') || t.includes('AS k(request_ms, fingerprint), LATERAL')).length;
+        expect(messages.map(lookups).filter((n) => n > 1)).toEqual([]);
+        expect(messages.flat().filter((t) => t.includes('AS k(request_ms, fingerprint), LATERAL')).length).toBeGreaterThan(0);
+        expect(locked).toBe(6);
+        // the six were one transaction
+        const r = await other.query<{ n: string }>("SELECT count(DISTINCT xmin::text) AS n FROM organizations WHERE id IN ('o1', 'o2')");
+        expect(Number(r.rows[0]!.n)).toBe(1);
+      } finally { await other.end(); }
+    });
+
     describe("an organization's signing keys and webhook targets: served again only while its data version holds", () => {
       const ADDRESS = '0xAbC0000000000000000000000000000000000001';
       const ACCOUNT = '0xdEF0000000000000000000000000000000000002';
@@ -704,6 +755,7 @@ if (server === undefined) {
           expect(Number(r.rows[0]!.n)).toBe(4);
         } finally { await c.end(); }
       });
+
     });
 
 
