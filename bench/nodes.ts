@@ -21,7 +21,8 @@
  *      BENCH_NODES_CLIENTS (comma-separated client counts, default 1,16; the projection needs 16),
  *      BENCH_NODES_PG_SETTINGS (space-separated name=value settings for the throwaway cluster, to
  *      try a PostgreSQL setting: commit_delay and plan_cache_mode=force_generic_plan did not lower
- *      its CPU per activity).
+ *      its CPU per activity), BENCH_NODES_GROUP_WAIT_MS (DATABASE_GROUP_WAIT_MS for this build's
+ *      PostgreSQL nodes, not BENCH_NODES_BASE's: with BENCH_NODES_BASE=. an A/B of the setting).
  */
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
@@ -50,7 +51,8 @@ async function sqliteSetUp(): Promise<SetUp> {
 
 async function postgresSetUp(count: number, base?: string): Promise<SetUp> {
   const pg = await startPgCluster({ settings: process.env.BENCH_NODES_PG_SETTINGS?.split(' ').filter(Boolean) });
-  const env = { DATABASE_URL: pg.url, KMAS_MASTER_KEY: randomBytes(32).toString('hex') };
+  const wait = process.env.BENCH_NODES_GROUP_WAIT_MS;
+  const env = { DATABASE_URL: pg.url, KMAS_MASTER_KEY: randomBytes(32).toString('hex'), ...(wait && !base ? { DATABASE_GROUP_WAIT_MS: wait } : {}) };
   const bin = base ? join(resolve(base), 'bin', 'kmas.js') : undefined;
   const first = await startServerProcess([], bin, { env });
   const nodes = [first];

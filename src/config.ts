@@ -79,6 +79,7 @@ export interface Config {
   databaseStatementTimeoutMs: number;
   /** PostgreSQL: group transactions of writes a node runs at once. */
   databaseWriteGroups: number;
+  databaseGroupWaitMs: number;
 }
 
 export class ConfigError extends Error {
@@ -262,6 +263,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'databasePoolSize', env: 'DATABASE_POOL_SIZE', flag: '--database-pool-size', def: '10', doc: 'PostgreSQL: connections each node keeps', parse: int(1, 1000) },
   { key: 'databaseStatementTimeoutMs', env: 'DATABASE_STATEMENT_TIMEOUT_MS', flag: '--database-statement-timeout-ms', def: '10000', doc: 'PostgreSQL: longest a statement may run (ms) before it is cancelled', parse: int(100, 3_600_000) },
   { key: 'databaseWriteGroups', env: 'DATABASE_WRITE_GROUPS', flag: '--database-write-groups', def: '1', doc: 'PostgreSQL: group transactions of writes each node runs at once (the writes asked for meanwhile form the next group); 1: one after another', parse: int(1, 64) },
+  { key: 'databaseGroupWaitMs', env: 'DATABASE_GROUP_WAIT_MS', flag: '--database-group-wait-ms', def: '0', doc: 'PostgreSQL, under load: how long (ms) the next group of writes waits for more writes (only after a group of two or more, so a lone writer never waits; at once when 32 are queued): fewer, larger transactions, less database CPU per write, for at most this much latency; 0: start at once', parse: int(0, 100) },
   { key: 'mailDir', env: 'MAIL_DIR', flag: '--mail-dir', def: undefined, doc: 'Local development without an SMTP server: e-mails are written to this directory as .eml files (mode 0600; they hold login bundles and codes); SMTP_URL wins when both are set', parse: nonEmpty },
 ];
 

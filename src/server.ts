@@ -180,7 +180,7 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
 export async function openDb(config: Config): Promise<Db> {
   if (config.databaseUrl !== undefined) {
     const { openPostgresDb } = await import('./storage/postgres.js');
-    return openPostgresDb(config.databaseUrl, { poolSize: config.databasePoolSize, statementTimeoutMs: config.databaseStatementTimeoutMs, writeGroups: config.databaseWriteGroups });
+    return openPostgresDb(config.databaseUrl, { poolSize: config.databasePoolSize, statementTimeoutMs: config.databaseStatementTimeoutMs, writeGroups: config.databaseWriteGroups, groupWaitMs: config.databaseGroupWaitMs });
   }
   return openSqliteDb(path.join(config.dataDir, DB_FILE),
     { synchronous: config.sqliteSynchronous, syncOffThread: true, multiProcess: config.workers > 1 || cluster.isWorker });

@@ -604,6 +604,37 @@ if (server === undefined) {
         expect(x.get('later')).not.toBe(x.get('g1'));
       });
 
+      it('groupWaitMs: after a group of several the next waits for more writes; after a lone write the next starts at once', async () => {
+        const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+        // four at once, then one, then three 50 ms later, then one, then one 50 ms later
+        const sequence = async (db: Db, p: string) => {
+          await Promise.all(['a', 'b', 'c', 'd'].map((id) => db.write((tx) => tx.organizations.insert(o(`${p}${id}`)))));
+          const first = db.write((tx) => tx.organizations.insert(o(`${p}e`)));
+          await pause(50);
+          await Promise.all([first, ...['f', 'g', 'h'].map((id) => db.write((tx) => tx.organizations.insert(o(`${p}${id}`))))]);
+          // the last group held four: a lone write waits for company, and the group it ends up in
+          // holds one, so the write after it starts at once
+          await db.write((tx) => tx.organizations.insert(o(`${p}i`)));
+          const lone = db.write((tx) => tx.organizations.insert(o(`${p}j`)));
+          await pause(50);
+          await Promise.all([lone, db.write((tx) => tx.organizations.insert(o(`${p}k`)))]);
+        };
+        const url = await freshDatabase();
+        const waiting = track(await openPostgresDb(url, { groupWaitMs: 400 }));
+        const eager = track(await openPostgresDb(url));
+        await sequence(waiting, 'w');
+        await sequence(eager, 'x');
+        const x = await xminOf(url, [...'abcdefghijk'].flatMap((c) => [`w${c}`, `x${c}`]));
+        const same = (a: string, b: string) => x.get(a) === x.get(b);
+        // with the wait, the write alone and the three after it are one transaction
+        expect(['wf', 'wg', 'wh'].map((id) => same('we', id))).toEqual([true, true, true]);
+        expect(same('wa', 'we')).toBe(false);
+        // and after the lone write, the next did not wait for the one 50 ms later
+        expect(same('wj', 'wk')).toBe(false);
+        // without it, the write alone starts at once
+        expect(same('xe', 'xf')).toBe(false);
+      });
+
       it('one write of a group throws: its error reaches its caller, nothing of it is stored, the others commit', async () => {
         const url = await freshDatabase();
         const db = track(await openPostgresDb(url));
