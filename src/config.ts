@@ -79,6 +79,7 @@ export interface Config {
   databaseStatementTimeoutMs: number;
   /** PostgreSQL: group transactions of writes a node runs at once. */
   databaseWriteGroups: number;
+  /** PostgreSQL, under load: how long the next group of writes waits for more (ms; 0: at once). */
   databaseGroupWaitMs: number;
 }
 

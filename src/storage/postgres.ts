@@ -306,7 +306,7 @@ const locksMerge: Merge = {
   merged: (ps) => ({ sql: LOCKS, args: [ps.map((p) => p.args![0]), ps.map((p) => p.args![1])] }),
 };
 
-const readMerges = new Map<MergedRead, Merge>([...MERGED_READS.values()].map((read) => [read, {
+const readMerge = (read: MergedRead): Merge => ({
   at: 'last',
   merged: (ps): Pending => ({
     sql: read.sql,
@@ -316,14 +316,16 @@ const readMerges = new Map<MergedRead, Merge>([...MERGED_READS.values()].map((re
       reject: (e) => { for (const p of ps) p.settle!.reject(e); },
     },
   }),
-}]));
+});
+
+/** MERGED_READS's merges, by the text of the statement they merge. */
+const readMerges = new Map([...MERGED_READS].map(([sql, read]) => [sql, readMerge(read)]));
 
 /** A statement that may merge with others of its kind: a lock nobody waits for, or one of MERGED_READS waited for. */
 function mergeOf(p: Pending): Merge | undefined {
   if (p.args === undefined) return undefined;
   if (p.settle === undefined) return p.sql === LOCK ? locksMerge : undefined;
-  const read = MERGED_READS.get(p.sql);
-  return read && readMerges.get(read);
+  return readMerges.get(p.sql);
 }
 
 /** A statement a merged one may be moved across: a log head's row lock (no data changed, no merged read reads that row). */
