@@ -23,7 +23,7 @@ const T = 'text COLLATE "C"';
 const SEQ = 'seq bigint GENERATED ALWAYS AS IDENTITY';
 
 /** The tables whose rows an organization's data version covers (migration 6; postgres.ts DATA_TABLES). */
-const DATA_VERSIONED = ['private_keys', 'private_key_addresses', 'wallet_accounts', 'features', 'webhook_endpoints'];
+export const DATA_VERSIONED = ['private_keys', 'private_key_addresses', 'wallet_accounts', 'features', 'webhook_endpoints'];
 
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   {

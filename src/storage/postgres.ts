@@ -32,7 +32,7 @@ import pg from 'pg';
 import { createRequire } from 'node:module';
 import type { Db, LockName, LogHeadRow, Tx } from './types.js';
 import { logAppend, MERGED_READS, nodeCaches, TAKE_HEAD, pgRepositories, valueRows, type MergedRead, type NodeCaches, type Queries, type Row } from './postgresRepos.js';
-import { migrateClient } from './pgMigrations.js';
+import { DATA_VERSIONED, migrateClient } from './pgMigrations.js';
 
 export interface PostgresOptions {
   /** Connections in this node's pool (default 10). */
@@ -343,15 +343,16 @@ const crossable = (p: Pending): boolean => p.sql === TAKE_HEAD;
  */
 function readsMerged(batch: Pending[]): Pending[] {
   if (batch.length < 2) return batch;
+  const merges = batch.map(mergeOf);
   const out: Pending[] = [];
   for (let i = 0; i < batch.length;) {
-    if (mergeOf(batch[i]!) === undefined) { out.push(batch[i++]!); continue; }
+    if (merges[i] === undefined) { out.push(batch[i++]!); continue; }
     let j = i;
-    while (j < batch.length && (mergeOf(batch[j]!) !== undefined || crossable(batch[j]!))) j++;
+    while (j < batch.length && (merges[j] !== undefined || crossable(batch[j]!))) j++;
     const kinds = new Map<Merge, number[]>();
     const placed: { at: number; p: Pending }[] = [];
     for (let k = i; k < j; k++) {
-      const m = mergeOf(batch[k]!);
+      const m = merges[k];
       if (m === undefined) { placed.push({ at: k, p: batch[k]! }); continue; }
       const at = kinds.get(m);
       if (at) at.push(k);
@@ -374,7 +375,7 @@ function readsMerged(batch: Pending[]): Pending[] {
  * whose deletion reaches them) or any TRUNCATE. Cached data is not served in a unit after one
  * (postgresRepos.ts OrgDataCache): the unit must see its own writes.
  */
-const DATA_TABLES = /\b(?:private_keys|private_key_addresses|wallet_accounts|wallets|features|webhook_endpoints|organizations)\b|^\s*TRUNCATE\b/i;
+const DATA_TABLES = new RegExp(`\\b(?:${[...DATA_VERSIONED, 'wallets', 'organizations'].join('|')})\\b|^\\s*TRUNCATE\\b`, 'i');
 
 /**
  * Two writes of one group met where they must not both go on in one transaction (the same named
@@ -485,13 +486,13 @@ class Unit {
    */
   appendLog(m: Member, organizationId: string, entry: unknown[], head: LogHeadRow): void {
     m.changes++;
-    const waiting = this.#log.get(organizationId);
-    if (waiting === undefined) this.#log.set(organizationId, { entries: [entry], head });
-    else { waiting.entries.push(entry); waiting.head = head; }
+    let waiting = this.#log.get(organizationId);
+    if (waiting === undefined) this.#log.set(organizationId, waiting = { entries: [], head });
+    waiting.entries.push(entry);
+    waiting.head = head;
     // a full statement goes as it is (each with the head after its last entry)
-    const full = this.#log.get(organizationId)!;
-    if (full.entries.length >= MAX_ROWS) {
-      this.pending.push(logAppend(full.entries, full.head));
+    if (waiting.entries.length >= MAX_ROWS) {
+      this.pending.push(logAppend(waiting.entries, waiting.head));
       this.#log.delete(organizationId);
     }
   }

@@ -398,12 +398,14 @@ const VERSIONS = `SELECT v.a || '/' || v.o || '/' || v.p AS version, v.a || '/' 
   coalesce((SELECT n FROM auth_versions WHERE scope = 'pk:' || $1), 0) AS p, coalesce((SELECT n FROM auth_versions WHERE scope = 'data:' || $2), 0) AS d) v`;
 
 /**
- * The same two versions from the four scopes' rows, read by one index scan (cheaper for PostgreSQL
- * than four subqueries): what a unit that kept a stamp context reads to check it (VERSIONS's text).
+ * The same two versions from the four scopes' rows ($1 the scopes: versionScopes), read by one
+ * index scan (cheaper for PostgreSQL than four subqueries): what a unit that kept a stamp context
+ * reads to check it (VERSIONS's text). A group's checks are the same statement over all their
+ * scopes (MERGED_READS).
  */
-const VERSION_ROWS = "SELECT scope, n FROM auth_versions WHERE scope = ANY(ARRAY['all', 'org:' || $2, 'pk:' || $1, 'data:' || $2])";
-/** The scopes VERSION_ROWS reads, in its order. */
-const versionScopes = (pk: unknown, org: unknown): string[] => ['all', `org:${String(org)}`, `pk:${String(pk)}`, `data:${String(org)}`];
+const VERSION_ROWS = 'SELECT scope, n FROM auth_versions WHERE scope = ANY($1::text[])';
+/** The scopes of a stamp context's versions, in VERSIONS's order. */
+const versionScopes = (pk: string, org: string): string[] => ['all', `org:${org}`, `pk:${pk}`, `data:${org}`];
 
 /**
  * An organization's log head with its row lock (log.takeHead). It changes no data and locks a row
@@ -429,11 +431,11 @@ export interface MergedRead {
 /** The reads every stamped submit makes, by their text: the version check and the idempotency lookup. */
 export const MERGED_READS: ReadonlyMap<string, MergedRead> = new Map<string, MergedRead>([
   [VERSION_ROWS, {
-    sql: 'SELECT scope, n FROM auth_versions WHERE scope = ANY($1::text[])',
-    values: (args) => [[...new Set(args.flatMap(([pk, org]) => versionScopes(pk, org)))]],
-    mine: (rows, [pk, org]) => {
-      const scopes = new Set(versionScopes(pk, org));
-      return rows.filter((r) => scopes.has(r.scope as string));
+    sql: VERSION_ROWS,
+    values: (args) => [[...new Set(args.flatMap(([scopes]) => scopes as string[]))]],
+    mine: (rows, [scopes]) => {
+      const mine = new Set(scopes as string[]);
+      return rows.filter((r) => mine.has(r.scope as string));
     },
   }],
   [BY_REQUEST, {
@@ -619,7 +621,7 @@ export function pgRepositories(q: Queries, caches?: NodeCaches): Repositories {
           const key = `${pk}\u0000${org}`;
           const kept = caches?.stampContexts.get(key);
           if (kept !== undefined) {
-            const now = versionsFrom(await q.all(VERSION_ROWS, [pk, org]), pk, org);
+            const now = versionsFrom(await q.all(VERSION_ROWS, [versionScopes(pk, org)]), pk, org);
             data(now.data);
             if (now.version === kept.version) {
               dbStampContexts.inc({ source: 'cached' });
