@@ -81,6 +81,10 @@ export const dbGroupReruns = new Counter({
   name: 'kmas_db_group_reruns_total', help: 'PostgreSQL: group transactions rolled back whole, their writes run again each alone, by reason (conflict: two writes needed one lock, or one undone after a change; error: a write threw or a statement failed)',
   labelNames: ['reason'] as const, registers: [registry],
 });
+export const dbPredictedWrites = new Counter({
+  name: 'kmas_db_predicted_writes_total', help: 'PostgreSQL: lone writes sent as one message, their reads assumed from what this node read or wrote before and checked with the COMMIT, by outcome (committed; versions, request or head: that check failed, the write ran again with its reads sent first)',
+  labelNames: ['outcome'] as const, registers: [registry],
+});
 export const dbStampContexts = new Counter({
   name: 'kmas_db_stamp_contexts_total', help: 'PostgreSQL: the rows a stamp is resolved against, by source (cached: a context this node read before, its auth version unchanged; read: read afresh, the first time or after a change)',
   labelNames: ['source'] as const, registers: [registry],

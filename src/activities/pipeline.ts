@@ -138,6 +138,8 @@ export class Pipeline {
     // The caller as the request names it, or undefined (the transaction gives the answer).
     const resolveIn = (e: Envelope) => (tx: Tx) => resolvePrincipal(tx, cred.keys, e.organizationId, scope, nowMs, contextOf(cred)).catch((): Resolution | undefined => undefined);
     let pre: Prepared | undefined;
+    /** the body's activity was found stored before the transaction (op.derive's check) */
+    let storedBefore = false;
     let env: Envelope;
     // A lone request (nothing else in progress) is served on this thread: a thread hop would add
     // its latency and save no one any time.
@@ -165,7 +167,11 @@ export class Pipeline {
       // Key material before the transaction (the stamp has verified by now); none for a body
       // already stored (its activity is the answer).
       const envelope = env;
-      const fresh = async (tx: Tx) => (await tx.activities.byFingerprint(fingerprint, Number(envelope.timestampMs)) ? undefined : resolveIn(envelope)(tx));
+      const fresh = async (tx: Tx) => {
+        if (!await tx.activities.byFingerprint(fingerprint, Number(envelope.timestampMs))) return resolveIn(envelope)(tx);
+        storedBefore = true;
+        return undefined;
+      };
       const done = await prepareSubmit(db, services, op, env, nowMs, fresh, (ctx, intent) => op.derive!(ctx, intent, (fn) => db.read(fn)));
       if (done) pre = { ...pre, intent: done.intent, derived: done.value };
     }
@@ -188,6 +194,8 @@ export class Pipeline {
     // resolved again in there: an earlier write may have deleted the key or its user.
     const envelope = env;
     const out = await db.write(async (tx) => {
+      // a body seen stored: its lookup is read, not assumed absent (which would derive its keys again)
+      if (storedBefore) tx.readFirst();
       // The key, its organization, user and allowlists as this transaction sees them (one read),
       // and the request's lock and idempotency lookup, asked for together: one round trip.
       const reading = cred.kind === 'key' ? tx.apiKeys.stampContext(cred.stamp.publicKey, envelope.organizationId) : undefined;

@@ -532,6 +532,23 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       CREATE TRIGGER ${t}_data_truncate AFTER TRUNCATE ON ${t} FOR EACH STATEMENT EXECUTE FUNCTION kmas_data_changed();`).join('\n      ')}
     `,
   },
+  {
+    version: 7,
+    name: 'kmas_expect(ok, code): raises SQLSTATE `code` unless ok is true (what a write that assumed its reads checks them with, in its COMMIT message)',
+    // postgres.ts Predictions: a lone write on a node that knows its versions, that no activity
+    // has its request and its organization's log head sends no reads; these checks go with its
+    // writes and COMMIT instead, and fail the transaction (KM001–KM003) when one of them was wrong.
+    sql: `
+      CREATE FUNCTION kmas_expect(ok boolean, code text) RETURNS boolean LANGUAGE plpgsql AS $$
+      BEGIN
+        IF ok IS NOT TRUE THEN
+          RAISE EXCEPTION 'kmas: a read this write assumed has changed (%)', code USING ERRCODE = code;
+        END IF;
+        RETURN true;
+      END
+      $$;
+    `,
+  },
 ];
 
 /** The session advisory lock held while migrating: (hashtext('kmas'), hashtext('schema_migrations')). */

@@ -19,7 +19,8 @@
  *   transaction ends.
  * - tx.savepoint(fn): SAVEPOINT / RELEASE, ROLLBACK TO when fn throws.
  * - Statements nobody waits for go with the unit's next message, and statements asked for at
- *   once go together (Unit: fewer round trips). In a group, the members' request locks, version
+ *   once go together (Unit: fewer round trips). A lone write assumes the reads this node can
+ *   predict and checks them with its COMMIT (Predictions): one message in all. In a group, the members' request locks, version
  *   checks and idempotency lookups sent together are one statement of each kind (readsMerged);
  *   nothing else is reordered.
  * - The repositories (postgresRepos.ts) are built per unit of work over its connection; once the
@@ -27,11 +28,14 @@
  * Migrations (pgMigrations.ts) are applied at open under an advisory lock.
  */
 import { StorageUnavailableError } from './errors.js';
-import { dbCommitDuration, dbGroupReruns, dbGroupWrites, secondsSince } from '../metrics.js';
+import { dbCommitDuration, dbGroupReruns, dbGroupWrites, dbPredictedWrites, secondsSince } from '../metrics.js';
 import pg from 'pg';
 import { createRequire } from 'node:module';
 import type { Db, LockName, LogHeadRow, Tx } from './types.js';
-import { logAppend, MERGED_READS, nodeCaches, TAKE_HEAD, pgRepositories, valueRows, type MergedRead, type NodeCaches, type Queries, type Row } from './postgresRepos.js';
+import {
+  BY_REQUEST, EXPECT_HEAD, EXPECT_NO_REQUEST, EXPECT_VERSIONS, logAppend, MERGED_READS, nodeCaches, TAKE_HEAD, pgRepositories, valueRows, VERSION_ROWS,
+  type MergedRead, type NodeCaches, type Queries, type Row,
+} from './postgresRepos.js';
 import { DATA_VERSIONED, migrateClient } from './pgMigrations.js';
 
 export interface PostgresOptions {
@@ -50,6 +54,11 @@ export interface PostgresOptions {
    * most this much latency. A lone writer never waits (a group of one is followed at once).
    */
   groupWaitMs?: number;
+  /**
+   * A lone write assumes the reads this node can predict (Predictions) and sends them as checks
+   * with its COMMIT: one message instead of two (default true; false sends every read first).
+   */
+  predict?: boolean;
 }
 
 /** Tries of a unit that meets a serialization failure, a deadlock (writes) or a stale prepared statement. */
@@ -377,6 +386,97 @@ function readsMerged(batch: Pending[]): Pending[] {
  */
 const DATA_TABLES = new RegExp(`\\b(?:${[...DATA_VERSIONED, 'wallets', 'organizations'].join('|')})\\b|^\\s*TRUNCATE\\b`, 'i');
 
+/** kmas_expect's SQLSTATEs (postgresRepos.ts EXPECT_*): which assumption of a predicted write did not hold. */
+const MISPREDICTED: Readonly<Record<string, 'versions' | 'request' | 'head'>> = { KM001: 'versions', KM002: 'request', KM003: 'head' };
+
+/** Which assumption a failed predicted write got wrong (its error or a cause of it), if that is why it failed. */
+function mispredicted(e: unknown): 'versions' | 'request' | 'head' | undefined {
+  for (let depth = 0; typeof e === 'object' && e !== null && depth < 5; depth++) {
+    const what = MISPREDICTED[(e as { code?: unknown }).code as string];
+    if (what) return what;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** How long this node reads an organization's log head first after another node moved it under a prediction (ms). */
+const HEAD_PAUSE_MS = 5000;
+/** The most scopes and heads Predictions keeps (the oldest goes first). */
+const PREDICTIONS_KEPT = 10_000;
+
+/**
+ * What a lone write on this node may assume instead of reading it first (a write's first message
+ * is then its last: the reads' checks go with its writes and COMMIT, EXPECT_* in postgresRepos.ts):
+ * - the auth and data versions (VERSION_ROWS) of scopes this node read last;
+ * - that no activity has the request yet (BY_REQUEST: a body sent again is the rare case);
+ * - an organization's log head as this node's last commit left it (TAKE_HEAD), unless another node
+ *   moved it under a prediction in the last HEAD_PAUSE_MS (several nodes appending to one log:
+ *   they read it first, as before).
+ * A check that fails rolls the transaction back and the write runs again with its reads sent
+ * first, which refreshes what is kept here. Nothing here is trusted: each assumption is checked
+ * in the transaction that relies on it, under the same locks as the read it stands for.
+ */
+class Predictions {
+  readonly #versions = new Map<string, unknown>();
+  readonly #heads = new Map<string, LogHeadRow>();
+  readonly #paused = new Map<string, number>();
+
+  static #keep<V>(map: Map<string, V>, key: string, value: V): void {
+    map.delete(key);
+    map.set(key, value);
+    if (map.size > PREDICTIONS_KEPT) map.delete(map.keys().next().value!);
+  }
+
+  /** A VERSION_ROWS result (rows of the scopes that have one). */
+  sawVersions(scopes: readonly string[], rows: readonly Row[]): void {
+    for (const scope of scopes) Predictions.#keep(this.#versions, scope, rows.find((r) => r.scope === scope)?.n ?? null);
+  }
+
+  /** VERSION_ROWS's rows for these scopes, and EXPECT_VERSIONS's values; undefined unless every scope was seen. */
+  versions(scopes: readonly string[]): { rows: Row[]; expected: string[] } | undefined {
+    const rows: Row[] = [];
+    const expected: string[] = [];
+    for (const scope of scopes) {
+      const n = this.#versions.get(scope);
+      if (n === undefined) return undefined;
+      if (n !== null) rows.push({ scope, n });
+      expected.push(String(n ?? 0));
+    }
+    return { rows, expected };
+  }
+
+  /** The organization's head as this node last committed or read it under its lock, unless paused. */
+  head(organizationId: string, nowMs: number): LogHeadRow | undefined {
+    const until = this.#paused.get(organizationId);
+    if (until !== undefined) {
+      if (nowMs < until) return undefined;
+      this.#paused.delete(organizationId);
+    }
+    return this.#heads.get(organizationId);
+  }
+
+  /** The heads a committed transaction held (as its last append left them). */
+  committed(heads: ReadonlyMap<string, LogHeadRow>): void {
+    for (const [org, h] of heads) {
+      Predictions.#keep(this.#heads, org, Object.freeze({ organizationId: h.organizationId, size: h.size, frontier: h.frontier, root: h.root, updatedMs: h.updatedMs }));
+    }
+  }
+
+  /** Another node moved these heads under a prediction: read them first for a while. */
+  pause(organizationIds: Iterable<string>, nowMs: number): void {
+    for (const org of organizationIds) {
+      this.#heads.delete(org);
+      Predictions.#keep(this.#paused, org, nowMs + HEAD_PAUSE_MS);
+    }
+  }
+}
+
+/** The statements that check a predicted read. */
+const EXPECTS: ReadonlySet<string> = new Set([EXPECT_VERSIONS, EXPECT_NO_REQUEST, EXPECT_HEAD]);
+
+/** A read's result, as pg gives it, of rows this node predicted. */
+const predicted = (rows: Row[]): pg.QueryResult<Row> => ({ rows, rowCount: rows.length, command: 'SELECT', oid: 0, fields: [] });
+
 /**
  * Two writes of one group met where they must not both go on in one transaction (the same named
  * lock, or an order the group cannot keep without one waiting for the other): the group rolls
@@ -439,11 +539,33 @@ class Unit {
   /**
    * `begin`: the statement that opens the transaction (sent with the first statement).
    * Without it (peek): no transaction around the statements, so only SELECTs, and no locks (they would not be held).
+   * `predictions`: what this node read before. With `predict` (a lone write), reads it can
+   * predict are answered from it and checked with the COMMIT (Predictions).
    */
-  constructor(private readonly client: pg.PoolClient, begin?: string, readonly caches?: NodeCaches) {
+  constructor(
+    private readonly client: pg.PoolClient, begin?: string, readonly caches?: NodeCaches,
+    private readonly predictions?: Predictions, private predict = false,
+  ) {
     this.bare = begin === undefined;
     if (begin) this.pending.push({ sql: begin });
   }
+
+  /** statements so far that write (not a SELECT): a version read after one may see this unit's own change */
+  #writes = 0;
+  /** organizations whose log head this unit predicted */
+  readonly predictedHeads = new Set<string>();
+  /** a read was answered from Predictions */
+  predictedAny = false;
+  /**
+   * A check of a prediction failed (a KM00x error): whatever the callbacks did after it (a
+   * statement refused because the transaction is aborted, an error of their own) is not the
+   * unit's outcome; this is.
+   */
+  misprediction: unknown;
+  /** the first statement error of this unit (one sent after it is refused with 25P02: aborted transaction) */
+  firstError: unknown;
+  /** ended by checked(): nothing to roll back */
+  #ended = false;
 
   /** members of this unit (a group of writes has several) */
   #members = 0;
@@ -461,16 +583,74 @@ class Unit {
   #changed(m: Member, sql: string): void {
     if (!changes(sql)) return;
     m.changes++;
+    if (!/^\s*SELECT\b/i.test(sql)) this.#writes++;
     if (DATA_TABLES.test(sql)) this.dataWrites++;
   }
 
   /** A statement whose result someone waits for. */
   query(m: Member, sql: string, args: unknown[] = []): Promise<pg.QueryResult<Row>> {
     if (this.bare && !/^\s*SELECT\b/i.test(sql)) return Promise.reject(new Error('db.peek only reads: use db.write'));
+    if (this.predict) {
+      const rows = this.#predicted(m, sql, args);
+      if (rows) return Promise.resolve(predicted(rows));
+    }
     this.#changed(m, sql);
-    return new Promise((resolve, reject) => {
+    const sent = new Promise<pg.QueryResult<Row>>((resolve, reject) => {
       this.#push({ sql, args, settle: { resolve, reject } });
     });
+    if (sql === VERSION_ROWS && this.predictions) {
+      const predictions = this.predictions;
+      sent.then((r) => { predictions.sawVersions(args[0] as string[], r.rows); }, noop);
+    }
+    return sent;
+  }
+
+  /** A read this unit may assume (Predictions): its rows, its check deferred in its place; else undefined. */
+  #predicted(m: Member, sql: string, args: unknown[]): Row[] | undefined {
+    if (sql === BY_REQUEST) {
+      this.defer(m, EXPECT_NO_REQUEST, args);
+      this.predictedAny = true;
+      return [];
+    }
+    // after a write of this unit, versions may be its own
+    if (sql !== VERSION_ROWS || this.#writes > 0) return undefined;
+    const scopes = args[0] as string[];
+    const known = this.predictions?.versions(scopes);
+    if (!known) return undefined;
+    this.defer(m, EXPECT_VERSIONS, [scopes, known.expected]);
+    this.predictedAny = true;
+    return known.rows;
+  }
+
+  /** Tx.readFirst: no read of this unit is predicted from now on. */
+  readFirst(): void {
+    this.predict = false;
+  }
+
+  /** The organization's log head, predicted (its check and row lock deferred in its place), or undefined. */
+  predictedHead(m: Member, organizationId: string): LogHeadRow | undefined {
+    if (!this.predict) return undefined;
+    const head = this.predictions?.head(organizationId, Date.now());
+    if (!head) return undefined;
+    this.defer(m, EXPECT_HEAD, [organizationId, head.size]);
+    this.predictedHeads.add(organizationId);
+    this.predictedAny = true;
+    return head;
+  }
+
+  /**
+   * A predicted write that throws (a refusal) may have decided on what it assumed: its checks not
+   * sent yet go out first, with the locks before them, then ROLLBACK, in one message. If one fails
+   * (a KM00x error, thrown from here) the write runs again with its reads sent first; if not, what
+   * it assumed was true and its error stands.
+   */
+  async checked(): Promise<void> {
+    const checks = this.pending.filter((p) => EXPECTS.has(p.sql) || p.sql === LOCK || (p.args === undefined && /^BEGIN\b/.test(p.sql)));
+    if (!checks.some((p) => EXPECTS.has(p.sql))) return;
+    this.pending = [];
+    this.#log.clear();
+    await this.#message([...checks, { sql: 'ROLLBACK' }]);
+    this.#ended = true;
   }
 
   /** A statement nobody waits for (it goes with the next message). */
@@ -583,6 +763,7 @@ class Unit {
       only.settle!.resolve(await this.client.query<Row>({ name: statementName(only.sql), text: only.sql, values: only.args }));
     } catch (e) {
       this.failed = true;
+      this.firstError ??= e;
       if (stalePlan(e)) this.stale = true;
       only.settle!.reject(e);
     }
@@ -595,7 +776,9 @@ class Unit {
       void this.client.query(batch as unknown as pg.QueryConfig);
     }).catch((e: unknown) => {
       this.failed = true;
+      this.firstError ??= e;
       if (stalePlan(e)) this.stale = true;
+      if (mispredicted(e)) this.misprediction ??= e;
       throw e;
     });
   }
@@ -632,6 +815,7 @@ class Unit {
 
   /** ROLLBACK, unless the transaction was never opened. */
   async rollback(): Promise<void> {
+    if (this.#ended) return;
     const opened = !this.#unopened();
     this.pending = [];
     this.#log.clear();
@@ -719,6 +903,11 @@ class Member {
         const kept = unit.heads.get(org);
         if (kept) return Promise.resolve(kept);
         unit.headTaken = true;
+        const guess = unit.predictedHead(this, org);
+        if (guess) {
+          unit.heads.set(org, guess);
+          return Promise.resolve(guess);
+        }
         return takeHead(org).then((head) => { if (head) unit.heads.set(org, head); return head; });
       };
       // in the same turn when it is free, so the read goes with what else this turn asks for
@@ -749,6 +938,9 @@ class Member {
       afterCommit(fn: () => void): void {
         if (!self.active) throw new Error('afterCommit was called outside db.write');
         self.after.push(fn);
+      },
+      readFirst(): void {
+        unit.readFirst();
       },
     });
   }
@@ -784,6 +976,9 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
   // the stamp contexts, signing keys and webhook targets this node read, served again while their
   // version holds (postgresRepos.ts VersionedCache)
   const caches = nodeCaches();
+  // what a lone write may assume instead of reading first (Predictions)
+  const predictions = new Predictions();
+  const predictWrites = opts.predict ?? true;
   const inFlight = new Set<Promise<unknown>>();
   const track = <T>(p: Promise<T>): Promise<T> => {
     inFlight.add(p);
@@ -803,7 +998,7 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
    * statement failed (which aborts a transaction for all). Otherwise (writes) any callback that
    * throws fails the unit, which rolls back whole; so does a GroupConflict.
    */
-  async function once<T>(begin: string | undefined, fns: ((tx: Tx) => Promise<T>)[], independent: boolean): Promise<Outcome<T>[]> {
+  async function once<T>(begin: string | undefined, fns: ((tx: Tx) => Promise<T>)[], independent: boolean, predict?: { used: boolean }): Promise<Outcome<T>[]> {
     const client = await pool.connect();
     let unit: Unit | undefined;
     let broken: Error | undefined;
@@ -815,7 +1010,7 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
     const start = performance.now();
     try {
       // BEGIN goes with the unit's first statement (Unit)
-      const u = unit = new Unit(client, begin, caches);
+      const u = unit = new Unit(client, begin, caches, predictions, predict !== undefined);
       const members = fns.map(() => u.member());
       const settled = await Promise.allSettled(fns.map(async (fn, i) => {
         const m = members[i]!;
@@ -828,16 +1023,32 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
       }));
       const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
       if (u.conflict) throw u.conflict;
-      if (failed && (!independent || u.failed || u.stale)) throw failed.reason;
+      if (predict) predict.used = u.predictedAny;
+      if (u.misprediction !== undefined) throw u.misprediction;
+      if (failed && (!independent || u.failed || u.stale)) {
+        if (u.predictedAny && !u.failed && !u.stale) await u.checked();
+        throw failed.reason;
+      }
       if (begin !== undefined) {
         const command = await u.commit();
         // COMMIT of a transaction that an error aborted (one the callback caught) rolls it back
         // and says so only by its command tag: nothing may be reported as stored then.
         if (command !== 'COMMIT') throw new Error('the transaction was rolled back: one of its statements failed (a caught error inside db.write needs tx.savepoint)');
-        if (begin === 'BEGIN') dbCommitDuration.observe(secondsSince(start));
+        if (begin === 'BEGIN') {
+          dbCommitDuration.observe(secondsSince(start));
+          predictions.committed(u.heads);
+        }
       }
       return settled.map((s, i): Outcome<T> => (s.status === 'fulfilled' ? { ok: true, value: s.value, after: members[i]!.after } : { ok: false, error: s.reason }));
-    } catch (e) {
+    } catch (thrown) {
+      // A failed check of a prediction is the unit's outcome (the write runs again), even if the
+      // callbacks went on and a later statement or the COMMIT was refused for the aborted
+      // transaction (25P02); such a refusal is otherwise the first error's consequence, and that
+      // error is the unit's (a deadlock is then retried).
+      const e = unit?.misprediction ?? (unit?.firstError !== undefined && (thrown as { code?: unknown }).code === '25P02' ? unit.firstError : thrown);
+      // Predictions keeps what it held before this transaction (which appended nothing), unless
+      // another node moved a head it predicted.
+      if (begin === 'BEGIN' && unit && mispredicted(e) === 'head') predictions.pause(unit.predictedHeads, Date.now());
       if (begin !== undefined && unit) await unit.rollback().catch((re: unknown) => { broken = re instanceof Error ? re : new Error(String(re)); });
       if (unit?.stale) {
         broken ??= new StalePlanError(e);
@@ -851,12 +1062,26 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
     }
   }
 
-  /** A unit of its own, run again after a serialization failure, a deadlock or a stale plan. */
+  /**
+   * A unit of its own, run again after a serialization failure, a deadlock or a stale plan. A
+   * write first assumes what it can predict (Predictions); when an assumption fails it runs again
+   * at once with its reads sent first.
+   */
   const alone = <T>(begin: string | undefined, fn: (tx: Tx) => Promise<T>): Promise<T> => retrying(async () => {
-    const [o] = await once(begin, [fn], false);
-    if (!o!.ok) throw o!.error; // (once has thrown it already)
-    runAfterCommit(o!.after);
-    return o!.value;
+    for (let predicting = predictWrites && begin === 'BEGIN'; ; predicting = false) {
+      const predict = predicting ? { used: false } : undefined;
+      try {
+        const [o] = await once(begin, [fn], false, predict);
+        if (!o!.ok) throw o!.error; // (once has thrown it already)
+        if (predict?.used) dbPredictedWrites.inc({ outcome: 'committed' });
+        runAfterCommit(o!.after);
+        return o!.value;
+      } catch (e) {
+        const what = predict?.used ? mispredicted(e) : undefined;
+        if (what === undefined) throw e;
+        dbPredictedWrites.inc({ outcome: what });
+      }
+    }
   });
 
   /**

@@ -403,7 +403,7 @@ const VERSIONS = `SELECT v.a || '/' || v.o || '/' || v.p AS version, v.a || '/' 
  * reads to check it (VERSIONS's text). A group's checks are the same statement over all their
  * scopes (MERGED_READS).
  */
-const VERSION_ROWS = 'SELECT scope, n FROM auth_versions WHERE scope = ANY($1::text[])';
+export const VERSION_ROWS = 'SELECT scope, n FROM auth_versions WHERE scope = ANY($1::text[])';
 /** The scopes of a stamp context's versions, in VERSIONS's order. */
 const versionScopes = (pk: string, org: string): string[] => ['all', `org:${org}`, `pk:${pk}`, `data:${org}`];
 
@@ -414,7 +414,21 @@ const versionScopes = (pk: string, org: string): string[] => ['all', `org:${org}
 export const TAKE_HEAD = 'SELECT * FROM log_heads WHERE organization_id = $1 FOR UPDATE';
 
 /** An activity by its request (the idempotency lookup every submit makes). */
-const BY_REQUEST = 'SELECT * FROM activities WHERE request_ms = $1 AND fingerprint = $2';
+export const BY_REQUEST = 'SELECT * FROM activities WHERE request_ms = $1 AND fingerprint = $2';
+
+/**
+ * What a write that assumed a read instead of sending it (postgres.ts Predictions) checks in its
+ * transaction, with its writes: kmas_expect (PostgreSQL migration 7) fails the transaction with
+ * the SQLSTATE named when the assumption no longer holds.
+ * - versions: VERSION_ROWS's scopes ($1) have these versions ($2, 0 for no row);
+ * - request: BY_REQUEST finds nothing (after the request's lock, like the read it stands for);
+ * - head: the organization's log head ($1) has this size ($2), and its row lock is taken as
+ *   TAKE_HEAD takes it (a head moved by a transaction this one waited for is seen as moved).
+ */
+export const EXPECT_VERSIONS = `SELECT kmas_expect(NOT EXISTS (SELECT 1 FROM unnest($1::text[], $2::bigint[]) AS e(scope, n)
+  LEFT JOIN auth_versions v ON v.scope = e.scope WHERE coalesce(v.n, 0) <> e.n), 'KM001')`;
+export const EXPECT_NO_REQUEST = "SELECT kmas_expect(NOT EXISTS (SELECT 1 FROM activities WHERE request_ms = $1 AND fingerprint = $2), 'KM002')";
+export const EXPECT_HEAD = "SELECT kmas_expect(count(*) = 1, 'KM003') FROM (SELECT 1 FROM log_heads WHERE organization_id = $1 AND size = $2 FOR UPDATE) h";
 
 /**
  * A read that the members of a group ask for in one message, each with its own values, sent as one

@@ -123,6 +123,8 @@ export class SqliteUnits {
       lock(_name: LockName, _key: string): Promise<void> { return Promise.resolve(); },
       savepoint<T>(fn: () => Promise<T>): Promise<T> { return self.#savepoint(fn); },
       afterCommit(fn: () => void): void { self.#after.push(fn); },
+      // every read is answered by the database already
+      readFirst(): void {},
     });
   }
 

@@ -661,6 +661,13 @@ export interface Tx extends Repositories {
   savepoint<T>(fn: () => Promise<T>): Promise<T>;
   /** Runs fn once this transaction has committed and is durable (never when it rolls back). */
   afterCommit(fn: () => void): void;
+  /**
+   * Call first: this write's reads are answered by the database, none assumed from what the node
+   * read before (PostgreSQL's predicted writes; nothing on SQLite). For a write that would do
+   * costly work on an assumption its COMMIT then finds false, such as deriving keys for a body
+   * the caller has just seen stored.
+   */
+  readFirst(): void;
 }
 
 /**

@@ -11,13 +11,13 @@ import path from 'node:path';
 import pg from 'pg';
 import type { Counter } from 'prom-client';
 import { openSqliteDb } from '../../src/storage/sqlite.js';
-import { openPostgresDb } from '../../src/storage/postgres.js';
+import { openPostgresDb, type PostgresOptions } from '../../src/storage/postgres.js';
 import { migratePostgres, PG_MIGRATIONS } from '../../src/storage/pgMigrations.js';
 import type { Db } from '../../src/storage/types.js';
 import { appendActivity } from '../../src/domain/activityLog.js';
 import { leafHash } from '../../src/tlog/merkle.js';
 import { mth } from '../tlog/reference.js';
-import { dbGroupReruns, dbOrgData, dbStampContexts } from '../../src/metrics.js';
+import { dbGroupReruns, dbOrgData, dbPredictedWrites, dbStampContexts } from '../../src/metrics.js';
 import { controlTestCluster, dropFreshDatabases, freshDatabase, missingPostgres, testDatabaseUrl } from './pgcluster.js';
 
 const server = await testDatabaseUrl();
@@ -205,9 +205,9 @@ if (server === undefined) {
     /** A key with PK in organization o2, inserted with plain SQL (as another node or psql would). */
     const otherKeySql = (id: string) => `INSERT INTO api_keys (id, organization_id, user_id, name, public_key, curve, credential_type, created_ms, updated_ms) VALUES ('${id}', 'o2', 'o2-u', '${id}', '${PK}', 'API_KEY_CURVE_P256', 'CREDENTIAL_TYPE_API_KEY_P256', 2, 2)`;
 
-    async function seeded() {
+    async function seeded(opts?: PostgresOptions) {
       const url = await freshDatabase();
-      const db = track(await openPostgresDb(url));
+      const db = track(await openPostgresDb(url, opts));
       await db.write(async (tx) => {
         for (const o of ['o1', 'o2']) {
           await tx.organizations.insert(orgRow(o));
@@ -218,7 +218,7 @@ if (server === undefined) {
       // another connection, as another node or an operator with psql would change the rows
       const other = new pg.Client({ connectionString: url });
       await other.connect();
-      return { db, other, read: () => db.write((tx) => tx.apiKeys.stampContext(PK, 'o1')) };
+      return { db, other, url, read: () => db.write((tx) => tx.apiKeys.stampContext(PK, 'o1')) };
     }
 
     it('a second read is the context already read (frozen), until a row it was read from changes, wherever the change is made', async () => {
@@ -341,11 +341,167 @@ if (server === undefined) {
       } finally { await other.end(); }
     });
 
+    describe('predicted writes: a lone write sends its reads as checks with its COMMIT, and runs again with them first when one fails', () => {
+      /** statement names → texts, from every parse seen (a name stands for one text in the whole process) */
+      const texts = new Map<string, string>();
+      /** The statements bound on the wire, by message (node-postgres's Connection, patched while `fn` runs). */
+      async function onTheWire<T>(fn: () => Promise<T>): Promise<{ value: T; messages: string[][] }> {
+        const C = (pg as unknown as { Connection: { prototype: Record<string, (...a: any[]) => unknown> } }).Connection.prototype;
+        const original = { parse: C.parse!, bind: C.bind!, sync: C.sync! };
+        const messages: string[][] = [[]];
+        C.parse = function (this: object, cfg: { name?: string; text: string }) { texts.set(cfg.name ?? '', cfg.text.replace(/\s+/g, ' ')); return original.parse.call(this, cfg); };
+        C.bind = function (this: object, cfg: { statement?: string }) { messages.at(-1)!.push(texts.get(cfg.statement ?? '') ?? cfg.statement ?? ''); return original.bind.call(this, cfg); };
+        C.sync = function (this: object) { messages.push([]); return original.sync.call(this); };
+        try {
+          const value = await fn();
+          return { value, messages: messages.filter((m) => m.length > 0) };
+        } finally { Object.assign(C, original); }
+      }
+      const outcome = (what: string) => counted(dbPredictedWrites, 'outcome', what);
+      let n = 0;
+      /** What a submit's write does (pipeline.ts, engine.ts): request lock, stamp context, idempotency lookup, log append, activity row. */
+      const submit = (db: Db, fp = `fp-${++n}`) => db.write(async (tx) => {
+        // asked for in one turn, as the pipeline asks
+        const locked = tx.lock('request', fp);
+        const [ctx, found] = await Promise.all([tx.apiKeys.stampContext(PK, 'o1'), tx.activities.byFingerprint(fp, 7), locked]);
+        if (found) return { user: ctx.user?.name, found: found.id, index: -1 };
+        const id = `act-${fp}`;
+        const record = { id, organizationId: 'o1', type: 'ACTIVITY_TYPE_X', status: 'ACTIVITY_STATUS_COMPLETED', fingerprint: fp, timestampMs: '7', intent: {}, result: {} };
+        const index = await appendActivity(tx, record, 5, 5);
+        await tx.activities.insert({ id, organizationId: 'o1', type: record.type, status: record.status, fingerprint: fp, requestMs: 7, createdMs: 5, updatedMs: 5, record, logIndexes: [index] });
+        return { user: ctx.user?.name, found: undefined, index };
+      });
+      const logOf = async (db: Db) => db.read(async (tx) => ({ entries: await tx.log.entries('o1', 0, 1000), head: await tx.log.head('o1') }));
+
+      it('once this node has read what a write reads, the write is one message; each kind of wrong prediction is caught in it, and the write runs again with its reads first', async () => {
+        const { db, other, url } = await seeded();
+        try {
+          // the first writes read (nothing known yet: the stamp context, then its versions, then
+          // the head); the next predicts: one message, BEGIN … COMMIT
+          expect((await onTheWire(() => submit(db))).value.index).toBe(0);
+          expect((await onTheWire(() => submit(db))).value.index).toBe(1);
+          const committed = await outcome('committed');
+          const second = await onTheWire(() => submit(db));
+          expect(second.value).toEqual({ user: 'o1-u', found: undefined, index: 2 });
+          expect(second.messages).toHaveLength(1);
+          const [message] = second.messages;
+          expect(message![0]).toBe('BEGIN');
+          expect(message!.at(-1)).toBe('COMMIT');
+          expect(message!.filter((t) => t.includes('kmas_expect')).map((t) => /'(KM00\d)'/.exec(t)?.[1])).toEqual(['KM001', 'KM002', 'KM003']);
+          expect(message!.some((t) => t.startsWith('SELECT scope, n FROM auth_versions') || t.startsWith('SELECT * FROM activities') || t.startsWith('SELECT * FROM log_heads'))).toBe(false);
+          expect(await outcome('committed') - committed).toBe(1);
+
+          // versions: the user renamed outside kmas; the write sees the new name
+          const versions = await outcome('versions');
+          await other.query("UPDATE users SET name = 'renamed' WHERE id = 'o1-u'");
+          expect(await submit(db)).toEqual({ user: 'renamed', found: undefined, index: 3 });
+          expect(await outcome('versions') - versions).toBe(1);
+
+          // request: an activity with the request stored by someone else; the write finds it
+          const request = await outcome('request');
+          await other.query(`INSERT INTO activities (id, organization_id, type, status, fingerprint, request_ms, created_ms, updated_ms, record, log_indexes)
+            VALUES ('stored-elsewhere', 'o1', 'ACTIVITY_TYPE_X', 'ACTIVITY_STATUS_COMPLETED', 'fp-again', 7, 1, 1, '{}', '[]')`);
+          expect(await submit(db, 'fp-again')).toEqual({ user: 'renamed', found: 'stored-elsewhere', index: -1 });
+          expect(await outcome('request') - request).toBe(1);
+
+          // head: another node appends to the same log; this node's next write finds it moved,
+          // runs again after it, and then reads the head first for a while (no third failure)
+          const head = await outcome('head');
+          const node2 = track(await openPostgresDb(url));
+          expect((await submit(node2)).index).toBe(4);
+          expect((await submit(db)).index).toBe(5);
+          expect(await outcome('head') - head).toBe(1);
+          // (the other node predicted its own last head, which this one moved: the same for it)
+          expect((await submit(node2)).index).toBe(6);
+          expect(await outcome('head') - head).toBe(2);
+          const paused = await onTheWire(() => submit(db));
+          expect(paused.value.index).toBe(7);
+          expect(paused.messages.flat().filter((t) => t.includes("'KM003'"))).toEqual([]);
+          expect(await outcome('head') - head).toBe(2);
+
+          // one gapless tree, every entry's activity stored once
+          const { entries, head: h } = await logOf(db);
+          expect(entries.map((e) => e.index)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+          expect(h!.size).toBe(8);
+          expect(Buffer.from(h!.root).toString('hex')).toBe(Buffer.from(mth(entries.map((e) => leafHash(e.entry)))).toString('hex'));
+          const ids = (await other.query<{ id: string }>("SELECT activity_id AS id FROM log_entries WHERE organization_id = 'o1' ORDER BY idx")).rows.map((r) => r.id);
+          expect(new Set(ids).size).toBe(8);
+        } finally { await other.end(); }
+      });
+
+      it('a predicted write that refuses is checked before its refusal stands: refused on a wrong prediction, it runs again on what is there', async () => {
+        const { db, other } = await seeded();
+        try {
+          await submit(db);
+          await submit(db);
+          const refuseUnlessRenamed = () => db.write(async (tx) => {
+            await tx.lock('request', 'fp-refusal');
+            const ctx = await tx.apiKeys.stampContext(PK, 'o1');
+            await tx.activities.byFingerprint('fp-refusal', 7);
+            if (ctx.user?.name !== 'renamed') throw new Error(`refused: the user is ${ctx.user?.name}`);
+            await tx.organizations.touch('o1', 99);
+            return ctx.user.name;
+          });
+          // what the node predicts holds: the refusal stands, after one message of checks and ROLLBACK
+          const standing = await onTheWire(() => refuseUnlessRenamed().catch((e: Error) => e.message));
+          expect(standing.value).toBe('refused: the user is o1-u');
+          expect(standing.messages).toHaveLength(1);
+          expect(standing.messages[0]!.at(-1)).toBe('ROLLBACK');
+          expect(standing.messages[0]!.filter((t) => t.includes('kmas_expect')).map((t) => /'(KM00\d)'/.exec(t)?.[1])).toEqual(['KM001', 'KM002']);
+          // renamed outside kmas: the prediction is wrong, the refusal made on it does not stand
+          const versions = await outcome('versions');
+          await other.query("UPDATE users SET name = 'renamed' WHERE id = 'o1-u'");
+          expect(await refuseUnlessRenamed()).toBe('renamed');
+          expect(await outcome('versions') - versions).toBe(1);
+          expect(Number((await other.query<{ u: string }>("SELECT updated_ms AS u FROM organizations WHERE id = 'o1'")).rows[0]!.u)).toBe(99);
+        } finally { await other.end(); }
+      });
+
+      it('a failed check whose statement error the write ignored still runs the write again (not the aborted transaction\'s refusal of what followed)', async () => {
+        const { db, other } = await seeded();
+        try {
+          await submit(db);
+          await submit(db);
+          await other.query("UPDATE users SET name = 'renamed' WHERE id = 'o1-u'");
+          const versions = await outcome('versions');
+          const name = await db.write(async (tx) => {
+            const locked = tx.lock('request', 'fp-ignoring');
+            const [ctx] = await Promise.all([tx.apiKeys.stampContext(PK, 'o1'), tx.activities.byFingerprint('fp-ignoring', 7), locked]);
+            // a read sent with the checks; its failure (the failed check's error) is ignored
+            await tx.organizations.get('o1').catch(() => undefined);
+            return ctx.user?.name;
+          });
+          expect(name).toBe('renamed');
+          expect(await outcome('versions') - versions).toBe(1);
+        } finally { await other.end(); }
+      });
+
+      it('predict: false sends every read first', async () => {
+        const url = await freshDatabase();
+        const seed = track(await openPostgresDb(url));
+        await seed.write(async (tx) => {
+          await tx.organizations.insert(orgRow('o1'));
+          await tx.users.insert(userRow('o1', 'o1-u'));
+          await tx.apiKeys.insert(keyRow('o1', 'o1-u', 'k1', PK));
+        });
+        const db = track(await openPostgresDb(url, { predict: false }));
+        await submit(db);
+        await submit(db);
+        // the lock, version check and lookup; the head; the append, the row and COMMIT
+        const { messages } = await onTheWire(() => submit(db));
+        expect(messages).toHaveLength(3);
+        expect(messages.flat().some((t) => t.includes('kmas_expect'))).toBe(false);
+      });
+    });
+
     describe("an organization's signing keys and webhook targets: served again only while its data version holds", () => {
       const ADDRESS = '0xAbC0000000000000000000000000000000000001';
       const ACCOUNT = '0xdEF0000000000000000000000000000000000002';
+      // Counted per attempt: a predicted write (postgres.ts Predictions) that served a value kept
+      // under a version changed since is refused at its COMMIT and serves again after reading, so
+      // these counts are taken with every read sent first.
       async function withData() {
-        const seed = await seeded();
+        const seed = await seeded({ predict: false });
         await seed.db.write(async (tx) => {
           await tx.keys.privateKeys.insert({ id: 'pk1', organizationId: 'o1', name: 'pk1', curve: 'CURVE_SECP256K1', publicKey: '02bb',
             addresses: [{ format: 'ADDRESS_FORMAT_ETHEREUM', address: ADDRESS }], sealed: new Uint8Array([1, 2, 3]), imported: false, exported: false, createdMs: 1, updatedMs: 1 });
