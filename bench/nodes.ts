@@ -2,14 +2,16 @@
  * Storage engines and nodes (issue 15 "Measure and report"): the same stamped requests against
  *   - SQLite, one node (the embedded default);
  *   - PostgreSQL, one node;
- *   - PostgreSQL, two nodes on the same database, the clients split between them;
+ *   - PostgreSQL, two nodes on the same database, the clients split between them: once with each
+ *     node's requests naming an organization of their own (the root and a sub-organization, as the
+ *     projection assumes), once all naming the root organization (both nodes append to one log);
  * each node a `kmas serve` process of its own, PostgreSQL a throwaway cluster of this run with
  * fsync and synchronous commit on (bench/pgcluster.ts), the load generator in its own processes.
  * Rounds interleave the three set-ups so background load hits them alike.
  *
  * Per scenario and set-up: the median round's rate, p50, p99, and the CPU seconds per 1,000
  * activities of each kmas node and of PostgreSQL (postmaster and backends, from /proc). From the
- * PostgreSQL two-node rows, a projection for 1–16 nodes on a dedicated PostgreSQL (assumption
+ * PostgreSQL two-node rows with an organization each, a projection for 1–16 nodes on a dedicated PostgreSQL (assumption
  * printed with it).
  *
  * Run: npm run build && node dist/bench/nodes.js
@@ -34,22 +36,47 @@ import { join, resolve } from 'node:path';
 const COMPLETED = '"ACTIVITY_STATUS_COMPLETED"';
 const BATCH = 100;
 
-interface SetUp { name: string; nodes: ServerProcess[]; pg?: PgCluster; privateKeyId: string; seq: number }
+/** The organization a node's requests name, and the signing key there. */
+interface Org { organizationId: string; privateKeyId: string }
+/** `orgs`: one, or one per node (request j goes to node j mod N and names orgs[j mod orgs.length]). */
+interface SetUp { name: string; nodes: ServerProcess[]; pg?: PgCluster; orgs: Org[]; seq: number }
 
-async function createKey(s: ServerProcess): Promise<string> {
-  const body = JSON.stringify({ parameters: { privateKeys: [{ privateKeyName: 'bench', curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] }] }, organizationId: s.organizationId, timestampMs: String(Date.now()), type: 'ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2' });
+/** A submit of the root user's, answered by node s; its activity's result. */
+async function rootSubmit(s: ServerProcess, path: string, type: string, organizationId: string, parameters: unknown): Promise<any> {
+  const body = JSON.stringify({ parameters, organizationId, timestampMs: String(Date.now()), type });
   const agent = new http.Agent({ keepAlive: false });
-  const res = await post(agent, s.port, { path: '/public/v1/submit/create_private_keys', body, headers: { 'Content-Type': 'application/json', 'X-Stamp': stampBody(body, s.rootKey) } });
+  const res = await post(agent, s.port, { path: `/public/v1/submit/${path}`, body, headers: { 'Content-Type': 'application/json', 'X-Stamp': stampBody(body, s.rootKey) } });
   agent.destroy();
-  return JSON.parse(res.body).activity.result.createPrivateKeysResultV2.privateKeys[0].privateKeyId as string;
+  if (res.status !== 200) throw new Error(`${path}: ${res.status} ${res.body}`);
+  return JSON.parse(res.body).activity.result;
+}
+
+async function createKey(s: ServerProcess, organizationId = s.organizationId): Promise<Org> {
+  const r = await rootSubmit(s, 'create_private_keys', 'ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2', organizationId,
+    { privateKeys: [{ privateKeyName: 'bench', curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] }] });
+  return { organizationId, privateKeyId: r.createPrivateKeysResultV2.privateKeys[0].privateKeyId as string };
+}
+
+/** A sub-organization whose root user holds the bench's root API key, with a signing key of its own. */
+async function createSubOrg(s: ServerProcess, name: string): Promise<Org> {
+  const r = await rootSubmit(s, 'create_sub_organization', 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7', s.organizationId, {
+    subOrganizationName: name, rootQuorumThreshold: 1,
+    rootUsers: [{ userName: 'bench', apiKeys: [{ apiKeyName: 'bench', publicKey: s.rootKey.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [] }],
+  });
+  return createKey(s, r.createSubOrganizationResultV7.subOrganizationId as string);
 }
 
 async function sqliteSetUp(): Promise<SetUp> {
   const node = await startServerProcess();
-  return { name: 'SQLite, 1 node', nodes: [node], privateKeyId: await createKey(node), seq: 0 };
+  return { name: 'SQLite, 1 node', nodes: [node], orgs: [await createKey(node)], seq: 0 };
 }
 
-async function postgresSetUp(count: number, base?: string): Promise<SetUp> {
+/**
+ * `orgEach`: each node's requests name an organization of their own (the first node's the root
+ * organization, the others' a sub-organization each), as the projection assumes: no two nodes
+ * append to one organization's log. Otherwise all requests name the root organization.
+ */
+async function postgresSetUp(count: number, base?: string, orgEach = false): Promise<SetUp> {
   const pg = await startPgCluster({ settings: process.env.BENCH_NODES_PG_SETTINGS?.split(' ').filter(Boolean) });
   const wait = process.env.BENCH_NODES_GROUP_WAIT_MS;
   const env = { DATABASE_URL: pg.url, KMAS_MASTER_KEY: randomBytes(32).toString('hex'), ...(wait && !base ? { DATABASE_GROUP_WAIT_MS: wait } : {}) };
@@ -57,29 +84,34 @@ async function postgresSetUp(count: number, base?: string): Promise<SetUp> {
   const first = await startServerProcess([], bin, { env });
   const nodes = [first];
   for (let i = 1; i < count; i++) nodes.push(await startServerProcess([], bin, { env, rootKey: first.rootKey }));
-  return { name: `PostgreSQL, ${count} node${count > 1 ? 's' : ''}${base ? ` (${base})` : ''}`, nodes, pg, privateKeyId: await createKey(first), seq: 0 };
+  const orgs = [await createKey(first)];
+  if (orgEach) for (let i = 1; i < count; i++) orgs.push(await createSubOrg(first, `bench-node-${i}`));
+  const what = count > 1 ? `${count} nodes, ${orgEach ? 'an organization each' : 'one organization'}` : '1 node';
+  return { name: `PostgreSQL, ${what}${base ? ` (${base})` : ''}`, nodes, pg, orgs, seq: 0 };
 }
 
-const submit = (t: SetUp, path: string, type: string, parameters: unknown): Req => {
+/** Request j of a scenario: to node j mod N (load()), naming that node's organization. */
+const submit = (t: SetUp, j: number, path: string, type: string, parameters: (org: Org) => unknown): Req => {
   const s = t.nodes[0]!;
-  const body = JSON.stringify({ parameters, organizationId: s.organizationId, timestampMs: String(Date.now()), type });
+  const org = t.orgs[j % t.orgs.length]!;
+  const body = JSON.stringify({ parameters: parameters(org), organizationId: org.organizationId, timestampMs: String(Date.now()), type });
   return { path: `/public/v1/submit/${path}`, body, headers: { 'Content-Type': 'application/json', 'X-Stamp': stampBody(body, s.rootKey) } };
 };
 
 const SCENARIOS: { name: string; unit: number; make: (t: SetUp, n: number) => Req[] }[] = [
   {
     name: 'sign_raw_payload', unit: 1,
-    make: (t, n) => Array.from({ length: n }, () => submit(t, 'sign_raw_payload', 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
-      { signWith: t.privateKeyId, payload: randomBytes(32).toString('hex'), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' })),
+    make: (t, n) => Array.from({ length: n }, (_, j) => submit(t, j, 'sign_raw_payload', 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
+      (org) => ({ signWith: org.privateKeyId, payload: randomBytes(32).toString('hex'), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' }))),
   },
   {
     name: 'create_user_tag', unit: 1,
-    make: (t, n) => Array.from({ length: n }, () => submit(t, 'create_user_tag', 'ACTIVITY_TYPE_CREATE_USER_TAG', { userTagName: `bench-${t.seq++}`, userIds: [] })),
+    make: (t, n) => Array.from({ length: n }, (_, j) => submit(t, j, 'create_user_tag', 'ACTIVITY_TYPE_CREATE_USER_TAG', () => ({ userTagName: `bench-${t.seq++}`, userIds: [] }))),
   },
   {
     name: `sign_raw_payloads ×${BATCH}`, unit: BATCH,
-    make: (t, n) => Array.from({ length: n }, () => submit(t, 'sign_raw_payloads', 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS',
-      { signWith: t.privateKeyId, payloads: Array.from({ length: BATCH }, () => randomBytes(32).toString('hex')), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' })),
+    make: (t, n) => Array.from({ length: n }, (_, j) => submit(t, j, 'sign_raw_payloads', 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS',
+      (org) => ({ signWith: org.privateKeyId, payloads: Array.from({ length: BATCH }, () => randomBytes(32).toString('hex')), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' }))),
   },
 ];
 
@@ -118,7 +150,8 @@ export async function run(): Promise<string> {
   const only = process.env.BENCH_NODES_SCENARIOS?.split(',');
   const scenarios = SCENARIOS.filter((x) => !only || only.includes(x.name.split(' ')[0]!));
   const clientCounts = (process.env.BENCH_NODES_CLIENTS ?? '1,16').split(',').map(Number);
-  const setUps = [await sqliteSetUp(), await postgresSetUp(1), ...(two ? [await postgresSetUp(2)] : []), ...(base ? [await postgresSetUp(1, base)] : [])];
+  // the projection reads the third set-up (two nodes, an organization each: its assumption)
+  const setUps = [await sqliteSetUp(), await postgresSetUp(1), ...(two ? [await postgresSetUp(2, undefined, true), await postgresSetUp(2)] : []), ...(base ? [await postgresSetUp(1, base)] : [])];
   const out: string[] = [];
   // per scenario and clients: the median rounds of each set-up, for the projection
   const results = new Map<string, Round[]>();
@@ -173,7 +206,7 @@ export async function run(): Promise<string> {
 function projection(results: Map<string, Round[]>): string[] {
   const cores = cpus().length;
   const lines = [
-    `Projection for N nodes, each on a machine of ${cores} cores, one PostgreSQL on a machine of ${cores} cores: throughput = min(N × ${cores} ÷ node CPU per activity, ${cores} ÷ PostgreSQL CPU per activity), from the two-node PostgreSQL rounds at 16 clients. Assumes CPU is the bottleneck (no network or disk limit, group commit keeping fsyncs off the critical path), CPU per activity constant as nodes are added (no lock contention: different keys and organizations), and a load generator elsewhere.`,
+    `Projection for N nodes, each on a machine of ${cores} cores, one PostgreSQL on a machine of ${cores} cores: throughput = min(N × ${cores} ÷ node CPU per activity, ${cores} ÷ PostgreSQL CPU per activity), from the two-node PostgreSQL rounds at 16 clients where each node's requests name an organization of their own. Assumes CPU is the bottleneck (no network or disk limit, group commit keeping fsyncs off the critical path), CPU per activity constant as nodes are added (no lock contention: different keys and organizations), and a load generator elsewhere.`,
     '',
     '| scenario | node CPU ms/activity | PostgreSQL CPU ms/activity | 1 node | 2 | 4 | 8 | 16 | PostgreSQL saturates at |',
     '|---|---|---|---|---|---|---|---|---|',
