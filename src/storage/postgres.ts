@@ -217,14 +217,20 @@ function runAfterCommit(after: (() => void)[]): void {
   }
 }
 
-/** A failure the whole callback may be run again for (also when the callback wrapped it as its cause). */
-function retryable(e: unknown): boolean {
+/** What `pick` answers for the first of e and its causes (at most 5 deep) it answers for. */
+function inCauses<T>(e: unknown, pick: (x: object) => T | undefined): T | undefined {
   for (let depth = 0; typeof e === 'object' && e !== null && depth < 5; depth++) {
-    if (e instanceof StalePlanError || RETRYABLE.has((e as { code?: unknown }).code as string)) return true;
+    const found = pick(e);
+    if (found !== undefined) return found;
     e = (e as { cause?: unknown }).cause;
   }
-  return false;
+  return undefined;
 }
+
+const codeOf = (x: object): string => (x as { code?: unknown }).code as string;
+
+/** A failure the whole callback may be run again for (also when the callback wrapped it as its cause). */
+const retryable = (e: unknown): boolean => inCauses(e, (x) => (x instanceof StalePlanError || RETRYABLE.has(codeOf(x)) ? true : undefined)) ?? false;
 
 /**
  * A statement waiting to go out: plain SQL, or a prepared statement's text and values; `settle`
@@ -243,11 +249,10 @@ interface Pending {
  */
 const LOCKS_SENT_WITH_NEXT: ReadonlySet<LockName> = new Set<LockName>(['request', 'approval', 'one-time-code']);
 
-/**
- * Whether a statement changes something a rollback would have to undo: anything but a plain
- * SELECT (a write, a named lock, a row lock).
- */
-const changes = (sql: string): boolean => !/^\s*SELECT\b/i.test(sql) || /\bFOR\s+(UPDATE|NO\s+KEY\s+UPDATE|SHARE|KEY\s+SHARE)\b|\bpg_advisory/i.test(sql);
+/** A statement that only reads unless it locks (LOCKING). */
+const SELECT = /^\s*SELECT\b/i;
+/** What makes a SELECT change something a rollback would have to undo: a row lock or a named lock. */
+const LOCKING = /\bFOR\s+(UPDATE|NO\s+KEY\s+UPDATE|SHARE|KEY\s+SHARE)\b|\bpg_advisory/i;
 
 /**
  * The most rows one merged statement takes (rowsMerged, Unit.appendLog): each count is a prepared
@@ -390,14 +395,7 @@ const DATA_TABLES = new RegExp(`\\b(?:${[...DATA_VERSIONED, 'wallets', 'organiza
 const MISPREDICTED: Readonly<Record<string, 'versions' | 'request' | 'head'>> = { KM001: 'versions', KM002: 'request', KM003: 'head' };
 
 /** Which assumption a failed predicted write got wrong (its error or a cause of it), if that is why it failed. */
-function mispredicted(e: unknown): 'versions' | 'request' | 'head' | undefined {
-  for (let depth = 0; typeof e === 'object' && e !== null && depth < 5; depth++) {
-    const what = MISPREDICTED[(e as { code?: unknown }).code as string];
-    if (what) return what;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
+const mispredicted = (e: unknown): 'versions' | 'request' | 'head' | undefined => inCauses(e, (x) => MISPREDICTED[codeOf(x)]);
 
 /** How long this node reads an organization's log head first after another node moved it under a prediction (ms). */
 const HEAD_PAUSE_MS = 5000;
@@ -580,16 +578,18 @@ class Unit {
   /** statements so far that write a table an organization's data version covers (Queries.dataWrites) */
   dataWrites = 0;
 
+  /** Counts a statement that changes something a rollback would have to undo: anything but a plain SELECT (a write, a named lock, a row lock). */
   #changed(m: Member, sql: string): void {
-    if (!changes(sql)) return;
+    const select = SELECT.test(sql);
+    if (select && !LOCKING.test(sql)) return;
     m.changes++;
-    if (!/^\s*SELECT\b/i.test(sql)) this.#writes++;
+    if (!select) this.#writes++;
     if (DATA_TABLES.test(sql)) this.dataWrites++;
   }
 
   /** A statement whose result someone waits for. */
   query(m: Member, sql: string, args: unknown[] = []): Promise<pg.QueryResult<Row>> {
-    if (this.bare && !/^\s*SELECT\b/i.test(sql)) return Promise.reject(new Error('db.peek only reads: use db.write'));
+    if (this.bare && !SELECT.test(sql)) return Promise.reject(new Error('db.peek only reads: use db.write'));
     if (this.predict) {
       const rows = this.#predicted(m, sql, args);
       if (rows) return Promise.resolve(predicted(rows));
