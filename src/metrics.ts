@@ -85,6 +85,10 @@ export const dbPredictedWrites = new Counter({
   name: 'kmas_db_predicted_writes_total', help: 'PostgreSQL: lone writes sent as one message, their reads assumed from what this node read or wrote before and checked with the COMMIT, by outcome (committed; versions, request or head: that check failed, the write ran again with its reads sent first)',
   labelNames: ['outcome'] as const, registers: [registry],
 });
+export const logSealed = new Counter({
+  name: 'kmas_log_entries_sealed_total', help: 'SQLite: activities\' first log entries sealed after their commit, by where (thread: by the sealing thread; request: on the request thread, because an append, a log query or shutdown needed them before the thread had sealed them)',
+  labelNames: ['where'] as const, registers: [registry],
+});
 export const dbStampContexts = new Counter({
   name: 'kmas_db_stamp_contexts_total', help: 'PostgreSQL: the rows a stamp is resolved against, by source (cached: a context this node read before, its auth version unchanged; read: read afresh, the first time or after a change)',
   labelNames: ['source'] as const, registers: [registry],

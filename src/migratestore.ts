@@ -29,6 +29,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { MIGRATIONS } from './storage/migrations.js';
+import { openSqliteDb } from './storage/sqlite.js';
 import { headFromNodes, nodePlace } from './storage/logNodes.js';
 import { migrateClient } from './storage/pgMigrations.js';
 import { typeParsers } from './storage/postgres.js';
@@ -107,13 +108,19 @@ export async function migrateStore(opts: MoveOptions): Promise<MoveSummary> {
   wipe(key);
   const snapshot = snapshotSource(opts.dataDir, opts.dbFile);
   try {
-    const src = new Database(snapshot.file, { readonly: true, fileMustExist: true });
+    let src = new Database(snapshot.file, { readonly: true, fileMustExist: true });
     try {
       checkSourceVersion(src, snapshot.source);
       checkSourceServerKeys(src, vault);
+      // log entries whose index an activity took but which were never sealed (the server stopped
+      // before its thread had: storage/logLater.ts) are sealed in the copy, from the activities' rows
+      src.close();
+      const copy = openSqliteDb(snapshot.file, { multiProcess: false });
+      try { await copy.settleLog?.(); } finally { await copy.close(); }
+      src = new Database(snapshot.file, { readonly: true, fileMustExist: true });
       return await copyInto(src, vault, opts.databaseUrl, snapshot.source);
     } finally {
-      src.close();
+      if (src.open) src.close();
     }
   } finally {
     vault.close();

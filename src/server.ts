@@ -183,7 +183,7 @@ export async function openDb(config: Config): Promise<Db> {
     return openPostgresDb(config.databaseUrl, { poolSize: config.databasePoolSize, statementTimeoutMs: config.databaseStatementTimeoutMs, writeGroups: config.databaseWriteGroups, groupWaitMs: config.databaseGroupWaitMs });
   }
   return openSqliteDb(path.join(config.dataDir, DB_FILE),
-    { synchronous: config.sqliteSynchronous, syncOffThread: true, multiProcess: config.workers > 1 || cluster.isWorker });
+    { synchronous: config.sqliteSynchronous, syncOffThread: true, multiProcess: config.workers > 1 || cluster.isWorker, sealLogLater: !(config.workers > 1 || cluster.isWorker) });
 }
 
 function listen(server: http.Server, port: number, host: string): Promise<void> {

@@ -229,7 +229,7 @@ async function storeActivity(
   // In this transaction: if the log cannot take the entry, the activity is not stored either. Who
   // hears of it is read at the same time (one round trip on PostgreSQL). The entry comes first: the
   // activity's row keeps its index (log.indexesOf).
-  const [urls, logIndex] = await Promise.all([earlyUrls ?? activityEventAddresses(tx, organization), appendActivity(tx, record, nowMs, nowMs, canonical)]);
+  const [urls, logIndex] = await Promise.all([earlyUrls ?? activityEventAddresses(tx, organization), appendActivity(tx, record, nowMs, nowMs, canonical, true)]);
   await tx.activities.insert({ ...row, logIndexes: [logIndex] });
   await enqueueActivityEvents(tx, services.kick.deliveries, urls, organization, id, recordJson, nowMs, logIndex);
   return { activity: record, activityJson: recordJson, reused: false };

@@ -14,7 +14,7 @@
  */
 import { appendToFrontier, consistencyProof, EMPTY_ROOT, frontierRoot, inclusionProof, leafHashUtf8, subtreeRoot, type NodeReader } from '../tlog/merkle.js';
 import { invalidArgument } from '../errors.js';
-import { activityEntryText, canonicalRecord, type CanonicalRecord } from '../tlog/entry.js';
+import { activityEntryText, canonicalRecord, entryParts, type CanonicalRecord } from '../tlog/entry.js';
 import { utf8 } from '../tlog/hash.js';
 import { checkpointText, signNoteWith, verifierKey } from '../tlog/note.js';
 import type { Db, LogCheckpointRow, LogHeadRow, Tx } from '../storage/types.js';
@@ -26,10 +26,19 @@ export { canonicalRecord, type CanonicalRecord };
  * log, in the caller's transaction: any failure here throws and the activity's transaction rolls
  * back (nothing is acknowledged that is not in the log). Returns the entry's index. `canonical`
  * is canonicalRecord(record), when the caller made it already (the engine stores its text).
+ * `first`: the entry of a new activity whose row stores canonical.text as its record, which the
+ * engine may seal after the commit (Tx.log.appendLater, storage/logLater.ts); every other entry,
+ * and every entry before it, is sealed here.
  */
-export async function appendActivity(tx: Tx, record: Record<string, unknown>, createdMs: number, updatedMs: number, canonical?: CanonicalRecord): Promise<number> {
+export async function appendActivity(tx: Tx, record: Record<string, unknown>, createdMs: number, updatedMs: number, canonical?: CanonicalRecord, first = false): Promise<number> {
   const organizationId = String(record.organizationId);
-  const head = await tx.log.takeHead(organizationId);
+  // An activity's first entry, where the engine can seal it after the commit (SQLite's thread):
+  // only its index is taken here; its bytes are those of the row this transaction stores.
+  if (first && canonical && tx.log.appendLater) {
+    return await tx.log.appendLater({ organizationId, activityId: String(record.id), text: canonical.text, createdMs, updatedMs, parts: entryParts(record, canonical.memo) });
+  }
+  let head = await tx.log.takeHead(organizationId);
+  if (head?.later?.length) head = await tx.log.seal(organizationId);
   const size = head?.size ?? 0;
   const text = activityEntryText(size, record, createdMs, updatedMs, canonical);
   const { made, frontier } = appendToFrontier(size, head && size > 0 ? head.frontier : EMPTY, leafHashUtf8(text));
@@ -116,6 +125,13 @@ export async function latestCheckpoint(db: Db, signer: LogSigner, organizationId
 /** What the log's queries and the webhook dispatcher use: the signer, and checkpoints on demand. */
 export class TransparencyLog {
   constructor(private readonly db: Db, readonly signer: LogSigner) {}
+
+  /**
+   * Seals what the organization's log holds unsealed (SQLite's later entries, Db.settleLog), so
+   * the reads after it see every committed entry: the log's queries call it first. The webhook
+   * dispatcher does not: the checkpoint it adds is the latest, which need not cover the entry yet.
+   */
+  async settle(organizationId: string): Promise<void> { await this.db.settleLog?.(organizationId); }
 
   /**
    * The latest checkpoint (latestCheckpoint), or the one at `size`: the stored one, else signed now

@@ -42,6 +42,9 @@ export class LogHeads {
     return row;
   }
 
+  /** The head this process last committed for org, if it keeps one (read outside any transaction). */
+  committed(org: string): LogHeadRow | undefined { return this.#committed.get(org); }
+
   /** The transaction wrote `row` (stored: the statements succeeded). */
   wrote(row: LogHeadRow): void {
     this.#pending.set(row.organizationId, row);

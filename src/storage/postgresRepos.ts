@@ -865,6 +865,8 @@ export function pgRepositories(q: Queries, caches?: NodeCaches): Repositories {
       // writes no new version of the row (the append writes the one new head). An organization's
       // first append finds no row: an upsert that changes nothing creates a size-0 head, or waits
       // for the one a concurrent first append creates, and locks it.
+      // no later entries here: the head takeHead gives is sealed (a method: the unit's takeHead, postgres.ts, is the one called)
+      seal(org) { return this.takeHead(org); },
       takeHead: async (org) => await one(TAKE_HEAD, [org], headFrom)
         ?? await one(`INSERT INTO log_heads (organization_id, size, frontier, root, updated_ms) VALUES ($1, 0, ''::bytea, sha256(''::bytea), 0)
           ON CONFLICT (organization_id) DO UPDATE SET size = log_heads.size RETURNING *`, [org], headFrom),

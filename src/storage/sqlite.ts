@@ -19,9 +19,14 @@ import type { SqliteSynchronous } from '../config.js';
 import { BUSY_TIMEOUT_MS, SqliteUnits, WalSync, type Sync } from './sqliteUnit.js';
 import { LogHeads } from './logHeads.js';
 import { foldNodes, headFromNodes, logIndexesFrom, nodePlace } from './logNodes.js';
+import { headWithLater, LaterLog } from './logLater.js';
+import type { LaterEntry } from './logSeal.js';
 import { SENDER_TURN } from './sharedSql.js';
 
 type Row = Record<string, unknown>;
+
+/** Sealed log rows one INSERT statement takes at most (logLater.ts). */
+const LOG_ROWS_PER_INSERT = 32;
 
 const orgFrom = (r: Row): OrganizationRow => ({
   id: r.id as string, name: r.name as string, parentId: (r.parent_id as string | null) ?? null,
@@ -136,6 +141,13 @@ export interface SqliteStoreOptions {
   multiProcess?: boolean;
   /** Work per commit group before the rest waits for the next (ms; default 5). */
   groupBudgetMs?: number;
+  /**
+   * An activity's first log entry is sealed after its commit, on a thread (logLater.ts), instead
+   * of in its transaction. Default false (every append synchronous); a lone server passes true.
+   */
+  sealLogLater?: boolean;
+  /** How long committed later entries wait to go to the thread together (ms; default 10; tests only). */
+  sealDelayMs?: number;
 }
 
 export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
@@ -292,6 +304,11 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     logEntries: q('SELECT organization_id, idx, activity_id, entry, created_ms FROM log_entries WHERE organization_id = ? AND idx >= ? AND idx < ? ORDER BY idx'),
     logIndexesOf: q<{ log_indexes: string }>('SELECT log_indexes FROM activities WHERE id = ? AND organization_id = ?'),
     logNode: q('SELECT substr(nodes, ?, 32) AS hash FROM log_entries WHERE organization_id = ? AND idx = ?'),
+    // the newest activities of an organization first, for the entries not sealed yet (logLater.ts)
+    actNewest: q<{ seq: number; id: string; log_indexes: string }>('SELECT seq, id, log_indexes FROM activities WHERE organization_id = ? ORDER BY seq DESC'),
+    actSealing: q<{ record: string; created_ms: number; updated_ms: number }>('SELECT record, created_ms, updated_ms FROM activities WHERE seq = ?'),
+    actOrgs: q<{ organization_id: string }>('SELECT DISTINCT organization_id FROM activities'),
+    sealSp: q('SAVEPOINT seal'), sealRelease: q('RELEASE seal'), sealRollback: q('ROLLBACK TO seal'),
     logCpInsert: q('INSERT INTO log_checkpoints (organization_id, size, root, note, created_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING'),
     logCpAt: q('SELECT * FROM log_checkpoints WHERE organization_id = ? AND size = ?'),
     logCpLatest: q('SELECT * FROM log_checkpoints WHERE organization_id = ? ORDER BY size DESC LIMIT 1'),
@@ -315,7 +332,60 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     const last = s.logLast.get(org);
     return last ? headFromNodes(org, last.idx + 1, last.created_ms, (level, index) => logNodeAt(org, level, index)) : undefined;
   };
-  const logHeads = new LogHeads(cache, logHeadOf);
+  // The head an append takes: the stored entries' head, and the entries whose index an activity's
+  // row holds past it (later entries not sealed yet, logLater.ts: after a crash, or written by
+  // another connection). Their indexes follow on from the stored ones, newest activity last.
+  const takenHeadOf = (org: string): LogHeadRow | undefined => {
+    const sealed = logHeadOf(org);
+    const base = sealed?.size ?? 0;
+    const found: { seq: number; id: string; log_indexes: string }[] = [];
+    for (const r of s.actNewest.iterate(org)) {
+      const first = logIndexesFrom(r.log_indexes)[0];
+      if (first === undefined || first < base) break;
+      found.push(r);
+    }
+    if (found.length === 0) return sealed;
+    found.reverse();
+    const later = found.map((r, i): LaterEntry => {
+      const idx = logIndexesFrom(r.log_indexes);
+      if (idx.length !== 1 || idx[0] !== base + i) throw new Error(`the log of ${org} is damaged: activity ${r.id} holds entry ${idx.join(',')} where entry ${base + i} is missing`);
+      const a = s.actSealing.get(r.seq)!;
+      return { index: base + i, activityId: r.id, text: a.record, createdMs: a.created_ms, updatedMs: a.updated_ms };
+    });
+    return headWithLater(org, base + later.length, sealed?.frontier ?? new Uint8Array(0), later[later.length - 1]!.updatedMs, later);
+  };
+  const logHeads = new LogHeads(cache, takenHeadOf);
+  const logRunInserts = new Map<number, Database.Statement>();
+  const laterLog = new LaterLog({
+    heads: logHeads,
+    threaded: opts.sealLogLater === true,
+    ...(opts.sealDelayMs !== undefined ? { sealDelayMs: opts.sealDelayMs } : {}),
+    insert: (rows, org) => {
+      // up to LOG_ROWS_PER_INSERT rows a statement: one statement's cost for a run of entries
+      for (let i = 0; i < rows.length; i += LOG_ROWS_PER_INSERT) {
+        const run = rows.slice(i, i + LOG_ROWS_PER_INSERT);
+        let st = logRunInserts.get(run.length);
+        if (!st) {
+          st = db.prepare(`INSERT INTO log_entries (organization_id, idx, activity_id, entry, created_ms, nodes) VALUES ${run.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}`);
+          logRunInserts.set(run.length, st);
+        }
+        st.run(run.flatMap((r) => [org, r.index, r.activityId, r.entry, r.createdMs, r.nodes]));
+      }
+    },
+    savepoint: (fn) => {
+      s.sealSp.run();
+      try {
+        fn();
+        s.sealRelease.run();
+        return true;
+      } catch {
+        if (db.inTransaction) { s.sealRollback.run(); s.sealRelease.run(); }
+        logHeads.rolledBackToSavepoint();
+        return false;
+      }
+    },
+    write: () => { if (!closed) units.write(async () => {}).catch(() => {}); },
+  });
   const featureOf = (org: string, name: string): string | undefined => cache.get(featCache, `${org}/${name}`, () => s.featGet.get(org, name) ?? { value: undefined })!.value;
   const endpointsOf = (org: string): WebhookEndpointRow[] => cache.get(endpointCache, org, () => s.whepList.all(org).map(endpointFrom), (rows) => rows.map((r) => ({ ...r, subscriptions: r.subscriptions.map((x) => ({ ...x })) })))!;
   const allowlistGet = (org: string, pk: string): IpAllowlistRow | undefined => cache.get(allowlistCache, `${org}/${pk}`, () => {
@@ -531,6 +601,8 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       head: (org) => logHeadOf(org),
       // one writer at a time: the head read in a write is the head until it commits (kept in memory: logHeads.ts)
       takeHead: (org) => logHeads.take(org),
+      seal: (org) => laterLog.seal(org),
+      ...(laterLog.available ? { appendLater: (e: Omit<LaterEntry, 'index'> & { organizationId: string }) => laterLog.append(e) } : {}),
       append: (e, nodes, h) => {
         logHeads.forget(h.organizationId);
         s.logEntryInsert.run(e.organizationId, e.index, e.activityId, e.entry, e.createdMs, foldNodes(e.index, nodes));
@@ -661,8 +733,9 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
   }
 
   const units = new SqliteUnits(db, repos, {
-    ended: (committed) => { logHeads.ended(committed); cache.transactionEnded(); },
+    ended: (committed) => { logHeads.ended(committed); cache.transactionEnded(); laterLog.ended(committed); },
     rolledBackToSavepoint: () => logHeads.rolledBackToSavepoint(),
+    began: () => laterLog.began(),
   }, { multiProcess: opts.multiProcess !== false, budgetMs: opts.groupBudgetMs });
   const sqliteDb: Db = {
     engine: 'sqlite',
@@ -671,6 +744,13 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     peek: (fn) => units.read(fn),
     write: (fn) => units.write(fn),
     durable: () => (closed ? Promise.resolve() : units.durable()),
+    settleLog: async (org) => {
+      // read from the rows: another connection may have taken entries since this one's heads
+      if (closed) return;
+      const unsealed = await units.read(async () => (org !== undefined ? [org] : s.actOrgs.all().map((r) => r.organization_id))
+        .filter((o) => (takenHeadOf(o)?.later?.length ?? 0) > 0));
+      if (unsealed.length > 0) await units.write(async () => { for (const o of unsealed) laterLog.seal(o); });
+    },
     deferSyncs: () => {
       if (!offThread || units.walSync || closed) return;
       db.pragma('synchronous = NORMAL');
@@ -683,6 +763,10 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     close: async () => {
       if (closed) return;
       await units.close();
+      // what the thread has not sealed yet is sealed here (else the next start finds it in the activities' rows)
+      const unsealed = laterLog.unsealed();
+      if (unsealed.length > 0) await units.write(async () => { for (const o of unsealed) laterLog.seal(o); }).catch(() => {});
+      await laterLog.close();
       closed = true;
       units.walSync?.close();
       db.close();

@@ -87,6 +87,8 @@ export interface TransactionEvents {
   ended(committed: boolean): void;
   /** A savepoint was rolled back (a write that threw, a nested savepoint): the transaction goes on without its changes. */
   rolledBackToSavepoint(): void;
+  /** A write group's transaction began (before its first write): the adapter may add rows of its own (logLater.ts). */
+  began?(): void;
 }
 
 /**
@@ -213,6 +215,7 @@ export class SqliteUnits {
     const start = performance.now();
     this.#active = true;
     try {
+      this.events.began?.();
       for (const job of batch) {
         if (settled.length > 0 && performance.now() - start >= this.#budgetMs) break;
         const s = await this.#job(job);

@@ -4,6 +4,8 @@
  * SQLite adapter lives in sqlite.ts. Times are milliseconds since the epoch.
  */
 import type { KeyStore } from './keys.js';
+import type { LaterEntry } from './logSeal.js';
+import type { EntryParts } from '../tlog/entry.js';
 
 export type ApiKeyCurve = 'API_KEY_CURVE_P256' | 'API_KEY_CURVE_SECP256K1' | 'API_KEY_CURVE_ED25519';
 export type TagType = 'TAG_TYPE_USER' | 'TAG_TYPE_PRIVATE_KEY';
@@ -343,6 +345,11 @@ export interface LogHeadRow {
   /** the tree head of those leaves */
   root: Uint8Array;
   updatedMs: number;
+  /**
+   * SQLite: entries whose index is taken (counted in size) but which are not sealed yet (logLater.ts),
+   * oldest first; frontier and root are then those of the entries before them. Empty or absent: all sealed.
+   */
+  later?: readonly LaterEntry[];
 }
 
 /** One leaf of the log: the entry's canonical bytes (src/tlog/entry.ts). */
@@ -598,6 +605,17 @@ export interface Repositories {
      */
     takeHead(organizationId: string): Promise<LogHeadRow | undefined>;
     /**
+     * The head, taken as takeHead does, with every entry sealed (none `later`): what an append that
+     * computes its own nodes needs. Engines without later entries return takeHead's.
+     */
+    seal(organizationId: string): Promise<LogHeadRow | undefined>;
+    /**
+     * SQLite with a sealing thread only (absent elsewhere): an activity's first entry, whose content
+     * is the activity's row as this transaction stores it (`text`: the record's canonical JSON);
+     * returns its index, taken now; the entry is sealed after the commit (logLater.ts).
+     */
+    appendLater?(entry: { organizationId: string; activityId: string; text: string; createdMs: number; updatedMs: number; parts?: EntryParts }): Promise<number>;
+    /**
      * One append: the entry, the subtree nodes it completes (levels 0…k, all ending at this entry:
      * stored in its row, logNodes.ts), and the new head (fails when the index is taken). The head
      * must be the one these nodes make: SQLite stores no head row but derives it from the entries'
@@ -697,5 +715,11 @@ export interface Db {
   deferSyncs?(): void;
   /** Settles once every commit made so far is durable (before showing what a read saw; at shutdown). */
   durable(): Promise<void>;
+  /**
+   * Seals the log entries of an organization (every organization without one) whose index is
+   * taken but which are not stored yet (SQLite's later entries), so that what is read next sees
+   * every committed entry. What the log's readers call first; absent where appends are synchronous.
+   */
+  settleLog?(organizationId?: string): Promise<void>;
   close(): Promise<void>;
 }

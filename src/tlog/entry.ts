@@ -172,33 +172,65 @@ export function canonicalRecord(record: Record<string, unknown>): CanonicalRecor
 }
 
 /**
- * The text of entryBytes(entryOf(index, record, createdMs, updatedMs)) (its UTF-8 is the entry),
- * built without the intermediate object: the members are written in their canonical order (the
- * names of version 1 sorted as RFC 8785 sorts them), and the texts of the record's result and
- * intent are the ones its canonical text already made (`canonical`, which must be
- * canonicalRecord(record) of the record as it is now). What an append runs (the leaf hash is taken
- * over the text: merkle.ts leafHashUtf8); test/tlog/entry.test.ts holds it to entryOf's bytes.
+ * What an entry takes from its activity record, as JSON texts ready to be put together (all but
+ * the index, the times and the record's digest): plain strings, so it can be made where the
+ * record is and the entry built elsewhere (another thread: storage/logSeal.ts) without parsing
+ * the record again. `memo` is canonicalRecord(record).memo: the texts of the result, the failure
+ * and the intent made with the record's.
  */
-export function activityEntryText(index: number, record: Record<string, unknown>, createdMs: number, updatedMs: number, canonical: CanonicalRecord = canonicalRecord(record)): string {
-  const memo = canonical.memo;
-  const resultDigest = digestOf(record.result ?? null, memo);
-  const failureDigest = record.failure === undefined ? null : digestOf(record.failure, memo);
-  const recordDigest = `sha256:${hex(sha256Utf8(canonical.text))}`;
-  const votes = Array.isArray(record.votes) ? (record.votes as Record<string, unknown>[]) : [];
+export interface EntryParts {
+  /** the JSON strings of activityId, fingerprint, organizationId, status, timestampMs and type */
+  activityId: string; fingerprint: string; organizationId: string; status: string; timestampMs: string; type: string;
+  /** canonical texts of the result (null when none), the failure (undefined when none) and the intent */
+  result: string; failure: string | undefined; intent: string;
+  /** the votes member's text */
+  votes: string;
+}
+
+export function entryParts(record: Record<string, unknown>, memo: Map<object, string> = new Map()): EntryParts {
   const s = (x: unknown): string => JSON.stringify(String(x));
+  const votes = Array.isArray(record.votes) ? (record.votes as Record<string, unknown>[]) : [];
   let votesText = '[';
   for (let i = 0; i < votes.length; i++) {
     const v = votes[i]!;
     votesText += `${i === 0 ? '' : ','}{"id":${s(v.id)},"selection":${s(v.selection)},"userId":${s(v.userId)}}`;
   }
   votesText += ']';
+  return {
+    activityId: s(record.id), fingerprint: s(record.fingerprint), organizationId: s(record.organizationId), status: s(record.status),
+    timestampMs: s(record.timestampMs), type: s(record.type),
+    result: canonicalJson(record.result ?? null, memo),
+    failure: record.failure === undefined ? undefined : canonicalJson(record.failure, memo),
+    intent: canonicalJson(record.intent ?? null, memo),
+    votes: votesText,
+  };
+}
+
+/**
+ * The entry's text (its UTF-8 is entryBytes(entryOf(index, record, createdMs, updatedMs))) from
+ * the record's parts and its canonical text `recordText` (which recordDigest is taken over): the
+ * members in their canonical order (the names of version 1 sorted as RFC 8785 sorts them).
+ * test/tlog/entry.test.ts holds it to entryOf's bytes.
+ */
+export function entryTextOf(index: number, p: EntryParts, recordText: string, createdMs: number, updatedMs: number): string {
+  const digest = (text: string): string => `"sha256:${hex(sha256Utf8(text))}"`;
   // activityId < createdMs < failureDigest < fingerprint < index < intent < organizationId < recordDigest
   // < resultDigest < status < timestampMs < type < updatedMs < v < votes (UTF-16 code unit order)
-  const text = `{"activityId":${s(record.id)},"createdMs":${canonicalJson(createdMs)},"failureDigest":${failureDigest === null ? 'null' : s(failureDigest)}`
-    + `,"fingerprint":${s(record.fingerprint)},"index":${canonicalJson(index)},"intent":${canonicalJson(record.intent ?? null, memo)}`
-    + `,"organizationId":${s(record.organizationId)},"recordDigest":${s(recordDigest)},"resultDigest":${s(resultDigest)},"status":${s(record.status)}`
-    + `,"timestampMs":${s(record.timestampMs)},"type":${s(record.type)},"updatedMs":${canonicalJson(updatedMs)},"v":${ENTRY_VERSION},"votes":${votesText}}`;
-  return text;
+  return `{"activityId":${p.activityId},"createdMs":${canonicalJson(createdMs)},"failureDigest":${p.failure === undefined ? 'null' : digest(p.failure)}`
+    + `,"fingerprint":${p.fingerprint},"index":${canonicalJson(index)},"intent":${p.intent}`
+    + `,"organizationId":${p.organizationId},"recordDigest":${digest(recordText)},"resultDigest":${digest(p.result)},"status":${p.status}`
+    + `,"timestampMs":${p.timestampMs},"type":${p.type},"updatedMs":${canonicalJson(updatedMs)},"v":${ENTRY_VERSION},"votes":${p.votes}}`;
+}
+
+/**
+ * The text of entryBytes(entryOf(index, record, createdMs, updatedMs)), built without the
+ * intermediate object: entryTextOf over entryParts, the texts of the record's result and intent
+ * being the ones its canonical text already made (`canonical`, which must be
+ * canonicalRecord(record) of the record as it is now). What an append runs (the leaf hash is taken
+ * over the text: merkle.ts leafHashUtf8).
+ */
+export function activityEntryText(index: number, record: Record<string, unknown>, createdMs: number, updatedMs: number, canonical: CanonicalRecord = canonicalRecord(record)): string {
+  return entryTextOf(index, entryParts(record, canonical.memo), canonical.text, createdMs, updatedMs);
 }
 
 /** The bytes of activityEntryText. */

@@ -29,6 +29,25 @@ const counted = async <L extends string>(counter: Counter<L>, label: L, value: s
 /** table → column names, and every index as "table(columns)" marked unique / partial. */
 interface Shape { columns: Record<string, string[]>; indexes: string[] }
 
+/** statement names → texts, from every parse seen while patched (a name stands for one text in the whole process) */
+const texts = new Map<string, string>();
+/**
+ * The statements bound on the wire while `fn` runs, by message (node-postgres's Connection,
+ * patched meanwhile; whitespace folded; a statement parsed before any patch shows as its name).
+ */
+async function onTheWire<T>(fn: () => Promise<T>): Promise<{ value: T; messages: string[][] }> {
+  const C = (pg as unknown as { Connection: { prototype: Record<string, (...a: any[]) => unknown> } }).Connection.prototype;
+  const original = { parse: C.parse!, bind: C.bind!, sync: C.sync! };
+  const messages: string[][] = [[]];
+  C.parse = function (this: object, cfg: { name?: string; text: string }) { texts.set(cfg.name ?? '', cfg.text.replace(/\s+/g, ' ')); return original.parse.call(this, cfg); };
+  C.bind = function (this: object, cfg: { statement?: string }) { messages.at(-1)!.push(texts.get(cfg.statement ?? '') ?? cfg.statement ?? ''); return original.bind.call(this, cfg); };
+  C.sync = function (this: object) { messages.push([]); return original.sync.call(this); };
+  try {
+    const value = await fn();
+    return { value, messages: messages.filter((m) => m.length > 0) };
+  } finally { Object.assign(C, original); }
+}
+
 async function sqliteShape(): Promise<Shape> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kmas-shape-'));
   try {
@@ -303,17 +322,9 @@ if (server === undefined) {
         await db.write((tx) => tx.apiKeys.stampContext(PK2, 'o2'));
         // one change seen by one of the writes below only: o2's key renamed outside kmas
         await other.query("UPDATE api_keys SET name = 'renamed' WHERE id = 'k2'");
-        // the statements bound on the wire, by message (node-postgres's Connection, patched here;
-        // a statement parsed before shows as its name)
-        const C = (pg as unknown as { Connection: { prototype: Record<string, (...a: any[]) => unknown> } }).Connection.prototype;
-        const original = { parse: C.parse!, bind: C.bind!, sync: C.sync! };
-        const texts = new Map<string, string>();
-        const messages: string[][] = [[]];
-        C.parse = function (this: object, cfg: { name?: string; text: string }) { texts.set(cfg.name ?? '', cfg.text.replace(/\s+/g, ' ')); return original.parse.call(this, cfg); };
-        C.bind = function (this: object, cfg: { statement?: string }) { messages.at(-1)!.push(texts.get(cfg.statement ?? '') ?? cfg.statement ?? ''); return original.bind.call(this, cfg); };
-        C.sync = function (this: object) { messages.push([]); return original.sync.call(this); };
+        // the statements bound on the wire, by message
         let locked = 0;
-        const writes = Array.from({ length: 6 }, (_, i) => db.write(async (tx) => {
+        const { value: answers, messages } = await onTheWire(() => Promise.all(Array.from({ length: 6 }, (_, i) => db.write(async (tx) => {
           await tx.lock('request', `req-${i}`);
           const ctx = i % 2 === 0 ? await tx.apiKeys.stampContext(PK, 'o1') : await tx.apiKeys.stampContext(PK2, 'o2');
           const found = await tx.activities.byFingerprint(`fp-${i}`, 7);
@@ -321,9 +332,7 @@ if (server === undefined) {
           // the merged statement took every write's lock, held by the transaction
           if (i === 5) locked = Number((await other.query<{ n: string }>("SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND granted")).rows[0]!.n);
           return { org: ctx.organization?.id, keys: ctx.keys.map((k) => k.name), found: found?.id };
-        }));
-        let answers;
-        try { answers = await Promise.all(writes); } finally { Object.assign(C, original); }
+        }))));
         expect(answers).toEqual(Array.from({ length: 6 }, (_, i) => ({
           org: i % 2 === 0 ? 'o1' : 'o2', keys: [i % 2 === 0 ? 'k1' : 'renamed'], found: i === 2 ? 'done-before' : undefined,
         })));
@@ -342,21 +351,6 @@ if (server === undefined) {
     });
 
     describe('predicted writes: a lone write sends its reads as checks with its COMMIT, and runs again with them first when one fails', () => {
-      /** statement names → texts, from every parse seen (a name stands for one text in the whole process) */
-      const texts = new Map<string, string>();
-      /** The statements bound on the wire, by message (node-postgres's Connection, patched while `fn` runs). */
-      async function onTheWire<T>(fn: () => Promise<T>): Promise<{ value: T; messages: string[][] }> {
-        const C = (pg as unknown as { Connection: { prototype: Record<string, (...a: any[]) => unknown> } }).Connection.prototype;
-        const original = { parse: C.parse!, bind: C.bind!, sync: C.sync! };
-        const messages: string[][] = [[]];
-        C.parse = function (this: object, cfg: { name?: string; text: string }) { texts.set(cfg.name ?? '', cfg.text.replace(/\s+/g, ' ')); return original.parse.call(this, cfg); };
-        C.bind = function (this: object, cfg: { statement?: string }) { messages.at(-1)!.push(texts.get(cfg.statement ?? '') ?? cfg.statement ?? ''); return original.bind.call(this, cfg); };
-        C.sync = function (this: object) { messages.push([]); return original.sync.call(this); };
-        try {
-          const value = await fn();
-          return { value, messages: messages.filter((m) => m.length > 0) };
-        } finally { Object.assign(C, original); }
-      }
       const outcome = (what: string) => counted(dbPredictedWrites, 'outcome', what);
       let n = 0;
       /** What a submit's write does (pipeline.ts, engine.ts): request lock, stamp context, idempotency lookup, log append, activity row. */
@@ -898,14 +892,8 @@ if (server === undefined) {
         await db.write((tx) => tx.organizations.insert(org));
         const record = (i: number) => ({ id: `act-${i}`, organizationId: org.id, type: 'ACTIVITY_TYPE_X', status: 'ACTIVITY_STATUS_COMPLETED', fingerprint: `fp${i}`, timestampMs: '1', intent: { i }, result: {} });
         // each write appends its activity's entry and stores its row, as the engine does; the
-        // statements bound on the wire are counted (node-postgres's Connection, patched here)
-        const C = (pg as unknown as { Connection: { prototype: Record<string, (...a: any[]) => unknown> } }).Connection.prototype;
-        const original = { parse: C.parse!, bind: C.bind! };
-        const texts = new Map<string, string>();
-        const bound: string[] = [];
-        C.parse = function (this: object, cfg: { name?: string; text: string }) { texts.set(cfg.name ?? '', cfg.text); return original.parse.call(this, cfg); };
-        C.bind = function (this: object, cfg: { statement?: string }) { bound.push(texts.get(cfg.statement ?? '') ?? '?'); return original.bind.call(this, cfg); };
-        try {
+        // statements bound on the wire are counted
+        const { messages } = await onTheWire(async () => {
           let done = 0;
           for (const size of [8, 8, 8]) {
             const from = done;
@@ -920,9 +908,8 @@ if (server === undefined) {
           }
           // one write appending 40 entries: at most 32 go in one statement
           await db.write(async (tx) => { for (let i = 0; i < 40; i++) await appendActivity(tx, record(done + i), 5, 5); });
-        } finally {
-          Object.assign(C, original);
-        }
+        });
+        const bound = messages.flat();
         // a group's entries and the head after them are one statement, its rows another; the
         // write of 40 sent two (32 and 8)
         expect(bound.filter((t) => t.includes('INSERT INTO log_entries'))).toHaveLength(5);

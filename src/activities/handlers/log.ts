@@ -60,6 +60,7 @@ export const getLogCheckpoint: QueryOperation<{ treeSize?: number }> = {
     return treeSize === undefined ? {} : { treeSize };
   },
   async external(q, services, organizationId) {
+    await services.tlog.settle(organizationId);
     return await services.tlog.checkpoint(organizationId, q.treeSize);
   },
   execute(ctx) {
@@ -85,6 +86,7 @@ export const getLogInclusionProof: QueryOperation<InclusionQuery> = {
     return { ...(activityId !== undefined ? { activityId } : {}), ...(index !== undefined ? { index } : {}), ...(treeSize !== undefined ? { treeSize } : {}) };
   },
   async external(q, services, organizationId) {
+    await services.tlog.settle(organizationId);
     return q.treeSize === undefined ? await services.tlog.checkpoint(organizationId) : undefined;
   },
   async execute(ctx, q) {
@@ -126,6 +128,7 @@ export const getLogConsistencyProof: QueryOperation<{ fromSize: number; toSize?:
     return { fromSize: fromSize!, ...(toSize !== undefined ? { toSize } : {}) };
   },
   async external(q, services, organizationId) {
+    await services.tlog.settle(organizationId);
     return q.toSize === undefined ? await services.tlog.checkpoint(organizationId) : undefined;
   },
   async execute(ctx, q) {
@@ -152,6 +155,9 @@ export const listLogEntries: QueryOperation<{ start: number; limit: number }> = 
     if (limit < 1 || limit > MAX_LOG_ENTRIES) v.fail('limit', `must be from 1 to ${MAX_LOG_ENTRIES}`);
     v.done();
     return { start, limit };
+  },
+  async external(_q, services, organizationId) {
+    await services.tlog.settle(organizationId);
   },
   async execute(ctx, q) {
     const org = ctx.organization.id;
