@@ -5,7 +5,8 @@
  * head this process committed is the head, unless:
  *   - another connection (a process of the pool, the CLI) committed since: the committed heads are
  *     a map of the row cache (rowcache.ts), dropped when PRAGMA data_version moves, checked at
- *     the first lookup of every write transaction;
+ *     the first lookup of every write transaction (not when this process writes a cached table:
+ *     that changes no head);
  *   - this transaction wrote it: heads written (or read) in a transaction are pending until it
  *     commits, and become the committed ones then; a rollback drops them;
  *   - a savepoint rolled back: the pending heads are dropped (the transaction's earlier appends
@@ -25,7 +26,7 @@ export class LogHeads {
   #touched = new Set<string>();
 
   constructor(private readonly cache: RowCache, private readonly read: (org: string) => LogHeadRow | undefined) {
-    this.#committed = cache.map<LogHeadRow>();
+    this.#committed = cache.map<LogHeadRow>({ ownWrites: false });
   }
 
   /** The head for an append in the current write transaction. */

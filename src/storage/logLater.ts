@@ -86,6 +86,8 @@ export class LaterLog {
   readonly #tracks = new Map<string, Track>();
   /** organizations whose track holds rows to store at the next group's BEGIN */
   readonly #ready = new Set<string>();
+  /** organizations whose head this process dropped while it held later entries: sealed at the next group's BEGIN */
+  readonly #orphans = new Set<string>();
   /** organizations given later entries in the current transaction */
   #touched = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
@@ -148,6 +150,8 @@ export class LaterLog {
       if (t && t.rows.length > 0 && !this.#deps.savepoint(() => { this.#apply(org); })) { t.rows = []; t.broken = true; }
     }
     this.#ready.clear();
+    for (const org of this.#orphans) this.#deps.savepoint(() => { this.seal(org); });
+    this.#orphans.clear();
   }
 
   /** The transaction ended: committed later entries go to the thread, in runs (SEAL_DELAY_MS). */
@@ -166,11 +170,9 @@ export class LaterLog {
     for (const org of due) this.#pump(org);
   };
 
-  /** Organizations whose committed head holds later entries. */
+  /** Organizations that may hold later entries this process took (seal() them: it does nothing where there are none). */
   unsealed(): string[] {
-    const out: string[] = [];
-    for (const org of new Set([...this.#tracks.keys(), ...this.#due])) if (this.#deps.heads.committed(org)?.later?.length) out.push(org);
-    return out;
+    return [...new Set([...this.#tracks.keys(), ...this.#due, ...this.#orphans])];
   }
 
   async close(): Promise<void> {
@@ -214,7 +216,14 @@ export class LaterLog {
   #pump(org: string): void {
     const h = this.#deps.heads.committed(org);
     let t = this.#tracks.get(org);
-    if (!h?.later?.length) {
+    if (h === undefined) {
+      // the head was dropped (another connection committed, or too many heads): its entries are
+      // in the activities' rows only now; the next write group seals them from there
+      this.#orphans.add(org);
+      this.#timer ??= setTimeout(() => { this.#timer = undefined; this.#deps.write(); }, APPLY_IDLE_MS).unref();
+      return;
+    }
+    if (!h.later?.length) {
       // nothing to seal: the organization's track goes (the next later entry makes a new one)
       if (t && !t.inFlight && t.rows.length === 0) this.#tracks.delete(org);
       return;

@@ -18,6 +18,8 @@ const MAX_ENTRIES = 10_000;
 
 export class RowCache {
   readonly #maps: Map<string, unknown>[] = [];
+  /** maps cleared only when another connection committed (map({ ownWrites: false })) */
+  readonly #otherMaps: Map<string, unknown>[] = [];
   readonly #db: Database.Database;
   readonly #dataVersion: Database.Statement<[], number>;
   #seenVersion: number;
@@ -32,10 +34,14 @@ export class RowCache {
     this.#seenVersion = this.#dataVersion.get()!;
   }
 
-  /** A new map of this cache (cleared with the others). */
-  map<T>(): Map<string, T> {
+  /**
+   * A new map of this cache, cleared with the others; `ownWrites: false` for one whose values this
+   * process's writes of the cached tables cannot change (the log heads): it is cleared only when
+   * another connection committed.
+   */
+  map<T>(opts: { ownWrites?: boolean } = {}): Map<string, T> {
     const m = new Map<string, T>();
-    this.#maps.push(m as Map<string, unknown>);
+    (opts.ownWrites === false ? this.#otherMaps : this.#maps).push(m as Map<string, unknown>);
     return m;
   }
 
@@ -86,6 +92,7 @@ export class RowCache {
     if (v !== this.#seenVersion) {
       this.#seenVersion = v;
       for (const m of this.#maps) m.clear();
+      for (const m of this.#otherMaps) m.clear();
     }
   }
 }

@@ -111,6 +111,22 @@ describe('later log entries (SQLite)', () => {
     expect(indexes[0]).toHaveLength(2);
   });
 
+  it('what a connection holds unsealed when it closes is sealed then, whatever it wrote since (rows it caches included)', async () => {
+    const { db, file } = open({ sealLogLater: true, sealDelayMs: 3_600_000 });
+    const inline = open({}).db;
+    for (const d of [db, inline]) {
+      await d.write((tx) => tx.organizations.insert({ id: ORG, name: 'later', parentId: null, rootQuorumThreshold: 1, createdMs: 1, updatedMs: 1 }));
+      for (let i = 0; i < 9; i++) await d.write((tx) => store(tx, i));
+      // last, a write of a cached table (the organization's row): it drops the adapter's cached rows, not what it holds of the log
+      await d.write((tx) => tx.organizations.touch(ORG, 2));
+    }
+    expect(rowsIn(file)).toBe(0);
+    await db.close();
+    expect(rowsIn(file)).toBe(9);
+    const again = open({ multiProcess: true }, file).db;
+    expect((await stored(again)).map((e) => Buffer.from(e).toString('utf8'))).toEqual((await stored(inline)).map((e) => Buffer.from(e).toString('utf8')));
+  });
+
   it('entries a process took but never sealed (a crash, another connection) are sealed from the activities\' rows by the next connection that needs them', async () => {
     // the thread is given nothing for an hour: what this connection takes stays unsealed
     const { db: a, file } = open({ sealLogLater: true, sealDelayMs: 3_600_000 });
