@@ -220,7 +220,7 @@ export class LaterLog {
       // the head was dropped (another connection committed, or too many heads): its entries are
       // in the activities' rows only now; the next write group seals them from there
       this.#orphans.add(org);
-      this.#timer ??= setTimeout(() => { this.#timer = undefined; this.#deps.write(); }, APPLY_IDLE_MS).unref();
+      this.#armApply();
       return;
     }
     if (!h.later?.length) {
@@ -256,10 +256,15 @@ export class LaterLog {
       t.size += rows.length;
       t.frontier = reply.frontier;
       this.#ready.add(org);
-      this.#timer ??= setTimeout(() => { this.#timer = undefined; this.#deps.write(); }, APPLY_IDLE_MS).unref();
+      this.#armApply();
     }
     // what was committed meanwhile goes in the next run, not at once: one message per SEAL_DELAY_MS
     this.#schedule(org);
+  }
+
+  /** Rows wait for the next write group; a write of their own starts if none comes within APPLY_IDLE_MS. */
+  #armApply(): void {
+    this.#timer ??= setTimeout(() => { this.#timer = undefined; this.#deps.write(); }, APPLY_IDLE_MS).unref();
   }
 
   #schedule(org: string): void {

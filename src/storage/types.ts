@@ -718,7 +718,9 @@ export interface Db {
   /**
    * Seals the log entries of an organization (every organization without one) whose index is
    * taken but which are not stored yet (SQLite's later entries), so that what is read next sees
-   * every committed entry. What the log's readers call first; absent where appends are synchronous.
+   * every committed entry. What the log's readers call first. SQLite has it whether or not it
+   * seals later itself (a database may hold entries another run left unsealed); PostgreSQL, whose
+   * appends are all sealed in their transactions, does not.
    */
   settleLog?(organizationId?: string): Promise<void>;
   close(): Promise<void>;
