@@ -87,13 +87,16 @@ export class LaterLog {
   /** organizations whose track holds rows to store at the next group's BEGIN */
   readonly #ready = new Set<string>();
   /** organizations whose head this process dropped while it held later entries: sealed at the next group's BEGIN */
-  readonly #orphans = new Set<string>();
+  #orphans = new Set<string>();
   /** organizations given later entries in the current transaction */
   #touched = new Set<string>();
+  /** organizations whose sealed rows the current transaction stored: sealed again if it rolls back */
+  #stored = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   /** organizations with committed later entries to send to the thread, and the timer that sends them */
   #due = new Set<string>();
   #pumpTimer: NodeJS.Timeout | undefined;
+  #closed = false;
 
   constructor(deps: LaterLogDeps) {
     this.#deps = deps;
@@ -134,6 +137,7 @@ export class LaterLog {
     const base = sealedSize(h);
     const { rows, frontier } = sealEntries(base, h.frontier, h.later);
     this.#deps.insert(rows, org);
+    this.#stored.add(org);
     logSealed.inc({ where: 'request' }, rows.length);
     h = headWithLater(org, h.size, frontier, h.updatedMs, []);
     this.#deps.heads.wrote(h);
@@ -142,20 +146,38 @@ export class LaterLog {
     return h;
   }
 
-  /** A write group began: the rows made since are stored in it (in a savepoint: a failure there leaves the group alone). */
+  /**
+   * A write group began: the rows made since are stored in it (in a savepoint: a failure there
+   * leaves the group alone). Where that fails, and for organizations whose head was dropped or
+   * whose thread failed, the request thread seals from the rows, here; what fails again is tried
+   * at the next group's BEGIN, so no entry waits for a reader to be sealed.
+   */
   began(): void {
     if (this.#timer) { clearTimeout(this.#timer); this.#timer = undefined; }
+    const orphans = this.#orphans;
+    this.#orphans = new Set();
     for (const org of this.#ready) {
       const t = this.#tracks.get(org);
-      if (t && t.rows.length > 0 && !this.#deps.savepoint(() => { this.#apply(org); })) { t.rows = []; t.broken = true; }
+      if (t && t.rows.length > 0 && !this.#deps.savepoint(() => { this.#apply(org); })) {
+        t.rows = [];
+        t.broken = true;
+        this.#orphans.add(org);
+      }
     }
     this.#ready.clear();
-    for (const org of this.#orphans) this.#deps.savepoint(() => { this.seal(org); });
-    this.#orphans.clear();
+    for (const org of orphans) if (!this.#deps.savepoint(() => { this.seal(org); })) this.#orphans.add(org);
+    if (this.#orphans.size > 0) this.#armApply();
   }
 
-  /** The transaction ended: committed later entries go to the thread, in runs (SEAL_DELAY_MS). */
+  /**
+   * The transaction ended: committed later entries go to the thread, in runs (SEAL_DELAY_MS). Rows
+   * it stored and did not commit are made again from the committed head (#pump starts over from
+   * its sealed size).
+   */
   ended(committed: boolean): void {
+    const stored = this.#stored;
+    if (stored.size > 0) this.#stored = new Set();
+    if (!committed) for (const org of stored) this.#schedule(org);
     if (this.#touched.size === 0) return;
     const touched = this.#touched;
     this.#touched = new Set();
@@ -176,6 +198,7 @@ export class LaterLog {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
     if (this.#pumpTimer) clearTimeout(this.#pumpTimer);
     this.#timer = this.#pumpTimer = undefined;
@@ -198,7 +221,8 @@ export class LaterLog {
       return h;
     }
     this.#deps.insert(rows, org);
-    // stored in this transaction: should it roll back, the committed head still holds these entries and they are made again (#pump)
+    // stored in this transaction: should it roll back, the committed head still holds these entries and they are made again (ended)
+    this.#stored.add(org);
     t.rows = [];
     logSealed.inc({ where: 'thread' }, n);
     const next = headWithLater(org, h.size, t.frontier, h.updatedMs, h.later.slice(n));
@@ -248,7 +272,7 @@ export class LaterLog {
     const t = this.#tracks.get(org);
     if (!t) return;
     t.inFlight = false;
-    if (!reply.ok) { t.broken = true; return; }
+    if (!reply.ok) { this.#failed(org); return; }
     // a reset since the job left (a seal on the request thread) makes these rows stale
     const rows = unpackSealed(reply.rows);
     if (rows[0]?.index === t.size) {
@@ -264,6 +288,7 @@ export class LaterLog {
 
   /** Rows wait for the next write group; a write of their own starts if none comes within APPLY_IDLE_MS. */
   #armApply(): void {
+    if (this.#closed) return;
     this.#timer ??= setTimeout(() => { this.#timer = undefined; this.#deps.write(); }, APPLY_IDLE_MS).unref();
   }
 
@@ -272,9 +297,12 @@ export class LaterLog {
     this.#pumpTimer ??= setTimeout(this.#pumpDue, this.#deps.sealDelayMs ?? SEAL_DELAY_MS).unref();
   }
 
+  /** The thread was lost with org's job: its entries are sealed on the request thread, at the next group's BEGIN. */
   #failed(org: string): void {
     const t = this.#tracks.get(org);
     if (t) { t.inFlight = false; t.broken = true; }
+    this.#orphans.add(org);
+    this.#armApply();
   }
 }
 

@@ -373,6 +373,8 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       }
     },
     savepoint: (fn) => {
+      // outside a transaction SAVEPOINT would begin one, and RELEASE commit it
+      if (!db.inTransaction) return false;
       s.sealSp.run();
       try {
         fn();

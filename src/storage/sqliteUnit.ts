@@ -216,6 +216,10 @@ export class SqliteUnits {
     this.#active = true;
     try {
       this.events.began?.();
+      // What began() stores may end the transaction (SQLite rolls it back whole on a full disk or
+      // an I/O error): the jobs must not run then, since each one's SAVEPOINT would open a
+      // transaction of its own and its RELEASE commit it, unseen by the group.
+      if (!this.#db.inTransaction) throw new Error('the write transaction ended while its group began');
       for (const job of batch) {
         if (settled.length > 0 && performance.now() - start >= this.#budgetMs) break;
         const s = await this.#job(job);

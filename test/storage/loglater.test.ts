@@ -5,7 +5,7 @@
 // hashed in its transaction: what PostgreSQL does, and what the RFC and entry tests hold to the
 // definitions) give the same bytes, and the tree head is RFC 6962's recursive definition
 // (reference.ts) over the entries' own bytes.
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -70,12 +70,33 @@ async function stored(db: Db): Promise<Uint8Array[]> {
   return bytes;
 }
 
+/** Waits on the event loop without timers (the tests below fake setTimeout): the sealing thread answers meanwhile. */
+const spin = async (ms: number): Promise<void> => {
+  const end = performance.now() + ms;
+  while (performance.now() < end) await new Promise((r) => setImmediate(r));
+};
+
+/**
+ * A fault of the disk, as SQLite meets it (a full disk, an I/O error): it rolls the whole
+ * transaction back. A trigger raises it on the inserts `when` selects, while the table `fault`
+ * holds a row; clear() ends it.
+ */
+function fault(file: string, table: string, when: string): { clear(): void } {
+  const raw = new Database(file);
+  raw.exec(`CREATE TABLE fault (x INTEGER); INSERT INTO fault VALUES (1);
+    CREATE TRIGGER fault_${table} BEFORE INSERT ON ${table} WHEN ${when} AND EXISTS (SELECT 1 FROM fault) BEGIN SELECT RAISE(ROLLBACK, 'disk fault'); END;`);
+  raw.close();
+  return { clear: () => { const r = new Database(file); r.exec('DELETE FROM fault'); r.close(); } };
+}
+
 const rowsIn = (file: string): number => {
   const raw = new Database(file, { readonly: true });
   try { return (raw.prepare('SELECT count(*) AS n FROM log_entries').get() as { n: number }).n; } finally { raw.close(); }
 };
 
 describe('later log entries (SQLite)', () => {
+  afterEach(() => { vi.useRealTimers(); });
+
   it('sealed by the thread after their commits, they are byte for byte the entries appended in the transaction', async () => {
     const later = open({ sealLogLater: true }).db;
     const inline = open({}).db;
@@ -154,5 +175,48 @@ describe('later log entries (SQLite)', () => {
     // the first connection, closed, seals what it still holds (nothing is left: the second sealed it)
     await a.close();
     expect(rowsIn(file)).toBe(28);
+  });
+  it('a write group whose first step, storing the thread\'s rows, loses the transaction runs its writes alone: no index is taken twice and the log stays whole', async () => {
+    const { db, file } = open({ sealLogLater: true, sealDelayMs: 5 });
+    const inline = open({}).db;
+    const disk = fault(file, 'log_entries', "NEW.activity_id = 'act-1'");
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    await db.write((tx) => store(tx, 1));
+    vi.advanceTimersByTime(5); // the entry goes to the thread
+    await spin(1_000); // its row comes back and waits for the next group
+    // one group of two writes: its BEGIN stores act-1's row, and the fault rolls the transaction back
+    const results = await Promise.allSettled([db.write((tx) => store(tx, 2)), db.write((tx) => store(tx, 3))]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled']);
+    expect(results.map((r) => (r as PromiseFulfilledResult<number>).value)).toEqual([1, 2]);
+    disk.clear();
+    // nobody reads the log: the entries are sealed all the same, at a later group's BEGIN
+    vi.runOnlyPendingTimers();
+    vi.useRealTimers();
+    for (let waited = 0; rowsIn(file) < 3; waited += 20) {
+      expect(waited).toBeLessThan(10_000);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    for (const i of [1, 2, 3]) await inline.write((tx) => store(tx, i));
+    expect((await stored(db)).map((e) => Buffer.from(e).toString('utf8'))).toEqual((await stored(inline)).map((e) => Buffer.from(e).toString('utf8')));
+  });
+
+  it('rows stored by a group whose transaction then fails whole are made again and stored, with no reader asking', async () => {
+    const { db, file } = open({ sealLogLater: true, sealDelayMs: 5 });
+    const disk = fault(file, 'activities', "NEW.id = 'act-99'");
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    await db.write((tx) => store(tx, 1));
+    vi.advanceTimersByTime(5);
+    await spin(1_000); // act-1's row is back: it waits for the next group
+    vi.advanceTimersByTime(10); // the pump after the reply runs, with nothing new to send
+    // the next write stores act-1's row at its BEGIN, then fails, and the whole transaction with it
+    await expect(db.write((tx) => store(tx, 99))).rejects.toThrow('disk fault');
+    disk.clear();
+    vi.runOnlyPendingTimers();
+    vi.useRealTimers();
+    for (let waited = 0; rowsIn(file) < 1; waited += 20) {
+      expect(waited).toBeLessThan(5_000);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect((await stored(db)).length).toBe(1);
   });
 });
