@@ -94,6 +94,14 @@ const rowsIn = (file: string): number => {
   try { return (raw.prepare('SELECT count(*) AS n FROM log_entries').get() as { n: number }).n; } finally { raw.close(); }
 };
 
+/** Waits (real timers) until the file holds n log rows, failing after limitMs: no reader asks for them meanwhile. */
+async function rowsStored(file: string, n: number, limitMs: number): Promise<void> {
+  for (let waited = 0; rowsIn(file) < n; waited += 20) {
+    expect(waited).toBeLessThan(limitMs);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 describe('later log entries (SQLite)', () => {
   afterEach(() => { vi.useRealTimers(); });
 
@@ -192,10 +200,7 @@ describe('later log entries (SQLite)', () => {
     // nobody reads the log: the entries are sealed all the same, at a later group's BEGIN
     vi.runOnlyPendingTimers();
     vi.useRealTimers();
-    for (let waited = 0; rowsIn(file) < 3; waited += 20) {
-      expect(waited).toBeLessThan(10_000);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await rowsStored(file, 3, 10_000);
     for (const i of [1, 2, 3]) await inline.write((tx) => store(tx, i));
     expect((await stored(db)).map((e) => Buffer.from(e).toString('utf8'))).toEqual((await stored(inline)).map((e) => Buffer.from(e).toString('utf8')));
   });
@@ -213,10 +218,7 @@ describe('later log entries (SQLite)', () => {
     disk.clear();
     vi.runOnlyPendingTimers();
     vi.useRealTimers();
-    for (let waited = 0; rowsIn(file) < 1; waited += 20) {
-      expect(waited).toBeLessThan(5_000);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await rowsStored(file, 1, 5_000);
     expect((await stored(db)).length).toBe(1);
   });
 });
