@@ -28,8 +28,8 @@ Usage:
                            copy DATA_DIR/kmas.sqlite to a new file while the server may keep
                            serving (SQLite online backup, integrity-checked); keep the master key
                            (DATA_DIR/master.key or KMAS_MASTER_KEY) safe separately: the copy needs it
-  kmas log verify --checkpoint <file> --key <verifier key|file> (--entries <file> [--activities <file>] | --url <server>
-                  --api-key <file> --organization <id> [--audit] [--save <file>])
+  kmas log verify --checkpoint <file> --key <verifier key|file> (--entries <file> [--activities <file>]
+                  [--organization <id>] | --url <server> --api-key <file> --organization <id> [--audit] [--save <file>])
                            check an organization's verifiable activity log: offline, exported entries
                            (kmas_list_log_entries replies) against a signed checkpoint, naming the
                            first entry that does not match; online, a saved checkpoint against the

@@ -72,10 +72,10 @@ export async function logVerify(argv: string[], out: (line: string) => void): Pr
   const verifier = verifierFrom(fs.existsSync(keyArg) ? readText(keyArg, 'key') : keyArg);
   const note = readText(cpFile, 'checkpoint');
   const url = opts.get('--url');
+  const org = opts.get('--organization');
   let remote: ReturnType<typeof remoteLog> | undefined;
   if (url !== undefined) {
     const keyFile = opts.get('--api-key');
-    const org = opts.get('--organization');
     if (!keyFile || !org) throw new ConfigError('log verify: --url needs --api-key <file> ({publicKey, privateKey}) and --organization <id>');
     remote = remoteLog(url, JSON.parse(readText(keyFile, 'API key')) as ApiKey, org);
   }
@@ -85,7 +85,13 @@ export async function logVerify(argv: string[], out: (line: string) => void): Pr
     const entries = entriesFromJson(JSON.parse(readText(entriesFile, 'entries')));
     const r = await verifyEntries(entries, note, verifier, remote);
     if (!r.ok) { out(`FAILED: ${r.problem!.message}`); return 1; }
-    out(`verified: ${r.checkpoint!.size} entries make the signed root of ${r.checkpoint!.origin}`);
+    // one log key signs every organization's log: the checkpoint must be the one asked for
+    const origin = r.checkpoint!.origin;
+    if (org !== undefined && origin.slice(origin.lastIndexOf('/') + 1) !== org) {
+      out(`FAILED: the checkpoint is the log of ${origin}, not of organization ${org}`);
+      return 1;
+    }
+    out(`verified: ${r.checkpoint!.size} entries make the signed root of ${origin}`);
     const actFile = opts.get('--activities');
     if (actFile) {
       const problem = compareActivities(r.entries, activitiesFromJson(JSON.parse(readText(actFile, 'activities'))));

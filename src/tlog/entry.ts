@@ -35,7 +35,8 @@ import { sha256Utf8, utf8 } from './hash.js';
 
 export const ENTRY_VERSION = 1;
 
-const dec = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a byte order mark stays in the text (and fails the parse) instead of being dropped unseen
+const dec = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** Member names as JSON strings: the same few names come back in every record (bounded: past the limit, quoted each time). */
 const quotedNames = new Map<string, string>();

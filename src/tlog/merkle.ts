@@ -32,6 +32,9 @@ export const nodeHash = (left: Uint8Array, right: Uint8Array): Uint8Array => sha
 export const EMPTY_ROOT: Uint8Array = sha256(new Uint8Array(0));
 
 /** The largest power of two smaller than n (n ≥ 2). */
+/** Whether n is a power of two, for any safe integer (a bitwise test sees only the low 32 bits). */
+const isPowerOfTwo = (n: number): boolean => n > 0 && 2 ** Math.round(Math.log2(n)) === n;
+
 function split(n: number): number {
   let k = 1;
   while (k * 2 < n) k *= 2;
@@ -157,7 +160,7 @@ export type NodeReader = (level: number, index: number) => Uint8Array;
 export function subtreeRoot(start: number, end: number, node: NodeReader): Uint8Array {
   const n = end - start;
   if (n <= 0) throw new RangeError('an empty range has no subtree root');
-  if ((n & (n - 1)) === 0 && start % n === 0) return node(Math.log2(n), start / n);
+  if (isPowerOfTwo(n) && start % n === 0) return node(Math.log2(n), start / n);
   const k = split(n);
   return nodeHash(subtreeRoot(start, start + k, node), subtreeRoot(start + k, end, node));
 }
@@ -223,7 +226,7 @@ export function verifyConsistency(oldSize: number, newSize: number, oldRoot: Uin
   if (proof.length === 0 || proof.some((p) => p.length !== 32)) return false;
   const path = [...proof];
   // when the old size is a power of two, the old root is the proof's implicit first node
-  if ((oldSize & (oldSize - 1)) === 0) path.unshift(oldRoot);
+  if (isPowerOfTwo(oldSize)) path.unshift(oldRoot);
   let fn = oldSize - 1;
   let sn = newSize - 1;
   while (fn % 2 === 1) { fn = Math.floor(fn / 2); sn = Math.floor(sn / 2); }

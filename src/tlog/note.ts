@@ -118,5 +118,7 @@ export function openCheckpoint(note: string, verifier: Verifier): Checkpoint {
   if (rootBytes.length !== 32) throw new NoteError('the root hash is not 32 bytes');
   const n = Number(size);
   if (!Number.isSafeInteger(n)) throw new NoteError('the tree size is too large');
+  // C2SP tlog-checkpoint: extension lines are non-empty
+  if (rest.some((line) => line === '')) throw new NoteError('the checkpoint has an empty extension line');
   return { origin, size: n, root: rootBytes, extensions: rest };
 }

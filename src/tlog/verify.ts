@@ -85,6 +85,13 @@ export async function verifyEntries(exported: readonly ExportedEntry[], note: st
   const entries: LogEntry[] = [];
   const leaves: Uint8Array[] = [];
   const fail = (problem: Finding): EntriesReport => ({ ok: false, checkpoint: cp, entries, problem });
+  // an index given twice: one of the two is not the log's, whichever the checkpoint covers
+  const seen = new Set<number>();
+  for (const x of exported) {
+    const n = Number(x.index);
+    if (seen.has(n)) return fail({ index: n, activityId: x.activityId, message: `entry ${String(x.index)} is given twice: the export was altered` });
+    seen.add(n);
+  }
   for (let i = 0; i < cp.size; i++) {
     const x = exported[i];
     if (x === undefined) return fail({ index: i, message: `the checkpoint covers ${cp.size} entries but only ${exported.length} were given: entry ${i} is missing` });
@@ -107,17 +114,27 @@ export async function verifyEntries(exported: readonly ExportedEntry[], note: st
   if (equalBytes(root, cp.root)) return { ok: true, checkpoint: cp, entries };
   const message = `the ${cp.size} entries do not make the checkpoint's root: the log was altered`;
   if (!source) return fail({ message: `${message} (give the server, --url, to locate the first altered entry)` });
-  const first = await locate(leaves, cp, source);
+  const { first, proven } = await locate(leaves, root, cp, source);
+  if (!proven) {
+    return fail({
+      index: first, activityId: entries[first]?.activityId,
+      message: `${message}: entries 0 to ${first - 1} are as signed, and the first that differs is entry ${first} (activity ${entries[first]?.activityId}) or one after it; the server's own tree agrees with the altered entries, so its proofs cannot say which`,
+    });
+  }
   return fail({ index: first, activityId: entries[first]?.activityId, message: `${message}: entry ${first} (activity ${entries[first]?.activityId}) is the first that differs from what was signed` });
 }
 
 /**
  * The first index whose entry differs from the signed tree: the smallest m such that the prefix
  * of m+1 entries is not consistent with the signed root. Prefix genuineness is monotone, so a
- * binary search over m with one consistency proof per step finds it (a proof the server gets
- * wrong can only move the answer earlier, never hide the mismatch).
+ * binary search over m with one consistency proof per step finds it. A proof that verifies
+ * proves its prefix genuine; one that does not proves nothing by itself: a wrong proof can only
+ * move the answer earlier, never hide the mismatch. So `proven` says whether the answer's own
+ * prefix was shown altered: false when a failing proof instead matches the tree of the given
+ * entries (the server's stored tree was rewritten with them), and the first altered entry is then
+ * `first` or one after it.
  */
-async function locate(leaves: readonly Uint8Array[], cp: Checkpoint, source: Pick<LogSource, 'consistency'>): Promise<number> {
+async function locate(leaves: readonly Uint8Array[], ownRoot: Uint8Array, cp: Checkpoint, source: Pick<LogSource, 'consistency'>): Promise<{ first: number; proven: boolean }> {
   const prefixRoots = (() => {
     // roots of every prefix, in one pass (O(n log n) hashing at worst, each append O(log n) amortized)
     const f = new Frontier();
@@ -125,10 +142,16 @@ async function locate(leaves: readonly Uint8Array[], cp: Checkpoint, source: Pic
     for (const l of leaves) { f.append(l); out.push(f.root()); }
     return out;
   })();
+  let proven = true;
   const genuine = async (m: number): Promise<boolean> => {
     if (m === 0) return true;
     if (m === cp.size) return equalBytes(prefixRoots[m - 1]!, cp.root);
-    try { return verifyConsistency(m, cp.size, prefixRoots[m - 1]!, cp.root, await source.consistency(m, cp.size)); } catch { return false; }
+    let proof: Uint8Array[];
+    try { proof = await source.consistency(m, cp.size); } catch { proven = false; return false; }
+    if (verifyConsistency(m, cp.size, prefixRoots[m - 1]!, cp.root, proof)) return true;
+    // a proof of the given entries' tree, not of the signed one: it shows nothing about prefix m
+    if (verifyConsistency(m, cp.size, prefixRoots[m - 1]!, ownRoot, proof)) proven = false;
+    return false;
   };
   // largest m with a genuine prefix of m entries: entries [0, m) are as signed, entry m is not
   let lo = 0; let hi = cp.size; // genuine(lo) holds, genuine(hi) does not
@@ -136,7 +159,7 @@ async function locate(leaves: readonly Uint8Array[], cp: Checkpoint, source: Pic
     const mid = Math.floor((lo + hi) / 2);
     if (await genuine(mid)) lo = mid; else hi = mid;
   }
-  return lo;
+  return { first: lo, proven };
 }
 
 
