@@ -111,10 +111,11 @@ export class Pipeline {
     const fingerprint = fingerprintOf(r.raw);
     let reply: Record<string, unknown>;
     if (!op.external) {
-      // One read: the caller, then the reply.
+      // One read: the caller, then the reply (its token taken once, should the read run again).
+      let admitted = false;
       reply = await db.read(async (tx) => {
         const { principal, organization } = await resolvePrincipal(tx, cred.keys, orgId, scope, nowMs, contextOf(cred));
-        this.#admit(principal, orgId, nowMs);
+        if (!admitted) { this.#admit(principal, orgId, nowMs); admitted = true; }
         return runQuery(tx, services, op, op.validate(body), principal, organization, fingerprint, nowMs);
       });
     } else {
@@ -193,6 +194,9 @@ export class Pipeline {
     // One transaction (grouped with others on SQLite); it settles once durable. The credential is
     // resolved again in there: an earlier write may have deleted the key or its user.
     const envelope = env;
+    // the request's rate-limit token, taken once: the callback may run again (a failed prediction
+    // on PostgreSQL, a group run again write by write) for the same request
+    let admitted: string | undefined;
     const out = await db.write(async (tx) => {
       // a body seen stored: its lookup is read, not assumed absent (which would derive its keys again)
       if (storedBefore) tx.readFirst();
@@ -212,7 +216,10 @@ export class Pipeline {
       const keys = cred.kind === 'key' ? registeredKeys(context!, cred.curve) : await stillRegistered(tx, cred);
       const { principal, organization } = await resolvePrincipal(tx, keys, envelope.organizationId, scope, nowMs, context);
       // A refusal (this 429 too) rolls the write back: nothing is left behind.
-      this.#admit(principal, envelope.organizationId, nowMs);
+      if (admitted !== principal.credential.id) {
+        this.#admit(principal, envelope.organizationId, nowMs);
+        admitted = principal.credential.id;
+      }
       return submitInTransaction(tx, {
         services, lookupSubmit: this.deps.lookupSubmit, op, env: envelope, principal, organization, fingerprint, nowMs, pre: prepared, voucher: voucherOf(cred), lookup, early,
       });

@@ -526,6 +526,8 @@ class Unit {
   readonly bare: boolean;
   /** statements not sent yet, in order */
   pending: Pending[] = [];
+  /** messages sent and not answered yet */
+  readonly #inFlight = new Set<Promise<unknown>>();
   #savepoints = 0;
   /** named locks taken in this transaction, by member */
   readonly #locks = new Map<string, Member>();
@@ -645,6 +647,10 @@ class Unit {
    * it assumed was true and its error stands.
    */
   async checked(): Promise<void> {
+    // A check sent already, with a read the write did not wait for, decides as much as one not
+    // sent yet: its answer comes first (a failed one is the misprediction the caller runs again on).
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
+    if (this.failed) return;
     const checks = this.pending.filter((p) => EXPECTS.has(p.sql) || p.sql === LOCK || (p.args === undefined && /^BEGIN\b/.test(p.sql)));
     if (!checks.some((p) => EXPECTS.has(p.sql))) return;
     this.pending = [];
@@ -771,7 +777,7 @@ class Unit {
 
   /** The statements in one message (Pipelined); a result per statement. */
   #message(statements: Pending[]): Promise<pg.QueryResult<Row>[]> {
-    return new Promise<PgResultRow[]>((resolve, reject) => {
+    const sent = new Promise<PgResultRow[]>((resolve, reject) => {
       const batch = new Pipelined(statements, (e, r) => (e ? reject(e) : resolve(r!)));
       void this.client.query(batch as unknown as pg.QueryConfig);
     }).catch((e: unknown) => {
@@ -781,6 +787,9 @@ class Unit {
       if (mispredicted(e)) this.misprediction ??= e;
       throw e;
     });
+    this.#inFlight.add(sent);
+    sent.then(() => this.#inFlight.delete(sent), () => this.#inFlight.delete(sent));
+    return sent;
   }
 
   /** What is pending, then `last`, in one message; every waiting statement gets its result (or the error); the last result. */

@@ -51,6 +51,23 @@ describe('rate limits', () => {
     for (const r of limited) expect429(r, 'organization');
   });
 
+  it('a request takes one token however often its write runs (PostgreSQL runs it again after a failed prediction)', async () => {
+    // one a second, a request every 1.1 s: never refused. Each create_wallet changes the
+    // organization's data version, so on PostgreSQL the next write's assumed version is wrong and it runs twice.
+    ts = await startTestServer({ rateLimitApiKey: 1, rateLimitOrganization: 0 });
+    const s = ts;
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      await new Promise((r) => setTimeout(r, 1_100));
+      const r = await s.raw(SUBMIT('create_wallet'), submitBody('ACTIVITY_TYPE_CREATE_WALLET', s.orgId, {
+        walletName: uniqueName('paced'),
+        accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
+      }));
+      statuses.push(r.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 200]);
+  });
+
   it('an unverified stamp takes no token (a stranger cannot use up a key\'s limit)', async () => {
     ts = await startTestServer({ rateLimitApiKey: 2, rateLimitOrganization: 0 });
     const s = ts;

@@ -451,6 +451,33 @@ if (server === undefined) {
         } finally { await other.end(); }
       });
 
+      it('a refusal decided on a wrong prediction does not stand while its check is still on the wire with a read the write did not wait for', async () => {
+        const { db, other } = await seeded();
+        try {
+          await submit(db);
+          await submit(db);
+          const refuseUnlessRenamed = () => db.write(async (tx) => {
+            const locked = tx.lock('request', 'fp-on-the-wire');
+            const reading = tx.apiKeys.stampContext(PK, 'o1');
+            const lookup = tx.activities.byFingerprint('fp-on-the-wire', 7);
+            // asked for in the same turn (as the pipeline's prefetch does): it goes out with the checks
+            const more = tx.organizations.get('o2');
+            more.catch(() => undefined);
+            const ctx = await reading;
+            if (ctx.user?.name !== 'renamed') throw new Error(`refused: the user is ${ctx.user?.name}`);
+            await Promise.all([locked, lookup, more]);
+            return ctx.user.name;
+          });
+          // with nothing changed the refusal stands
+          expect(await refuseUnlessRenamed().catch((e: Error) => e.message)).toBe('refused: the user is o1-u');
+          await other.query("UPDATE users SET name = 'renamed' WHERE id = 'o1-u'");
+          const versions = await outcome('versions');
+          // the node assumed the versions it had read (user o1-u): that check fails, so the write runs again
+          expect(await refuseUnlessRenamed().catch((e: Error) => e.message)).toBe('renamed');
+          expect(await outcome('versions') - versions).toBe(1);
+        } finally { await other.end(); }
+      });
+
       it('a failed check whose statement error the write ignored still runs the write again (not the aborted transaction\'s refusal of what followed)', async () => {
         const { db, other } = await seeded();
         try {
