@@ -389,6 +389,8 @@ function readsMerged(batch: Pending[]): Pending[] {
  * whose deletion reaches them) or any TRUNCATE. Cached data is not served in a unit after one
  * (postgresRepos.ts OrgDataCache): the unit must see its own writes.
  */
+/** Statements that write a table an auth or data version covers (the triggers of migrations 5 and 6 bump the version). */
+const VERSIONED_TABLES = new RegExp(`\\b(?:${[...DATA_VERSIONED, 'api_keys', 'users', 'organizations', 'ip_allowlists'].join('|')})\\b|^\\s*TRUNCATE\\b`, 'i');
 const DATA_TABLES = new RegExp(`\\b(?:${[...DATA_VERSIONED, 'wallets', 'organizations'].join('|')})\\b|^\\s*TRUNCATE\\b`, 'i');
 
 /** kmas_expect's SQLSTATEs (postgresRepos.ts EXPECT_*): which assumption of a predicted write did not hold. */
@@ -441,6 +443,11 @@ class Predictions {
       expected.push(String(n ?? 0));
     }
     return { rows, expected };
+  }
+
+  /** A commit of this node may have moved these versions: they are not assumed until read again. */
+  forgetVersions(scopes: Iterable<string>): void {
+    for (const scope of scopes) this.#versions.delete(scope);
   }
 
   /** The organization's head as this node last committed or read it under its lock, unless paused. */
@@ -579,6 +586,10 @@ class Unit {
 
   /** statements so far that write a table an organization's data version covers (Queries.dataWrites) */
   dataWrites = 0;
+  /** statements so far that write a table an auth or data version covers */
+  versionedWrites = 0;
+  /** the version scopes this unit read or assumed (the stamp's, the organization's data) */
+  readonly versionScopes = new Set<string>();
 
   /** Counts a statement that changes something a rollback would have to undo: anything but a plain SELECT (a write, a named lock, a row lock). */
   #changed(m: Member, sql: string): void {
@@ -587,6 +598,7 @@ class Unit {
     m.changes++;
     if (!select) this.#writes++;
     if (DATA_TABLES.test(sql)) this.dataWrites++;
+    if (!select && VERSIONED_TABLES.test(sql)) this.versionedWrites++;
   }
 
   /** A statement whose result someone waits for. */
@@ -600,6 +612,7 @@ class Unit {
     const sent = new Promise<pg.QueryResult<Row>>((resolve, reject) => {
       this.#push({ sql, args, settle: { resolve, reject } });
     });
+    if (sql === VERSION_ROWS) for (const scope of args[0] as string[]) this.versionScopes.add(scope);
     if (sql === VERSION_ROWS && this.predictions) {
       const predictions = this.predictions;
       sent.then((r) => { predictions.sawVersions(args[0] as string[], r.rows); }, noop);
@@ -617,6 +630,7 @@ class Unit {
     // after a write of this unit, versions may be its own
     if (sql !== VERSION_ROWS || this.#writes > 0) return undefined;
     const scopes = args[0] as string[];
+    for (const scope of scopes) this.versionScopes.add(scope);
     const known = this.predictions?.versions(scopes);
     if (!known) return undefined;
     this.defer(m, EXPECT_VERSIONS, [scopes, known.expected]);
@@ -1046,6 +1060,10 @@ export async function openPostgresDb(url: string, opts: PostgresOptions = {}): P
         if (begin === 'BEGIN') {
           dbCommitDuration.observe(secondsSince(start));
           predictions.committed(u.heads);
+          // this commit may have moved the versions it read: the next write reads them first (it
+          // would otherwise assume the old ones, fail its check and run again). A version it did not
+          // read (another organization's rows changed) is caught by that check, as another node's change is.
+          if (u.versionedWrites > 0) predictions.forgetVersions(u.versionScopes);
         }
       }
       return settled.map((s, i): Outcome<T> => (s.status === 'fulfilled' ? { ok: true, value: s.value, after: members[i]!.after } : { ok: false, error: s.reason }));

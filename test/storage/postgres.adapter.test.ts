@@ -451,6 +451,25 @@ if (server === undefined) {
         } finally { await other.end(); }
       });
 
+      it('a node that changes rows a version covers reads the versions first next time, instead of assuming the old ones and running again', async () => {
+        const { db, other } = await seeded();
+        try {
+          await submit(db);
+          await submit(db);
+          const [versions, committed] = [await outcome('versions'), await outcome('committed')];
+          // a write of this node that changes the organization's row (its auth version moves), read
+          // through the stamp as a submit reads it
+          await db.write(async (tx) => { await tx.apiKeys.stampContext(PK, 'o1'); await tx.organizations.touch('o1', 99); });
+          // the next write sends its reads first (no assumption to fail), the one after assumes again
+          const { messages } = await onTheWire(() => submit(db));
+          expect(messages.length).toBeGreaterThan(1);
+          expect(await outcome('versions')).toBe(versions);
+          await submit(db);
+          expect(await outcome('versions')).toBe(versions);
+          expect(await outcome('committed')).toBeGreaterThan(committed);
+        } finally { await other.end(); }
+      });
+
       it('a refusal decided on a wrong prediction does not stand while its check is still on the wire with a read the write did not wait for', async () => {
         const { db, other } = await seeded();
         try {
