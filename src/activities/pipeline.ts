@@ -294,7 +294,8 @@ export class Pipeline {
   /**
    * Checks a passkey stamp against each registration of its credential id (each organization has
    * its own allowed origins); keeps the registrations it verifies for and records their new
-   * signature counters.
+   * signature counters. The counter is compared with the stored one again where it is written: a
+   * request that lost a race to a higher counter (its assertion older, or replayed) is refused.
    */
   async #verifyPasskey(cred: PasskeyCredential, raw: Buffer): Promise<boolean> {
     const { db } = this.deps;
@@ -309,9 +310,15 @@ export class Pipeline {
       if (v.ok) verified.push({ row, signCount: v.signCount });
     }
     const moved = verified.filter((v) => v.signCount > v.row.signCount);
-    if (moved.length > 0) await db.write(async (tx) => { for (const v of moved) await tx.authenticators.setSignCount(v.row.id, v.signCount); });
-    cred.keys = verified.map((v) => v.row);
-    return verified.length > 0;
+    const behind = new Set<string>();
+    if (moved.length > 0) {
+      await db.write(async (tx) => {
+        for (const v of moved) if (!await tx.authenticators.advanceSignCount(v.row.id, v.signCount)) behind.add(v.row.id);
+      });
+    }
+    const kept = verified.filter((v) => !behind.has(v.row.id));
+    cred.keys = kept.map((v) => v.row);
+    return kept.length > 0;
   }
 }
 

@@ -28,7 +28,8 @@ export function parseStamp(header: string): Stamp {
   if (typeof signature !== 'string' || signature === '' || !HEX.test(signature) || signature.length % 2 !== 0) {
     throw bad('signature must be hex');
   }
-  if (typeof scheme !== 'string' || !(scheme in SCHEME_CURVE)) {
+  // own members only: `in` would also take Object.prototype's (constructor, toString, __proto__)
+  if (typeof scheme !== 'string' || !Object.hasOwn(SCHEME_CURVE, scheme)) {
     throw bad(`unsupported stamp scheme ${typeof scheme === 'string' ? JSON.stringify(scheme.slice(0, 64)) : ''}`.trim());
   }
   return { publicKey: publicKey.toLowerCase(), scheme: scheme as StampScheme, signature: signature.toLowerCase() };

@@ -688,7 +688,7 @@ export function pgRepositories(q: Queries, caches?: NodeCaches): Repositories {
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
       [a.id, a.organizationId, a.userId, a.name, a.credentialId, a.publicKey, a.rpId, a.aaguid, a.attestationType, JSON.stringify(a.transports), a.signCount, a.createdMs, a.updatedMs]),
       delete: (org, id) => exec('DELETE FROM authenticators WHERE organization_id = $1 AND id = $2', [org, id]),
-      setSignCount: (id, n) => exec('UPDATE authenticators SET sign_count = $1 WHERE id = $2', [n, id]),
+      advanceSignCount: (id, n) => changed('UPDATE authenticators SET sign_count = $1 WHERE id = $2 AND sign_count < $1', [n, id]),
     },
     tags: {
       get: (org, id) => one('SELECT * FROM tags WHERE organization_id = $1 AND id = $2', [org, id], tagFrom),

@@ -199,7 +199,7 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     authByOrg: q('SELECT * FROM authenticators WHERE organization_id = ? ORDER BY seq'),
     authInsert: q('INSERT INTO authenticators (id, organization_id, user_id, name, credential_id, public_key, rp_id, aaguid, attestation_type, transports, sign_count, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     authDelete: q('DELETE FROM authenticators WHERE organization_id = ? AND id = ?'),
-    authCount: q('UPDATE authenticators SET sign_count = ? WHERE id = ?'),
+    authCount: q('UPDATE authenticators SET sign_count = ? WHERE id = ? AND sign_count < ?'),
 
     oapGet: q('SELECT * FROM oauth_providers WHERE organization_id = ? AND id = ?'),
     oapByUser: q('SELECT * FROM oauth_providers WHERE organization_id = ? AND user_id = ? ORDER BY seq'),
@@ -461,7 +461,7 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
           JSON.stringify(a.transports), a.signCount, a.createdMs, a.updatedMs);
       },
       delete: (org, id) => { s.authDelete.run(org, id); },
-      setSignCount: (id, n) => { s.authCount.run(n, id); },
+      advanceSignCount: (id, n) => s.authCount.run(n, id, n).changes > 0,
     },
     tags: {
       get: (org, id) => { const r = s.tagGet.get(org, id); return r ? tagFrom(r) : undefined; },

@@ -434,7 +434,11 @@ export interface Repositories {
     listByOrganization(organizationId: string): Promise<AuthenticatorRow[]>;
     insert(row: AuthenticatorRow): Promise<void>;
     delete(organizationId: string, id: string): Promise<void>;
-    setSignCount(id: string, signCount: number): Promise<void>;
+    /**
+     * Moves the signature counter up to signCount, only from below (one statement: two requests
+     * racing cannot move it back); whether it moved. A request whose counter did not is a replay.
+     */
+    advanceSignCount(id: string, signCount: number): Promise<boolean>;
   };
   tags: {
     get(organizationId: string, id: string): Promise<TagRow | undefined>;

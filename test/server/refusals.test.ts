@@ -3,7 +3,7 @@
 // checks in its SDKs' tests) kmas's must equal it byte for byte; the other rows pin kmas's own
 // choice. Every refusal stores nothing.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { startTestServer, newP256Key, submitBody, stampFor, sdkClient, uniqueName, allActivities, sleep, type TestServer, type RawReply } from './harness.js';
+import { startTestServer, newP256Key, submitBody, stampFor, sdkClient, uniqueName, allActivities, sleep, base64url, enc, signBody, type TestServer, type RawReply } from './harness.js';
 import { SUBMIT, QUERY } from './checks.js';
 import { SoftPasskey } from './softPasskey.js';
 
@@ -132,6 +132,32 @@ describe('refusals as Turnkey gives them (known replies, byte for byte)', () => 
 });
 
 describe('refusals whose Turnkey text is not published (kmas\'s own, pinned)', () => {
+  it('a stamp scheme naming a member of every JavaScript object (constructor, __proto__…): 401 "malformed activity stamp"', async () => {
+    const body = whoBody();
+    for (const scheme of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      const stamp = base64url(enc.encode(JSON.stringify({ publicKey: ts.rootKey.publicKey, scheme, signature: signBody(enc.encode(body), { ...ts.rootKey, scheme: 'SIGNATURE_SCHEME_TK_API_P256' }) })));
+      const r = await ts.raw(QUERY('whoami'), body, { stamp });
+      expect(r.status).toBe(401);
+      expect(r.json).toMatchObject({ code: 16, message: 'malformed activity stamp' });
+    }
+  });
+
+  it('a passkey assertion is used once: sent several times at once, and after a newer one won a race (the counter never goes back)', async () => {
+    const pk = new SoftPasskey(undefined, undefined, true);
+    await ts.sdk.createAuthenticators({ userId: ts.rootUserId, authenticators: [pk.params()] } as any);
+    const body = whoBody();
+    const send = (stamp: string) => ts.raw(QUERY('whoami'), body, { key: undefined, headers: { 'X-Stamp-Webauthn': stamp } });
+    const same = pk.stamp(body);
+    expect((await Promise.all([send(same), send(same), send(same)])).map((r) => r.status).sort()).toEqual([200, 401, 401]);
+    // an older and a newer assertion at once: whichever is stored last, the newer one cannot be used again
+    const older = pk.stamp(body);
+    const newer = pk.stamp(body);
+    await Promise.all([send(newer), send(older)]);
+    await refused(() => send(newer), 401, { code: 16, message: 'could not verify WebAuthN signature', details: [detail('SIGNATURE_INVALID')] });
+    await refused(() => send(older), 401, { code: 16, message: 'could not verify WebAuthN signature', details: [detail('SIGNATURE_INVALID')] });
+    expect((await send(pk.stamp(body))).status).toBe(200);
+  });
+
   it('an expired API key: 401, code 16, carrying the text @turnkey/core matches for an expired session', async () => {
     const key = newP256Key();
     await ts.sdk.createApiKeys({ userId: ts.rootUserId, apiKeys: [{ apiKeyName: uniqueName('short'), publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '1' }] } as any);

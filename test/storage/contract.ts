@@ -306,7 +306,10 @@ export function storageContract(target: ContractTarget): void {
         const { o, u } = await seed();
         const p = passkey(o.id, u.id, 'cred-1');
         await db.write((tx) => tx.authenticators.insert(p));
-        await db.write((tx) => tx.authenticators.setSignCount(p.id, 9));
+        expect(await db.write((tx) => tx.authenticators.advanceSignCount(p.id, 9))).toBe(true);
+        // only up: the same or a lower counter changes nothing, and says so
+        expect(await db.write((tx) => tx.authenticators.advanceSignCount(p.id, 9))).toBe(false);
+        expect(await db.write((tx) => tx.authenticators.advanceSignCount(p.id, 4))).toBe(false);
         await db.read(async (tx) => {
           expect(await tx.authenticators.get(o.id, p.id)).toEqual({ ...p, signCount: 9 });
           expect((await tx.authenticators.byCredentialId('cred-1')).map((x) => x.id)).toEqual([p.id]);
