@@ -274,7 +274,16 @@ export class Pipeline {
       context = await this.deps.db.peek((tx) => tx.apiKeys.stampContext(h.stamp.publicKey, named));
       if (submitAtMs !== undefined && named !== '' && context.keys.length > 0) this.#contexts.set(context, submitAtMs);
     }
-    const keys = registeredKeys(context, h.curve);
+    let keys: ApiKeyRow[];
+    try {
+      keys = registeredKeys(context, h.curve);
+    } catch (e) {
+      // No such key: a stamp that does not verify is told that first, so only whoever holds a
+      // key's private half learns whether it is registered (the reply, and the work done, are
+      // then those of a registered key's bad stamp).
+      await this.#verify(r, { kind: 'key', stamp: h.stamp, keys: [], curve: h.curve, context });
+      throw e;
+    }
     r.trace.stampFailure = undefined;
     return { kind: 'key', stamp: h.stamp, keys, curve: h.curve, context };
   }

@@ -142,6 +142,19 @@ describe('refusals whose Turnkey text is not published (kmas\'s own, pinned)', (
     }
   });
 
+  it('a stamp that does not verify gets the same refusal whether its public key is registered or not (no one learns which keys exist without holding one)', async () => {
+    const body = whoBody();
+    const stranger = newP256Key();
+    const badFor = (key: typeof stranger) => stampFor('other bytes', key);
+    for (const key of [ts.rootKey, stranger]) {
+      await refused(() => ts.raw(QUERY('whoami'), body, { stamp: badFor(key as typeof stranger) }), 401,
+        { code: 16, message: 'could not verify api key signature', details: [detail('SIGNATURE_INVALID')] });
+    }
+    // the stranger's good stamp: its key is not registered
+    await refused(() => ts.raw(QUERY('whoami'), body, { key: stranger }), 401,
+      { code: 16, message: 'could not find public key in organization or its parent organization', details: [detail('PUBLIC_KEY_NOT_FOUND')] });
+  });
+
   it('a passkey assertion is used once: sent several times at once, and after a newer one won a race (the counter never goes back)', async () => {
     const pk = new SoftPasskey(undefined, undefined, true);
     await ts.sdk.createAuthenticators({ userId: ts.rootUserId, authenticators: [pk.params()] } as any);
