@@ -241,7 +241,9 @@ export function solanaPolicyView(tx: SolanaTransaction): { [k: string]: View } {
     const at = (k: number): string => (ix.accounts[k] === undefined ? '' : keyOf(ix.accounts[k]!));
     if (program === SYSTEM_PROGRAM) {
       const kind = u32le(ix.data, 0);
-      if (kind === 2 && ix.data.length === 12 && ix.accounts.length >= 2) {
+      // the programs read their fields and ignore bytes after them: so does this view (a transfer
+      // padded with a byte must not drop out of the transfers a policy sees)
+      if (kind === 2 && ix.data.length >= 12 && ix.accounts.length >= 2) {
         // Transfer { lamports: u64 }: [from, to]
         transfers.push({ from: at(0), to: at(1), amount: u64le(ix.data, 4)! });
       } else if (kind === 11 && ix.accounts.length >= 3) {
@@ -293,13 +295,13 @@ function lookupOf(tx: SolanaTransaction, i: number): number {
 function splTransfer(ix: SolanaInstruction, at: (k: number) => string): View | undefined {
   const d = ix.data;
   const signers = (from: number): string[] => ix.accounts.slice(from).map((_, k) => at(from + k));
-  if (d[0] === 3 && d.length === 9 && ix.accounts.length >= 3) {
+  if (d[0] === 3 && d.length >= 9 && ix.accounts.length >= 3) {
     return { from: at(0), to: at(1), owner: at(2), amount: u64le(d, 1)!, signers: signers(3), token_mint: '' };
   }
-  if (d[0] === 12 && d.length === 10 && ix.accounts.length >= 4) {
+  if (d[0] === 12 && d.length >= 10 && ix.accounts.length >= 4) {
     return { from: at(0), to: at(2), owner: at(3), amount: u64le(d, 1)!, signers: signers(4), token_mint: at(1) };
   }
-  if (d[0] === 26 && d[1] === 1 && d.length === 19 && ix.accounts.length >= 4) {
+  if (d[0] === 26 && d[1] === 1 && d.length >= 19 && ix.accounts.length >= 4) {
     return { from: at(0), to: at(2), owner: at(3), amount: u64le(d, 2)!, signers: signers(4), token_mint: at(1) };
   }
   return undefined;

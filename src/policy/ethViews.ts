@@ -1,9 +1,11 @@
 /**
  * `eth.eip_712` and `eth.eip_7702_authorization`: what a sign_raw_payload with
  * PAYLOAD_ENCODING_EIP712 / _EIP7702_AUTHORIZATION signs, as policy values. Typed-data values
- * are read by their EIP-712 types: ints as ints (from JSON numbers, decimal or 0x strings),
- * addresses and bytes as lowercase hex (Turnkey normalizes them so), structs as maps, arrays as
- * lists. A payload that does not read that way binds nothing (its policies do not apply).
+ * are read by their EIP-712 types: ints as the signer reads them (JavaScript's BigInt of the JSON
+ * number or string: "0X10", " 10" and 1e21 included), addresses and bytes as lowercase hex
+ * (Turnkey normalizes them so), structs as maps, arrays as lists. A payload that does not read
+ * that way is refused before any policy is decided (policy/scope.ts): what is signed is always
+ * what the policies saw.
  */
 import type { Value } from './language.js';
 
@@ -14,8 +16,12 @@ class Unreadable extends Error {}
 
 function int(v: unknown): bigint {
   if (typeof v === 'bigint') return v;
-  if (typeof v === 'number' && Number.isSafeInteger(v)) return BigInt(v);
-  if (typeof v === 'string' && /^(-?\d+|0x[0-9a-fA-F]+)$/.test(v)) return BigInt(v);
+  // exactly what the signer takes (viem encodes BigInt(value)): a stricter reading here would let
+  // a value the signer accepts hide the payload from the policies
+  if (typeof v === 'number' && Number.isInteger(v)) return BigInt(v);
+  if (typeof v === 'string') {
+    try { return BigInt(v); } catch { throw new Unreadable(); }
+  }
   throw new Unreadable();
 }
 
@@ -60,12 +66,13 @@ export function eip712View(payload: string): Value | undefined {
   }
 }
 
-/** `eth.eip_7702_authorization`: {address, chain_id, nonce} of the JSON {address, chainId, nonce}. */
+/** `eth.eip_7702_authorization`: {address, chain_id, nonce} of the JSON {address (or contractAddress, as the signer reads it), chainId, nonce}. */
 export function eip7702View(payload: string): Value | undefined {
   try {
     const a = JSON.parse(payload) as Record<string, unknown>;
-    if (typeof a.address !== 'string') return undefined;
-    return { address: a.address.toLowerCase(), chain_id: int(a.chainId), nonce: int(a.nonce) };
+    const address = a.address ?? a.contractAddress;
+    if (typeof address !== 'string') return undefined;
+    return { address: address.toLowerCase(), chain_id: int(a.chainId), nonce: int(a.nonce) };
   } catch {
     return undefined;
   }

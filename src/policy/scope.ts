@@ -13,6 +13,7 @@
  * A keyword the activity does not have is left unbound: a policy that uses it does not apply.
  */
 import type { Tx } from '../storage/types.js';
+import { ApiError, Grpc } from '../errors.js';
 import { parseUnsignedTransaction } from '../crypto/ethereum.js';
 import { parseSolanaTransaction, solanaPolicyView } from '../crypto/solana.js';
 import { parseTronRawData, tronPolicyView } from '../crypto/tron.js';
@@ -155,6 +156,10 @@ export async function conditionScope(tx: Tx, organizationId: string, type: strin
   if (typedData) eth.eip_712 = typedData;
   const authorization = targets.authorization === undefined ? undefined : eip7702View(targets.authorization);
   if (authorization) eth.eip_7702_authorization = authorization;
+  // What the policies cannot read is not signed: a DENY on eth.eip_712 would otherwise not apply to it.
+  if ((targets.typedData !== undefined && !typedData) || (targets.authorization !== undefined && !authorization)) {
+    throw new ApiError(Grpc.INVALID_ARGUMENT, `the ${targets.typedData !== undefined && !typedData ? 'EIP-712 typed data' : 'EIP-7702 authorization'} cannot be read by its types as the policies read it`);
+  }
   if (typedData || authorization) scope.set('eth', eth);
   // eth.tx.from: the Ethereum address of the signing key
   let from = '';
