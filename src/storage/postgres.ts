@@ -389,9 +389,10 @@ function readsMerged(batch: Pending[]): Pending[] {
  * whose deletion reaches them) or any TRUNCATE. Cached data is not served in a unit after one
  * (postgresRepos.ts OrgDataCache): the unit must see its own writes.
  */
+const DATA_TABLES = new RegExp(`\\b(?:${[...DATA_VERSIONED, 'wallets', 'organizations'].join('|')})\\b|^\\s*TRUNCATE\\b`, 'i');
+
 /** Statements that write a table an auth or data version covers (the triggers of migrations 5 and 6 bump the version). */
 const VERSIONED_TABLES = new RegExp(`\\b(?:${[...DATA_VERSIONED, 'api_keys', 'users', 'organizations', 'ip_allowlists'].join('|')})\\b|^\\s*TRUNCATE\\b`, 'i');
-const DATA_TABLES = new RegExp(`\\b(?:${[...DATA_VERSIONED, 'wallets', 'organizations'].join('|')})\\b|^\\s*TRUNCATE\\b`, 'i');
 
 /** kmas_expect's SQLSTATEs (postgresRepos.ts EXPECT_*): which assumption of a predicted write did not hold. */
 const MISPREDICTED: Readonly<Record<string, 'versions' | 'request' | 'head'>> = { KM001: 'versions', KM002: 'request', KM003: 'head' };

@@ -31,10 +31,10 @@ export const nodeHash = (left: Uint8Array, right: Uint8Array): Uint8Array => sha
 /** The root of the empty tree: SHA-256 of nothing. */
 export const EMPTY_ROOT: Uint8Array = sha256(new Uint8Array(0));
 
-/** The largest power of two smaller than n (n ≥ 2). */
 /** Whether n is a power of two, for any safe integer (a bitwise test sees only the low 32 bits). */
 const isPowerOfTwo = (n: number): boolean => n > 0 && 2 ** Math.round(Math.log2(n)) === n;
 
+/** The largest power of two smaller than n (n ≥ 2). */
 function split(n: number): number {
   let k = 1;
   while (k * 2 < n) k *= 2;
