@@ -15,14 +15,27 @@ import type { Services, SubmitOperation } from './types.js';
 /** The stamp that cast a vote (the requester's, or an approver's). */
 export interface Voucher { publicKey: string; signature: string; scheme: string }
 
+/** What a decision knows beyond the request: approvals since, and what external() brought. */
+export interface DecisionInputs {
+  /** Users who approved since, for an activity awaiting consensus. */
+  voters?: UserRow[];
+  /** Their credentials (the approvals' stamps). */
+  voterCredentials?: (ApiKeyRow | AuthenticatorRow)[];
+  /**
+   * The operation's external() result. Given, the policies read what will be signed (a node-filled
+   * nonce, gas or fee); absent (the gate before the outside is asked), what the request says.
+   */
+  external?: unknown;
+}
+
 /**
- * The decision for a submit by `principal` at `nowMs` (policies' `time.now`), with `voters`
- * (users who approved since, for an activity awaiting consensus). Throws what op.authorize throws other than PermissionDenied
- * (validation against the state: unknown key, mismatched curve …).
+ * The decision for a submit by `principal` at `nowMs` (policies' `time.now`). Throws what
+ * op.authorize throws other than PermissionDenied (validation against the state: unknown key,
+ * mismatched curve …).
  */
 export async function authorizeSubmit(
   tx: Tx, services: Services, op: SubmitOperation, principal: Principal, intent: unknown, type: string,
-  organization: OrganizationRow, nowMs: number, voters: UserRow[] = [], voterCredentials: (ApiKeyRow | AuthenticatorRow)[] = [],
+  organization: OrganizationRow, nowMs: number, { voters = [], voterCredentials = [], external }: DecisionInputs = {},
 ): Promise<Decision> {
   if (principal.access !== 'member') {
     await op.authorize(principal, intent, tx, services);
@@ -46,10 +59,34 @@ export async function authorizeSubmit(
     policies: ROOT_QUORUM_ONLY.has(type) ? [] : await tx.policies.list(organization.id),
     approvers: await Promise.all(approvers.map(async (u) => ({ user: u, value: userValue(u, await tx.tags.tagsOf(u.id)) }))),
     credentials: [principal.credential, ...voterCredentials.filter((c) => c.userId !== principal.user.id)].map(credentialValue),
-    condition: await conditionScope(tx, organization.id, type, await op.policyTargets?.(intent, tx, organization.id), intent),
+    condition: await conditionScope(tx, organization.id, type, await op.policyTargets?.(intent, tx, organization.id, external), intent),
     selfService: fixedRules && !principal.user.isRoot,
     nowMs,
   });
+}
+
+/**
+ * The gate before a submit's external() asks anyone outside (an Ethereum node, an OIDC issuer):
+ * throws the refusal of a caller the operation would not admit. An operation whose policies read
+ * what external() brings (`policyReadsExternal`: a nonce, gas or fee the node fills in) cannot be
+ * decided here without guessing those values: for a user of the organization the gate then checks
+ * only what the request names (op.authorize without its permission rule), and the decision that
+ * counts, in the write, reads the transaction as it will be signed.
+ */
+export async function admitOutsideWork(
+  tx: Tx, services: Services, op: SubmitOperation, principal: Principal, intent: unknown, type: string, organization: OrganizationRow, nowMs: number,
+): Promise<void> {
+  if (op.policyReadsExternal && principal.access === 'member') {
+    try {
+      await op.authorize(principal, intent, tx, services);
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.code !== Grpc.PERMISSION_DENIED) throw e;
+    }
+    return;
+  }
+  const decision = await authorizeSubmit(tx, services, op, principal, intent, type, organization, nowMs);
+  // Such an activity cannot wait for approvals: what it checked outside would be stale by then.
+  if (decision.outcome !== 'OUTCOME_ALLOW') throw refusal(decision, op.path);
 }
 
 /**

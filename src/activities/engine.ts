@@ -167,7 +167,7 @@ export async function submitInTransaction(tx: Tx, input: SubmitInput): Promise<S
   // validate is a pure function of the parameters: prepareSubmit's intent is the same one.
   const intent = pre?.intent ?? op.validate(env.parameters, env.type);
   if (op.vote) return await castVote(tx, input, intent as { fingerprint: string });
-  const decision = await authorizeSubmit(tx, services, op, principal, intent, env.type, organization, nowMs);
+  const decision = await authorizeSubmit(tx, services, op, principal, intent, env.type, organization, nowMs, { external: pre?.external });
   if (decision.outcome === 'OUTCOME_DENY_EXPLICIT') throw refusal(decision, op.path);
   const id = uuidV7(nowMs);
   if (decision.outcome !== 'OUTCOME_ALLOW') {
@@ -329,7 +329,7 @@ async function castVote(tx: Tx, input: SubmitInput, intent: { fingerprint: strin
     }
     let decision;
     try {
-      decision = await authorizeSubmit(tx, services, target, asRequester, intentOf, type, organization, nowMs, approvers, [...earlier, principal.credential]);
+      decision = await authorizeSubmit(tx, services, target, asRequester, intentOf, type, organization, nowMs, { voters: approvers, voterCredentials: [...earlier, principal.credential] });
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;
       decision = undefined;

@@ -20,7 +20,7 @@ import { resolvePrincipal, type Resolution } from '../domain/credentials.js';
 import type { Obj } from '../domain/validate.js';
 import type { StampFailure } from '../metrics.js';
 import type { Principal } from '../domain/principal.js';
-import { authorizeSubmit, refusal, type Voucher } from './consensus.js';
+import { admitOutsideWork, type Voucher } from './consensus.js';
 import { checkTimestamp, fingerprintOf, parseEnvelope, prepareSubmit, requestLookup, runQuery, startStore, submitInTransaction, type Envelope, type Prepared, type SubmitOutcome } from './engine.js';
 import type { QueryOperation, Services, SubmitOperation } from './types.js';
 
@@ -184,9 +184,7 @@ export class Pipeline {
       const needed = await db.read(async (tx) => {
         if (await tx.activities.byFingerprint(fingerprint, Number(envelope.timestampMs))) return false;
         const { principal, organization } = await resolvePrincipal(tx, cred.keys, envelope.organizationId, scope, nowMs, contextOf(cred));
-        const decision = await authorizeSubmit(tx, services, op, principal, intent, envelope.type, organization, nowMs);
-        // Such an activity cannot wait for approvals: what it checked outside would be stale by then.
-        if (decision.outcome !== 'OUTCOME_ALLOW') throw refusal(decision, op.path);
+        await admitOutsideWork(tx, services, op, principal, intent, envelope.type, organization, nowMs);
         return true;
       });
       if (needed) pre = { ...pre, intent, external: await op.external(intent, services) };

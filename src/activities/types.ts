@@ -116,12 +116,21 @@ export interface SubmitOperation<I = unknown, R = unknown> {
    */
   external?(intent: I, services: Services): Promise<unknown>;
   /**
+   * Its policy view depends on external()'s result (policyTargets reads it): the gate before
+   * external() then decides no policy, and the decision in the write reads what will be signed.
+   */
+  policyReadsExternal?: boolean;
+  /**
    * A credential of the parent organization may submit this into a sub-organization (the
    * authentication flows an application's backend runs for its users); authorize decides who.
    */
   parentMaySubmit?: boolean;
-  /** The keys and transaction this submit targets, for policy conditions (policy/scope.ts). */
-  policyTargets?(intent: I, tx: Tx, organizationId: string): PolicyTargets | undefined | Promise<PolicyTargets | undefined>;
+  /**
+   * The keys and transaction this submit targets, for policy conditions (policy/scope.ts).
+   * `external` is external()'s result in the decision that counts (in the write transaction), and
+   * absent in the gate before external() runs: what execute will sign must be what it describes.
+   */
+  policyTargets?(intent: I, tx: Tx, organizationId: string, external?: unknown): PolicyTargets | undefined | Promise<PolicyTargets | undefined>;
   /** approve_activity / reject_activity: a vote on the activity awaiting consensus that `intent.fingerprint` names. */
   vote?: 'VOTE_SELECTION_APPROVED' | 'VOTE_SELECTION_REJECTED';
 }

@@ -353,6 +353,51 @@ describe('eth.tx policies on sends', () => {
     expect((await allActivities(ts)).length).toBe(count);
     expect(await rpc<string>('eth_getTransactionCount', [from, 'pending'])).toBe(nonce);
   });
+
+  it('policies read the nonce, gas and fees kmas fills in from the node, not 0 for what the request left out', async () => {
+    const sender = await newAccount('filled');
+    await fund(sender, 10n ** 18n);
+    // one send first, so the sender's next nonce (1) is not what a missing nonce reads as
+    const first: any = await ts.sdk.ethSendTransaction({ from: sender, caip2: CHAIN, calls: [{ to: RECIPIENT, value: '1', data: '0x' }] } as any);
+    expect((await until(ts, first.sendTransactionStatusId, ['INCLUDED', 'FAILED'])).txStatus).toBe('INCLUDED');
+    const key = newP256Key();
+    const u: any = await ts.sdk.createUsers({ users: [{ userName: uniqueName('filler'), apiKeys: [{ apiKeyName: 'k', publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
+    const bot = u.userIds[0] as string;
+    const send = () => ts.raw(SUBMIT('eth_send_transaction'), submitBody('ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2', ts.orgId, { from: sender, caip2: CHAIN, calls: [{ to: RECIPIENT, value: '2', data: '0x' }] }), { key });
+    const policies = new Set<string>();
+    const policy = async (p: Record<string, string>): Promise<string> => {
+      const { policyId } = await ts.sdk.createPolicy({ policyName: uniqueName('filled'), notes: '', ...p } as any);
+      policies.add(policyId);
+      return policyId;
+    };
+    try {
+      // allowed only as signed: the second nonce, a plain transfer's 21000 gas, the node's fees
+      const allow = await policy({
+        effect: 'EFFECT_ALLOW', consensus: `approvers.any(user, user.id == '${bot}')`,
+        condition: "activity.type == 'ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2' && eth.tx.nonce == 1 && eth.tx.gas == 21000 && eth.tx.max_fee_per_gas > 0 && eth.tx.max_priority_fee_per_gas > 0",
+      });
+      const ok = await send();
+      expect(ok.status, ok.text).toBe(200);
+      expect(ok.json.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+      const done = await until(ts, ok.json.activity.result.ethSendTransactionResultV2.sendTransactionStatusId, ['INCLUDED', 'FAILED']);
+      expect(done.txStatus).toBe('INCLUDED');
+      const mined = await rpc('eth_getTransactionByHash', [done.eth.txHash]);
+      expect([BigInt(mined.nonce), BigInt(mined.gas)]).toEqual([1n, 21000n]);
+      await ts.sdk.deletePolicy({ policyId: allow });
+      policies.delete(allow);
+
+      // a DENY on the fee cap fires on the node's fee when the request names none
+      await policy({ effect: 'EFFECT_ALLOW', consensus: `approvers.any(user, user.id == '${bot}')`, condition: "activity.type == 'ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2'" });
+      await policy({ effect: 'EFFECT_DENY', condition: `activity.type == 'ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2' && eth.tx.max_fee_per_gas > ${BigInt(mined.maxFeePerGas) / 1000n}` });
+      const count = (await allActivities(ts)).length;
+      const nonce = await rpc<string>('eth_getTransactionCount', [sender, 'pending']);
+      checkError(await send(), 403, 'a fee over the cap, filled in by the node');
+      expect((await allActivities(ts)).length).toBe(count);
+      expect(await rpc<string>('eth_getTransactionCount', [sender, 'pending'])).toBe(nonce);
+    } finally {
+      for (const policyId of policies) await ts.sdk.deletePolicy({ policyId });
+    }
+  });
 });
 
 describe('eth_send_raw_transaction and get_nonces', () => {

@@ -9,7 +9,7 @@ import { LiteSVM, FailedTransactionMetadata } from 'litesvm';
 import { address, getTransactionDecoder, lamports, blockhash as kitBlockhash } from '@solana/kit';
 import { PublicKey, SystemProgram, Transaction, VersionedTransaction, TransactionMessage } from '@solana/web3.js';
 import { base58 } from '@scure/base';
-import { startTestServer, submitBody, uniqueName, allActivities, type TestServer } from '../server/harness.js';
+import { startTestServer, submitBody, uniqueName, allActivities, newP256Key, type TestServer } from '../server/harness.js';
 import { checkError, expectFieldViolation, SUBMIT } from '../server/checks.js';
 
 const DEVNET = 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1';
@@ -129,6 +129,31 @@ describe('sol_send_transaction', () => {
     expect(done.txStatus).toBe('FAILED');
     expect(done.error.message).toMatch(/refused/);
     expect(svm.getBalance(address(to.toBase58()))).toBeNull();
+  });
+
+  it('policies read the transaction with the blockhash kmas puts in, not the zeros it was given', async () => {
+    const key = newP256Key();
+    const u: any = await ts.sdk.createUsers({ users: [{ userName: uniqueName('sol bot'), apiKeys: [{ apiKeyName: 'k', publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
+    const bot = u.userIds[0] as string;
+    const type = "activity.type == 'ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2'";
+    const allow: any = await ts.sdk.createPolicy({ policyName: uniqueName('sol sends'), effect: 'EFFECT_ALLOW', notes: '', consensus: `approvers.any(user, user.id == '${bot}')`, condition: type });
+    // the blockhash the endpoint will hand out next, which kmas puts in for the all-zero one
+    const deny: any = await ts.sdk.createPolicy({ policyName: uniqueName('no fresh'), effect: 'EFFECT_DENY', notes: '', condition: `${type} && solana.tx.recent_blockhash == '${svm.latestBlockhash()}'` });
+    try {
+      const { hex, to } = transfer(payer, 1_000_000);
+      const send = () => ts.raw(SUBMIT('sol_send_transaction'), submitBody('ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2', ts.orgId, { unsignedTransaction: hex, signWiths: [payer], caip2: DEVNET }), { key });
+      const count = (await allActivities(ts)).length;
+      checkError(await send(), 403, 'denied on the blockhash kmas would put in');
+      expect((await allActivities(ts)).length).toBe(count);
+      await ts.sdk.deletePolicy({ policyId: deny.policyId });
+      const ok = await send();
+      expect(ok.status, ok.text).toBe(200);
+      expect((await until(ok.json.activity.result.solSendTransactionResultV2.sendTransactionStatusId)).txStatus).toBe('INCLUDED');
+      expect(svm.getBalance(address(to.toBase58()))).toBe(1_000_000n);
+    } finally {
+      await ts.sdk.deletePolicy({ policyId: allow.policyId });
+      await ts.sdk.deletePolicy({ policyId: deny.policyId }).catch(() => undefined);
+    }
   });
 
   it('refuses what it cannot sign or send, with a 400 naming the field, and stores nothing', async () => {

@@ -119,6 +119,23 @@ function transactionOf(intent: EthSendTransaction, filled: Filled): TransactionS
   };
 }
 
+/**
+ * The node's values with the nonce kmas will use. The node's pending nonce (asked before the
+ * transaction) does not count what kmas has signed and not sent yet, nor what was mined since it
+ * was asked: sends from one address that overlap get consecutive nonces (the sender's lock, held
+ * to the commit, orders them). The same in the policy decision and in execute: one transaction.
+ */
+async function withNonce(tx: Tx, intent: EthSendTransaction, external: Filled): Promise<Filled> {
+  const filled = { ...external };
+  if (intent.nonce === undefined) {
+    const fromAddress = getAddress(intent.from);
+    await tx.lock('sender-nonce', `${intent.caip2}/${fromAddress.toLowerCase()}`);
+    const ours = await tx.sendTransactions.highestUsedNonce(intent.caip2, fromAddress);
+    if (ours !== undefined && ours + 1 > Number(filled.nonce)) filled.nonce = String(ours + 1);
+  }
+  return filled;
+}
+
 export const ethSendTransaction: SubmitOperation<WithSigner<EthSendTransaction>, { sendTransactionStatusId: string }> = {
   kind: 'submit',
   path: 'eth_send_transaction',
@@ -172,12 +189,12 @@ export const ethSendTransaction: SubmitOperation<WithSigner<EthSendTransaction>,
     Object.defineProperty(intent, SIGNER, { value: key, enumerable: false, configurable: true });
     requireKeyAdmin(p, 'send transactions with keys of the organization');
   },
-  async policyTargets(intent, store, organizationId): Promise<PolicyTargets> {
+  policyReadsExternal: true,
+  async policyTargets(intent, store, organizationId, external): Promise<PolicyTargets> {
     const key = await signerOf(store, organizationId, intent);
-    // eth.tx as far as the request says it: what the node fills in later reads as 0.
-    const unsigned = serializeTransaction(transactionOf(intent, {
-      nonce: intent.nonce ?? '0', gasLimit: intent.gasLimit ?? '0', maxFeePerGas: intent.maxFeePerGas ?? '0', maxPriorityFeePerGas: intent.maxPriorityFeePerGas ?? '0',
-    }));
+    // the transaction execute signs, with the node's values (policyReadsExternal: only decided in the write)
+    if (external === undefined) throw new Error('eth_send_transaction: its policies are decided only once the node has filled the transaction in');
+    const unsigned = serializeTransaction(transactionOf(intent, await withNonce(store, intent, external as Filled)));
     return { ...(key.kind === 'private_key' ? { privateKeyId: key.id } : { walletAccountAddress: getAddress(intent.from) }), ethereumTransaction: unsigned };
   },
   async external(intent, services): Promise<Filled> {
@@ -217,15 +234,7 @@ export const ethSendTransaction: SubmitOperation<WithSigner<EthSendTransaction>,
   async execute(ctx, intent) {
     const key = await signerOf(ctx.tx, ctx.organization.id, intent);
     const fromAddress = getAddress(intent.from);
-    const filled = { ...(ctx.external as Filled) };
-    if (intent.nonce === undefined) {
-      // The node's pending nonce (asked before the transaction) does not count what kmas has
-      // signed and not sent yet, nor what was mined since it was asked: sends from one address
-      // that overlap get consecutive nonces (the sender's lock orders them).
-      await ctx.tx.lock('sender-nonce', `${intent.caip2}/${fromAddress.toLowerCase()}`);
-      const ours = await ctx.tx.sendTransactions.highestUsedNonce(intent.caip2, fromAddress);
-      if (ours !== undefined && ours + 1 > Number(filled.nonce)) filled.nonce = String(ours + 1);
-    }
+    const filled = await withNonce(ctx.tx, intent, ctx.external as Filled);
     const unsigned = serializeTransaction(transactionOf(intent, filled));
     const signed = cryptoCall(() => ctx.services.vault.sign(key.sealed, key.ctx, { op: 'transaction', curve: key.curve, unsignedTransaction: unsigned.slice(2) }) as string);
     const hex = signed.replace(/^0x/, '');
@@ -315,6 +324,13 @@ async function solanaSigners(tx: Tx, organizationId: string, intent: SolSendTran
 /** Whether kmas must put in a blockhash (the caller's, or a fresh one for an all-zero blockhash). */
 const blockhashToSet = (intent: SolSendTransaction, tx: SolanaTransaction) => intent.recentBlockhash !== undefined || zeroBlockhash(tx);
 
+/** The transaction in lower-case hex with the blockhash kmas puts in: the caller's recentBlockhash, else the node's (external). */
+function withBlockhash(intent: SolSendTransaction, external: { blockhash?: string } | undefined): string {
+  const blockhash = intent.recentBlockhash ?? external?.blockhash;
+  return blockhash === undefined ? intent.unsignedTransaction.toLowerCase().replace(/^0x/, '')
+    : withRecentBlockhash(parseSolanaTransaction(intent.unsignedTransaction), base58.decode(blockhash));
+}
+
 export const solSendTransaction: SubmitOperation<WithSigners<SolSendTransaction>, { sendTransactionStatusId: string }> = {
   kind: 'submit',
   path: 'sol_send_transaction',
@@ -354,9 +370,12 @@ export const solSendTransaction: SubmitOperation<WithSigners<SolSendTransaction>
     Object.defineProperty(intent, SOLANA_SIGNERS, { value: keys, enumerable: false, configurable: true });
     requireKeyAdmin(p, 'send transactions with keys of the organization');
   },
-  async policyTargets(intent, store, organizationId): Promise<PolicyTargets> {
+  policyReadsExternal: true,
+  async policyTargets(intent, store, organizationId, external): Promise<PolicyTargets> {
     const [first] = intent[SOLANA_SIGNERS] ?? await solanaSigners(store, organizationId, intent, parseSolanaTransaction(intent.unsignedTransaction));
-    return { ...(first!.kind === 'private_key' ? { privateKeyId: first!.id } : { walletAccountAddress: intent.signWiths[0]! }), solanaTransaction: intent.unsignedTransaction };
+    // with the blockhash execute puts in (the node's only in the write, once external() has run)
+    const solanaTransaction = withBlockhash(intent, external as { blockhash?: string } | undefined);
+    return { ...(first!.kind === 'private_key' ? { privateKeyId: first!.id } : { walletAccountAddress: intent.signWiths[0]! }), solanaTransaction };
   },
   async external(intent, services): Promise<{ blockhash?: string }> {
     const tx = parseSolanaTransaction(intent.unsignedTransaction);
@@ -369,9 +388,7 @@ export const solSendTransaction: SubmitOperation<WithSigners<SolSendTransaction>
   },
   async execute(ctx, intent) {
     const keys = await solanaSigners(ctx.tx, ctx.organization.id, intent, parseSolanaTransaction(intent.unsignedTransaction));
-    const blockhash = intent.recentBlockhash ?? (ctx.external as { blockhash?: string }).blockhash;
-    let hex = blockhash === undefined ? intent.unsignedTransaction.toLowerCase().replace(/^0x/, '')
-      : withRecentBlockhash(parseSolanaTransaction(intent.unsignedTransaction), base58.decode(blockhash));
+    let hex = withBlockhash(intent, ctx.external as { blockhash?: string });
     for (const [i, key] of keys.entries()) {
       hex = cryptoCall(() => ctx.services.vault.sign(key.sealed, key.ctx, { op: 'solana', curve: key.curve, unsignedTransaction: hex, field: `signWiths[${i}]` }) as string);
     }
