@@ -111,16 +111,16 @@ export class Pipeline {
     const fingerprint = fingerprintOf(r.raw);
     let reply: Record<string, unknown>;
     if (!op.external) {
-      // One read: the caller, then the reply (its token taken once, should the read run again).
-      let admitted = false;
+      // One read: the caller, then the reply.
+      const admit = this.#admitter(orgId, nowMs);
       reply = await db.read(async (tx) => {
         const { principal, organization } = await resolvePrincipal(tx, cred.keys, orgId, scope, nowMs, contextOf(cred));
-        if (!admitted) { this.#admit(principal, orgId, nowMs); admitted = true; }
+        admit(principal);
         return runQuery(tx, services, op, op.validate(body), principal, organization, fingerprint, nowMs);
       });
     } else {
       const { principal, organization } = await db.read((tx) => resolvePrincipal(tx, cred.keys, orgId, scope, nowMs, contextOf(cred)));
-      this.#admit(principal, orgId, nowMs);
+      this.#admitter(orgId, nowMs)(principal);
       const query = op.validate(body);
       // A query that asks outside the store (a network's node) does so once the caller is known.
       const external = await op.external(query, services, organization.id, (fn) => db.read(fn));
@@ -192,9 +192,7 @@ export class Pipeline {
     // One transaction (grouped with others on SQLite); it settles once durable. The credential is
     // resolved again in there: an earlier write may have deleted the key or its user.
     const envelope = env;
-    // the request's rate-limit token, taken once: the callback may run again (a failed prediction
-    // on PostgreSQL, a group run again write by write) for the same request
-    let admitted: string | undefined;
+    const admit = this.#admitter(envelope.organizationId, nowMs);
     const out = await db.write(async (tx) => {
       // a body seen stored: its lookup is read, not assumed absent (which would derive its keys again)
       if (storedBefore) tx.readFirst();
@@ -214,10 +212,7 @@ export class Pipeline {
       const keys = cred.kind === 'key' ? registeredKeys(context!, cred.curve) : await stillRegistered(tx, cred);
       const { principal, organization } = await resolvePrincipal(tx, keys, envelope.organizationId, scope, nowMs, context);
       // A refusal (this 429 too) rolls the write back: nothing is left behind.
-      if (admitted !== principal.credential.id) {
-        this.#admit(principal, envelope.organizationId, nowMs);
-        admitted = principal.credential.id;
-      }
+      admit(principal);
       return submitInTransaction(tx, {
         services, lookupSubmit: this.deps.lookupSubmit, op, env: envelope, principal, organization, fingerprint, nowMs, pre: prepared, voucher: voucherOf(cred), lookup, early,
       });
@@ -230,8 +225,18 @@ export class Pipeline {
     return out;
   }
 
-  #admit(principal: Principal, organizationId: string, nowMs: number): void {
-    this.deps.admit?.(principal.credential.id, organizationId, nowMs);
+  /**
+   * The request's rate-limit admission (deps.admit: 429 when its bucket is empty), taken once per
+   * credential however often the callback that calls it runs for the request (a read run again, a
+   * failed prediction on PostgreSQL, a group run again write by write).
+   */
+  #admitter(organizationId: string, nowMs: number): (principal: Principal) => void {
+    let admitted: string | undefined;
+    return (principal) => {
+      if (admitted === principal.credential.id) return;
+      this.deps.admit?.(principal.credential.id, organizationId, nowMs);
+      admitted = principal.credential.id;
+    };
   }
 
   /** The submit body as an envelope of `op` whose timestamp is within the window. */

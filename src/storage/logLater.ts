@@ -243,8 +243,7 @@ export class LaterLog {
     if (h === undefined) {
       // the head was dropped (another connection committed, or too many heads): its entries are
       // in the activities' rows only now; the next write group seals them from there
-      this.#orphans.add(org);
-      this.#armApply();
+      this.#orphan(org);
       return;
     }
     if (!h.later?.length) {
@@ -301,6 +300,11 @@ export class LaterLog {
   #failed(org: string): void {
     const t = this.#tracks.get(org);
     if (t) { t.inFlight = false; t.broken = true; }
+    this.#orphan(org);
+  }
+
+  /** org's later entries are sealed on the request thread at the next write group's BEGIN (one of its own if none comes). */
+  #orphan(org: string): void {
     this.#orphans.add(org);
     this.#armApply();
   }
