@@ -43,6 +43,8 @@ export interface Config {
   webhookMaxAttempts: number;
   /** Webhooks: how long a receiver has to answer (ms). */
   webhookTimeoutMs: number;
+  /** Webhooks: which addresses deliveries may go to (src/domain/destinations.ts); auto = any on a loopback HOST, else public. */
+  webhookDestinations: 'auto' | 'public' | 'any';
   /** OIDC issuers whose tokens oauth / oauth_login / OAuth providers accept (src/auth/oidc.ts). */
   oidcIssuers: string[];
   /** SMTP server for e-mail auth, one-time codes and recovery (nodemailer URL); unset: those flows are refused. */
@@ -247,6 +249,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'webhookRetryMs', env: 'WEBHOOK_RETRY_MS', flag: '--webhook-retry-ms', def: '2000', doc: 'Webhook deliveries: delay before the first retry (ms), doubling with every further attempt (at most 10 minutes)', parse: int(10, 3_600_000) },
   { key: 'webhookMaxAttempts', env: 'WEBHOOK_MAX_ATTEMPTS', flag: '--webhook-max-attempts', def: '12', doc: 'Webhook deliveries: attempts per event before it is given up', parse: int(1, 100) },
   { key: 'webhookTimeoutMs', env: 'WEBHOOK_TIMEOUT_MS', flag: '--webhook-timeout-ms', def: '10000', doc: 'Webhook deliveries: how long a receiver has to answer (ms)', parse: int(100, 300_000) },
+  { key: 'webhookDestinations', env: 'WEBHOOK_DESTINATIONS', flag: '--webhook-destinations', def: 'auto', doc: 'Webhook addresses users may name: public (only public IP addresses: no loopback, private, link-local or reserved ones, checked when an endpoint is made and at each delivery), any, or auto (any when HOST is a loopback address, else public)', parse: oneOf(['auto', 'public', 'any'] as const) },
   { key: 'oidcIssuers', env: 'OIDC_ISSUERS', flag: '--oidc-issuers', def: 'https://accounts.google.com,https://appleid.apple.com,https://www.facebook.com', doc: 'OIDC issuers whose ID tokens the OAuth flows accept (comma-separated; keys found through each issuer\'s /.well-known/openid-configuration); https, or http on a loopback address', parse: issuerList },
   { key: 'smtpUrl', env: 'SMTP_URL', flag: '--smtp-url', def: undefined, doc: 'SMTP server for e-mail auth, one-time codes and recovery, e.g. smtp://user:password@mail.example.com:587 (STARTTLS when offered) or smtps://…:465; unset: those flows are refused (prefer the env variable: it holds a password)', parse: smtpUrl },
   { key: 'mailFrom', env: 'MAIL_FROM', flag: '--mail-from', def: 'kmas <no-reply@localhost>', doc: 'From address of the e-mails kmas sends', parse: nonEmpty },

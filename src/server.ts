@@ -1,4 +1,5 @@
 /** startServer(opts) per docs/design.md §3. */
+import { destinationsFor } from './domain/destinations.js';
 import { LogSigner, TransparencyLog } from './domain/activityLog.js';
 import { useSha256 } from './tlog/hash.js';
 import { nativeLogHashing } from './crypto/nativeHash.js';
@@ -106,9 +107,10 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   // the log hashes each stored activity (its record, its entry, the tree's edge): the native SHA-256
   useSha256(...nativeLogHashing);
   const tlog = new TransparencyLog(db, new LogSigner(boot.info.organizationId, vault.logPublicKey!, (m) => vault.signLog(m)));
+  const webhookDestinations = destinationsFor(config.webhookDestinations, config.host);
   const webhooks = new WebhookDispatcher(db, (m) => vault.signWebhook(m), vault.webhookPublicKey!, log,
     { retryBaseMs: config.webhookRetryMs, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs, pollMs: config.outboxPollMs, mailer,
-      checkpoint: async (organizationId) => (await tlog.checkpoint(organizationId)).note });
+      checkpoint: async (organizationId) => (await tlog.checkpoint(organizationId)).note, destinations: webhookDestinations });
   const chains = new Networks(config.rpcUrls, config.rpcTimeoutMs);
   for (const entry of config.rpcUrls) {
     const u = new URL(entry.slice(entry.indexOf('=') + 1));
@@ -120,7 +122,7 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   const broadcaster = new Broadcaster(db, chains, kickDeliveries, log, { pollMs: config.rpcPollMs, outboxPollMs: config.outboxPollMs });
   const services: Services = {
     vault, chains, tlog, auth: { oidc: new OidcVerifier(config.oidcIssuers), mail: mailer !== undefined },
-    kick: { deliveries: kickDeliveries, broadcasts: () => broadcaster.kick() },
+    kick: { deliveries: kickDeliveries, broadcasts: () => broadcaster.kick() }, webhookDestinations,
   };
   const stampThreads = autoThreads(config.stampWorkers, config);
   const verifier = new StampVerifier(stampThreads);
@@ -144,7 +146,7 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
     metricsUrl = `${urlOf(config.metricsHost ?? config.host, (metricsServer.address() as AddressInfo).port)}/metrics`;
   }
   const signThreads = vault.pool?.size ?? 0;
-  log.info('listening', { url, metricsUrl, storage: db.engine, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, stampVerifiers: VERIFIER_BACKENDS, stampThreads: verifier.threads, signThreads, networks: chains.configured });
+  log.info('listening', { url, metricsUrl, storage: db.engine, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous, stampVerifiers: VERIFIER_BACKENDS, stampThreads: verifier.threads, signThreads, networks: chains.configured, webhookDestinations });
 
   let stopped: Promise<void> | undefined;
   return {

@@ -17,6 +17,10 @@
  *   over `v1.ed25519.<keyId>.<timestamp>.<eventId>.` followed by the raw body bytes, which
  *   @turnkey/crypto verifyTurnkeyWebhookSignature checks with the key from
  *   GET /public/v1/discovery/webhooks/jwks (webhookJwks).
+ * - Destinations: under WEBHOOK_DESTINATIONS=public (src/domain/destinations.ts) a delivery goes
+ *   only to a public address: an IP in the URL is checked, a host name is resolved and the
+ *   connection made to the address that was checked. A refused address, credentials in the URL or
+ *   one of the Fetch standard's bad ports is given up at once.
  * - Outcome: 2xx delivered; 3xx (redirects are not followed), 4xx and 429 given up at once;
  *   network errors, timeouts and 5xx retried after retryBaseMs · 2^(attempt−1) (at most 10
  *   minutes), with a fresh timestamp and signature, until maxAttempts attempts were made.
@@ -28,6 +32,10 @@
  *   address is `mailto:` go to the SMTP server with the same claims, retries and backoff.
  */
 import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP } from 'node:net';
+import { DestinationRefused, guardedLookup, isPublicAddress, type WebhookDestinations } from './domain/destinations.js';
 import type { Logger } from './log.js';
 import { Outbox } from './outbox.js';
 import { webhookDeliveries } from './metrics.js';
@@ -58,6 +66,8 @@ export interface WebhookOptions {
   mailer?: Mailer;
   /** The latest signed checkpoint (note text) of an organization's log, added to activity events' `kmasLog` when they are sent. */
   checkpoint?: (organizationId: string) => Promise<string>;
+  /** Where deliveries may go (WEBHOOK_DESTINATIONS, src/domain/destinations.ts); `any` unless given. */
+  destinations?: WebhookDestinations;
 }
 
 /** The key id (`kid`, X-Turnkey-Signature-Key-Id) of a webhook public key: 16 hex digits of its SHA-256. */
@@ -231,38 +241,28 @@ export class WebhookDispatcher {
     const signed = concatBytes(utf8(`v1.ed25519.${this.keyId}.${timestamp}.${row.id}.`), body);
     const signature = bytesToHex(this.sign(signed));
     try {
-      const res = await fetch(row.url, {
-        method: 'POST',
-        body,
-        redirect: 'manual',
-        signal: AbortSignal.any([AbortSignal.timeout(this.opts.timeoutMs), this.#abort.signal]),
-        headers: {
-          'Content-Type': 'application/json',
-          'User-Agent': 'kmas-webhooks/1',
-          'X-Turnkey-Organization-Id': row.organizationId,
-          'X-Turnkey-Event-Type': row.eventType || ACTIVITY_EVENT,
-          'X-Turnkey-Timestamp': timestamp,
-          'X-Turnkey-Webhook-Version': '1',
-          'X-Turnkey-Event-Id': row.id,
-          'X-Turnkey-Signature-Key-Id': this.keyId,
-          'X-Turnkey-Signature-Algorithm': 'ed25519',
-          'X-Turnkey-Signature-Version': 'v1',
-          'X-Turnkey-Signature': signature,
-        },
-      });
-      await res.arrayBuffer().catch(() => undefined);
-      const reason = `HTTP ${res.status}`;
-      if (res.status >= 200 && res.status < 300) return { kind: 'delivered', reason };
-      return { kind: res.status >= 500 ? 'retry' : 'refused', reason };
+      const status = await post(row.url, body, {
+        'Content-Type': 'application/json',
+        'User-Agent': 'kmas-webhooks/1',
+        'X-Turnkey-Organization-Id': row.organizationId,
+        'X-Turnkey-Event-Type': row.eventType || ACTIVITY_EVENT,
+        'X-Turnkey-Timestamp': timestamp,
+        'X-Turnkey-Webhook-Version': '1',
+        'X-Turnkey-Event-Id': row.id,
+        'X-Turnkey-Signature-Key-Id': this.keyId,
+        'X-Turnkey-Signature-Algorithm': 'ed25519',
+        'X-Turnkey-Signature-Version': 'v1',
+        'X-Turnkey-Signature': signature,
+      }, AbortSignal.any([AbortSignal.timeout(this.opts.timeoutMs), this.#abort.signal]), this.opts.destinations ?? 'any');
+      const reason = `HTTP ${status}`;
+      if (status >= 200 && status < 300) return { kind: 'delivered', reason };
+      return { kind: status >= 500 ? 'retry' : 'refused', reason };
     } catch (e) {
-      const err = e as Error & { cause?: { code?: string } };
+      const err = e as Error & { code?: string };
       if (err.name === 'TimeoutError') return { kind: 'retry', reason: 'timeout' };
-      // fetch refuses some addresses outright (user:password@ in the URL, a port the Fetch standard
-      // blocks): no retry can help.
-      if (err instanceof TypeError && (err.cause === undefined || (err.cause as Error).message === 'bad port')) {
-        return { kind: 'refused', reason: (err.cause as Error | undefined)?.message ?? err.message };
-      }
-      return { kind: 'retry', reason: err.cause?.code ?? err.message };
+      // an address the rule or the URL itself rules out: no retry can help
+      if (err instanceof DestinationRefused || err instanceof UnusableUrl) return { kind: 'refused', reason: err.message };
+      return { kind: 'retry', reason: err.code ?? err.message };
     }
   }
 
@@ -301,4 +301,49 @@ const isMail = (row: WebhookDeliveryRow) => row.url.startsWith('mailto:');
 function originOf(url: string): string {
   if (url.startsWith('mailto:')) return `mail to ${url.slice(url.lastIndexOf('@') + 1)}`;
   try { return new URL(url).origin; } catch { return '(invalid address)'; }
+}
+
+/** A webhook address that cannot be POSTed to as it is (not http(s), credentials in it, a bad port). */
+class UnusableUrl extends Error {}
+
+/**
+ * The Fetch standard's "bad ports" (those of SMTP, IMAP, SSH, IRC …): an HTTP request sent there
+ * could be taken for that protocol's commands, so browsers never connect to them, nor does kmas.
+ */
+const BAD_PORTS = new Set([
+  0, 1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104, 109, 110, 111, 113,
+  115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515, 526, 530, 531, 532, 540, 548, 554, 556, 563,
+  587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669,
+  6679, 6697, 10080,
+]);
+
+/**
+ * POSTs `body` to `url` and answers the response's status (its body read and dropped; redirects
+ * are not followed). Under `public`, an address given as an IP must be public, and a host name is
+ * connected to at an address guardedLookup checked.
+ */
+function post(url: string, body: Buffer, headers: Record<string, string>, signal: AbortSignal, rule: WebhookDestinations): Promise<number> {
+  let u: URL;
+  try { u = new URL(url); } catch { return Promise.reject(new UnusableUrl('the address is not a URL')); }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return Promise.reject(new UnusableUrl(`the address is not http(s): ${u.protocol}`));
+  if (u.username !== '' || u.password !== '') return Promise.reject(new UnusableUrl('the address carries credentials (user:password@)'));
+  const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+  if (BAD_PORTS.has(port)) return Promise.reject(new UnusableUrl(`port ${port} is one the Fetch standard blocks (another protocol's)`));
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  if (rule === 'public' && isIP(host) !== 0 && !isPublicAddress(host)) return Promise.reject(new DestinationRefused(host, host));
+  const request = u.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise<number>((resolve, reject) => {
+    const req = request(u, {
+      method: 'POST', signal, headers: { ...headers, 'Content-Length': String(body.length) },
+      ...(rule === 'public' && isIP(host) === 0 ? { lookup: guardedLookup } : {}),
+    }, (res) => {
+      res.on('error', fail);
+      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.resume();
+    });
+    // an abort (the timeout, or shutdown) is reported as its reason: a TimeoutError is retried
+    const fail = (e: Error) => reject(signal.aborted ? signal.reason : e);
+    req.on('error', fail);
+    req.end(body);
+  });
 }

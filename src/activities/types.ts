@@ -8,6 +8,7 @@ import type { Vault } from '../crypto/index.js';
 import type { AuthServices } from '../auth/services.js';
 import type { Networks } from '../chains/networks.js';
 import type { TransparencyLog } from '../domain/activityLog.js';
+import type { WebhookDestinations } from '../domain/destinations.js';
 
 /**
  * What operations use besides the database, handed to them explicitly (ExecContext.services, and
@@ -24,6 +25,8 @@ export interface Services {
   tlog: TransparencyLog;
   /** Has the outboxes look for due rows; called after the commit that added some (Tx.afterCommit). */
   kick: { deliveries(): void; broadcasts(): void };
+  /** Which addresses webhooks may be sent to (WEBHOOK_DESTINATIONS, src/domain/destinations.ts). */
+  webhookDestinations: WebhookDestinations;
 }
 
 export interface ExecContext {

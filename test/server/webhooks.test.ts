@@ -162,7 +162,7 @@ describe('webhooks', () => {
     expect(rx.got).toHaveLength(3);
     expect(await outbox(ts.dataDir)).toBe(0);
 
-    // Addresses fetch refuses outright are given up too (credentials in the URL, a blocked port).
+    // Addresses no request may go to are given up too (credentials in the URL, a port the Fetch standard blocks).
     rx.got.length = 0;
     for (const bad of ['http://user:secret@127.0.0.1:9/x', 'http://127.0.0.1:9/x']) {
       const e: any = await ts.sdk.createWebhookEndpoint({ url: bad, name: 'unusable', subscriptions: [{ eventType: 'ACTIVITY_UPDATES' }] } as any);

@@ -1,5 +1,6 @@
 /** set_organization_feature, remove_organization_feature (result: the whole resulting feature list). */
-import { notFound } from '../../errors.js';
+import { invalidArgument, notFound } from '../../errors.js';
+import { refusedDestination, type WebhookDestinations } from '../../domain/destinations.js';
 import { requireRoot } from '../../domain/principal.js';
 import { FEATURE_NAMES } from '../../domain/enums.js';
 import { featuresRecord } from '../../domain/records.js';
@@ -13,6 +14,14 @@ export function isHttpUrl(s: string): boolean {
     const u = new URL(s);
     return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
   } catch { return false; }
+}
+
+/** 400 naming `field` when WEBHOOK_DESTINATIONS rules `url` out (checked before the caller's rights: the same answer for all). */
+export function allowedDestination(url: string | undefined, rule: WebhookDestinations, field: string): void {
+  const why = url === undefined ? undefined : refusedDestination(url, rule);
+  if (why === undefined) return;
+  const description = `${why}: this server delivers webhooks to public addresses only (WEBHOOK_DESTINATIONS=public)`;
+  throw invalidArgument(`${field}: ${description}`, [{ field, description }]);
 }
 
 export const setOrganizationFeature: SubmitOperation<{ name: FeatureName; value: string }, { features: { name: string; value: string }[] }> = {
@@ -30,7 +39,10 @@ export const setOrganizationFeature: SubmitOperation<{ name: FeatureName; value:
     v.done();
     return { name: name!, value: value! };
   },
-  authorize(p) { requireRoot(p, 'change organization features'); },
+  authorize(p, i, _store, services) {
+    if (i.name === 'FEATURE_NAME_WEBHOOK') allowedDestination(i.value, services.webhookDestinations, 'value');
+    requireRoot(p, 'change organization features');
+  },
   async execute(ctx, i) {
     await ctx.tx.features.set(ctx.organization.id, i.name, i.value);
     await ctx.tx.organizations.touch(ctx.organization.id, ctx.nowMs);

@@ -8,7 +8,7 @@ import { requireRoot } from '../../domain/principal.js';
 import type { Tx, WebhookEndpointRow, WebhookSubscription } from '../../storage/types.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
-import { isHttpUrl } from './features.js';
+import { allowedDestination, isHttpUrl } from './features.js';
 
 export const EVENT_TYPES = ['ACTIVITY_UPDATES', 'BALANCE_CONFIRMED_UPDATES', 'BALANCE_FINALIZED_UPDATES', 'SEND_TRANSACTION_STATUS_UPDATES'] as const;
 /** Endpoints per organization at most. */
@@ -68,7 +68,8 @@ export const createWebhookEndpoint: SubmitOperation<CreateEndpoint, { endpointId
     v.done();
     return { url: url!, name: name!, subscriptions };
   },
-  async authorize(p, _intent, store) {
+  async authorize(p, intent, store, services) {
+    allowedDestination(intent.url, services.webhookDestinations, 'url');
     requireRoot(p, 'manage webhook endpoints');
     if ((await store.webhooks.endpoints(p.organization.id)).length >= MAX_ENDPOINTS) {
       throw failedPrecondition(`an organization has at most ${MAX_ENDPOINTS} webhook endpoints`);
@@ -102,7 +103,8 @@ export const updateWebhookEndpoint: SubmitOperation<UpdateEndpoint, { endpointId
       ...(isActive !== undefined ? { isActive } : {}),
     };
   },
-  async authorize(p, intent, store) {
+  async authorize(p, intent, store, services) {
+    allowedDestination(intent.url, services.webhookDestinations, 'url');
     requireRoot(p, 'manage webhook endpoints');
     await requireEndpoint(store, p.organization.id, intent.endpointId);
   },
