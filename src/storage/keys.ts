@@ -97,6 +97,7 @@ export interface KeyStore {
     get(organizationId: string, id: string): Promise<WalletAccountRow | undefined>;
     byAddress(organizationId: string, address: string): Promise<WalletAccountRow | undefined>;
     inWalletByAddress(organizationId: string, walletId: string, address: string): Promise<WalletAccountRow | undefined>;
+    /** `path` canonical (hardened written `'`); matches rows stored before paths were canonical (`h`, `H`) too. */
     inWalletByPath(organizationId: string, walletId: string, path: string): Promise<WalletAccountRow[]>;
     /** newest first; walletId undefined = all wallets of the organization; undefined when a cursor is unknown */
     list(organizationId: string, walletId: string | undefined, page: ListPage): Promise<WalletAccountRow[] | undefined>;
@@ -128,6 +129,16 @@ export interface KeyStore {
 export function addressKey(address: string): string {
   return /^0x[0-9a-fA-F]{40}$/.test(address) ? address.toLowerCase() : address;
 }
+
+/**
+ * A stored account path in its canonical form. Paths are stored canonical (hardened written `'`);
+ * rows written before that keep the `h` / `H` the request used, and a stored path passed parsePath,
+ * so the hardened mark is all that can differ. PATH_SQL is the same in SQL (SQLite and PostgreSQL).
+ */
+export function canonicalPath(path: string): string {
+  return path.replace(/[hH]/g, "'");
+}
+export const PATH_SQL = "REPLACE(REPLACE(path, 'h', ''''), 'H', '''')";
 
 type Row = Record<string, unknown>;
 const bytes = (v: unknown): Uint8Array => new Uint8Array(v as Buffer);
@@ -221,7 +232,7 @@ const walletFrom = (r: Row): WalletRow => ({
 });
 const accountFrom = (r: Row): WalletAccountRow => ({
   id: r.id as string, organizationId: r.organization_id as string, walletId: r.wallet_id as string, curve: r.curve as string,
-  pathFormat: r.path_format as string, path: r.path as string, addressFormat: r.address_format as string, address: r.address as string,
+  pathFormat: r.path_format as string, path: canonicalPath(r.path as string), addressFormat: r.address_format as string, address: r.address as string,
   publicKey: r.public_key as string, sealed: bytes(r.sealed), name: (r.name as string | null) ?? null,
   exported: r.exported === 1, createdMs: r.created_ms as number, updatedMs: r.updated_ms as number,
 });
@@ -269,7 +280,7 @@ export function sqliteKeyStore(db: Database.Database, cache: RowCache): Sync<Key
     aDelete: q('DELETE FROM wallet_accounts WHERE organization_id = ? AND id = ?'),
     aByAddr: q('SELECT * FROM wallet_accounts WHERE organization_id = ? AND address_key = ? ORDER BY seq LIMIT 1'),
     aInWalletByAddr: q('SELECT * FROM wallet_accounts WHERE organization_id = ? AND wallet_id = ? AND address_key = ? ORDER BY seq LIMIT 1'),
-    aInWalletByPath: q('SELECT * FROM wallet_accounts WHERE organization_id = ? AND wallet_id = ? AND path = ? ORDER BY seq'),
+    aInWalletByPath: q(`SELECT * FROM wallet_accounts WHERE organization_id = ? AND wallet_id = ? AND ${PATH_SQL} = ? ORDER BY seq`),
     aAll: q('SELECT * FROM wallet_accounts WHERE organization_id = ? AND wallet_id = ? ORDER BY seq'),
     aInsert: q(`INSERT INTO wallet_accounts (id, organization_id, wallet_id, curve, path_format, path, address_format, address, address_key,
                 public_key, sealed, name, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),

@@ -10,7 +10,7 @@ import type {
   OauthProviderRow, OrganizationRow, OtpRow, PendingActivityRow, PolicyEvaluationRow, PolicyRow, Repositories, SecretRow, SendTransactionRow,
   SubOrgFilter, TagRow, TagType, UserRow, VoteRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription, LogHeadRow, StampContext,
 } from './types.js';
-import { addressKey, type AddressEntry, type ImportTargetRow, type KeyStore, type ListPage, type PrivateKeyRow, type WalletAccountRow, type WalletRow } from './keys.js';
+import { PATH_SQL, addressKey, canonicalPath, type AddressEntry, type ImportTargetRow, type KeyStore, type ListPage, type PrivateKeyRow, type WalletAccountRow, type WalletRow } from './keys.js';
 
 import { foldNodes, logIndexesFrom, nodePlace } from './logNodes.js';
 import { SENDER_TURN } from './sharedSql.js';
@@ -161,7 +161,7 @@ const walletFrom = (r: Row): WalletRow => ({
 });
 const accountFrom = (r: Row): WalletAccountRow => ({
   id: str(r.id), organizationId: str(r.organization_id), walletId: str(r.wallet_id), curve: str(r.curve),
-  pathFormat: str(r.path_format), path: str(r.path), addressFormat: str(r.address_format), address: str(r.address),
+  pathFormat: str(r.path_format), path: canonicalPath(str(r.path)), addressFormat: str(r.address_format), address: str(r.address),
   publicKey: str(r.public_key), sealed: bytes(r.sealed), name: strOrNull(r.name),
   exported: r.exported === true, createdMs: num(r.created_ms), updatedMs: num(r.updated_ms),
 });
@@ -344,7 +344,7 @@ function keyStore(q: Queries, orgData: OrgData): KeyStore {
         const r = await q.get('SELECT * FROM wallet_accounts WHERE organization_id = $1 AND wallet_id = $2 AND address_key = $3 ORDER BY seq LIMIT 1', [org, w, addressKey(address)]);
         return r ? accountFrom(r) : undefined;
       },
-      inWalletByPath: async (org, w, path) => (await q.all('SELECT * FROM wallet_accounts WHERE organization_id = $1 AND wallet_id = $2 AND path = $3 ORDER BY seq', [org, w, path])).map(accountFrom),
+      inWalletByPath: async (org, w, path) => (await q.all(`SELECT * FROM wallet_accounts WHERE organization_id = $1 AND wallet_id = $2 AND ${PATH_SQL} = $3 ORDER BY seq`, [org, w, path])).map(accountFrom),
       list: async (org, walletId, page) => (await pageBySeq(q, 'wallet_accounts', org, page, walletId === undefined ? undefined : (p) => [`wallet_id = ${p(walletId)}`]))?.map(accountFrom),
       listAll: async (org, w) => (await q.all('SELECT * FROM wallet_accounts WHERE organization_id = $1 AND wallet_id = $2 ORDER BY seq', [org, w])).map(accountFrom),
       insert: async (a) => {

@@ -4,7 +4,7 @@
  * Import targets are stored sealed, expire after IMPORT_TARGET_TTL_MS and are used once.
  */
 import { ApiError, Grpc, invalidArgument, notFound } from '../../errors.js';
-import { CryptoError, privateKeyAddresses } from '../../crypto/index.js';
+import { CryptoError, equalBytes, privateKeyAddresses } from '../../crypto/index.js';
 import {
   API_CURVES, IMPORT_TARGET_TTL_MS, cryptoCall, ctxAccount, ctxImportTarget, ctxPrivateKey, ctxWallet, curveId,
   requirePrivateKey, requireWallet, toApiError,
@@ -15,7 +15,7 @@ import type { ImportTargetRow, WalletRow } from '../../storage/keys.js';
 import { keysFor, type ExecContext, type SubmitOperation } from '../types.js';
 import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { readAccounts, readAddressFormats, readTargetPublicKey, requireKeyAdmin, type AccountParams } from './keyParams.js';
-import { addAccounts } from './wallets.js';
+import { addAccounts, planAccounts, refuseDuplicates, type AccountsPlan } from './wallets.js';
 
 // ---- init_import_* ---------------------------------------------------------------------------------
 
@@ -57,7 +57,12 @@ export const initImportPrivateKey = initImport('private_key', 'ACTIVITY_TYPE_INI
  */
 async function withImportTarget<T>(tx: Tx, organizationId: string, userId: string, kind: ImportTargetRow['kind'], nowMs: number,
   use: (t: ImportTargetRow) => T): Promise<{ target: ImportTargetRow; value: T }> {
-  const targets = await tx.keys.importTargets.listValid(organizationId, userId, kind, nowMs);
+  return await openWithTarget(await tx.keys.importTargets.listValid(organizationId, userId, kind, nowMs), userId, kind, use);
+}
+
+/** withImportTarget over targets read before (derive: the crypto runs after the read, outside it). */
+async function openWithTarget<T>(targets: ImportTargetRow[], userId: string, kind: ImportTargetRow['kind'],
+  use: (t: ImportTargetRow) => T): Promise<{ target: ImportTargetRow; value: T }> {
   const initOp = kind === 'wallet' ? 'init_import_wallet' : 'init_import_private_key';
   if (targets.length === 0) {
     throw new ApiError(Grpc.FAILED_PRECONDITION, `no pending import for user ${userId}: call ${initOp} first (import bundles expire after ${IMPORT_TARGET_TTL_MS / 60000} minutes and are used once)`,
@@ -88,6 +93,13 @@ async function useTarget(tx: Tx, target: ImportTargetRow, userId: string): Promi
 
 interface ImportWallet { userId: string; walletName: string; encryptedBundle: string; accounts: AccountParams[] }
 
+/**
+ * An imported wallet made before the transaction (derive): the target whose key opened the bundle
+ * (its id and sealed key, to tell that it is still the same one), the new wallet's id, its sealed
+ * mnemonic and derived accounts.
+ */
+interface ImportWalletPlan { organizationId: string; targetId: string; targetSealed: Uint8Array; accounts: AccountsPlan }
+
 export const importWallet: SubmitOperation<ImportWallet, { walletId: string; addresses: string[] }> = {
   kind: 'submit',
   path: 'import_wallet',
@@ -105,25 +117,53 @@ export const importWallet: SubmitOperation<ImportWallet, { walletId: string; add
     requireKeyAdmin(p, 'import wallets');
     const org = p.organization.id;
     await requireUser(store, org, intent.userId);
+    await refuseDuplicates(store, org, undefined, intent.accounts);
     const vault = services.vault;
     // Dry run: the bundle must open under a pending target and hold a valid mnemonic.
     await withImportTarget(store, org, intent.userId, 'wallet', Date.now(), (t) =>
       vault.importWallet(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, ctxWallet(org, 'dry-run')));
   },
+  // The mnemonic's PBKDF2 and the accounts' derivation run here, before the transaction (docs/server.md).
+  async derive(ctx, intent, read): Promise<ImportWalletPlan> {
+    const org = ctx.organization.id;
+    const vault = ctx.services.vault;
+    const walletId = ctx.newId();
+    const targets = await read((tx) => tx.keys.importTargets.listValid(org, intent.userId, 'wallet', ctx.nowMs));
+    const { target, value } = await openWithTarget(targets, intent.userId, 'wallet', (t) =>
+      vault.importWallet(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, ctxWallet(org, walletId)));
+    const accounts = planAccounts(vault, { id: walletId, organizationId: org, sealedMnemonic: value.sealedMnemonic }, intent.accounts, 'accounts', ctx.newId);
+    return { organizationId: org, targetId: target.id, targetSealed: target.sealed, accounts };
+  },
   async execute(ctx, intent) {
     const { tx, organization, nowMs } = ctx;
     const org = organization.id;
     const vault = ctx.services.vault;
-    const id = ctx.newId();
-    const { target, value } = await withImportTarget(tx, org, intent.userId, 'wallet', nowMs, (t) =>
-      vault.importWallet(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, ctxWallet(org, id)));
-    await useTarget(tx, target, intent.userId);
+    const plan = ctx.derived as ImportWalletPlan | undefined;
+    // The plan applies while the target that opened the bundle is still pending, unchanged: it is the
+    // one withImportTarget would find (a bundle opens under one target key), its mnemonic the one sealed.
+    const planned = plan?.organizationId === org
+      ? (await tx.keys.importTargets.listValid(org, intent.userId, 'wallet', nowMs)).find((t) => t.id === plan.targetId && equalBytes(t.sealed, plan.targetSealed))
+      : undefined;
+    let id: string;
+    let sealedMnemonic: Uint8Array;
+    if (planned && plan) {
+      await useTarget(tx, planned, intent.userId);
+      id = plan.accounts.walletId;
+      sealedMnemonic = plan.accounts.sealedMnemonic;
+    } else {
+      id = ctx.newId();
+      const { target, value } = await withImportTarget(tx, org, intent.userId, 'wallet', nowMs, (t) =>
+        vault.importWallet(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, ctxWallet(org, id)));
+      await useTarget(tx, target, intent.userId);
+      sealedMnemonic = value.sealedMnemonic;
+    }
     const wallet: WalletRow = {
-      id, organizationId: org, name: intent.walletName, sealedMnemonic: value.sealedMnemonic, imported: true, exported: false,
+      id, organizationId: org, name: intent.walletName, sealedMnemonic, imported: true, exported: false,
       createdMs: nowMs, updatedMs: nowMs,
     };
     await tx.keys.wallets.insert(wallet);
-    return { walletId: id, addresses: await addAccounts(ctx, wallet, intent.accounts) };
+    // addAccounts uses the plan's accounts only for this wallet id and sealed mnemonic; else derives them now.
+    return { walletId: id, addresses: await addAccounts(ctx, wallet, intent.accounts, true, 'accounts', plan?.accounts) };
   },
 };
 

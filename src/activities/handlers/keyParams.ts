@@ -3,7 +3,7 @@ import { isRoot } from '../../domain/principal.js';
 import type { Principal } from '../../domain/principal.js';
 import { permissionDenied } from '../../errors.js';
 import {
-  CryptoError, assertFormatFitsCurve, parseTargetPublicKey, validateAccountSpec, type CurveId,
+  CryptoError, assertFormatFitsCurve, formatPath, parseTargetPublicKey, validateAccountSpec, type CurveId,
 } from '../../crypto/index.js';
 import { API_CURVES, curveId } from '../../domain/keys.js';
 import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
@@ -11,6 +11,7 @@ import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 export interface AccountParams {
   curve: string;
   pathFormat: string;
+  /** Canonical (formatPath: hardened written `'`), whichever of `'`, `h`, `H` the request used. */
   path: string;
   addressFormat: string;
   name?: string;
@@ -36,13 +37,15 @@ export function readAccounts(v: Validator, o: Obj, key: string, field: string, o
     const addressFormat = v.string(a, 'addressFormat', `${f}.addressFormat`, { required: true, max: 100 });
     const name = v.string(a, 'name', `${f}.name`, { max: MAX_NAME });
     if (!curve || !pathFormat || path === undefined || addressFormat === undefined) return;
+    let indices: number[];
     try {
-      validateAccountSpec({ curve, pathFormat, path, addressFormat }, f);
+      ({ indices } = validateAccountSpec({ curve, pathFormat, path, addressFormat }, f));
     } catch (e) {
       failFromCrypto(v, e, f);
       return;
     }
-    out.push({ curve, pathFormat, path, addressFormat, ...(name ? { name } : {}) });
+    // Stored, compared and returned in one spelling (hardened `'`): m/44h/60h/0h/0/0 is m/44'/60'/0'/0/0.
+    out.push({ curve, pathFormat, path: formatPath(indices), addressFormat, ...(name ? { name } : {}) });
   });
   return out;
 }

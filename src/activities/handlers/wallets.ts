@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { alreadyExists, failedPrecondition, invalidArgument, notFound } from '../../errors.js';
-import { equalBytes, type SealedAccount, type Vault } from '../../crypto/index.js';
+import { equalBytes, formatPath, parsePath, type SealedAccount, type Vault } from '../../crypto/index.js';
 import {
   accountRecord, cryptoCall, ctxAccount, ctxWallet, requireWallet, walletRecord,
 } from '../../domain/keys.js';
@@ -280,7 +280,7 @@ export const getWalletAccount: QueryOperation<{ walletId: string; address?: stri
     const v = new Validator();
     const walletId = v.string(body, 'walletId', 'walletId', { required: true, max: 100 });
     const address = v.string(body, 'address', 'address', { max: 200 }) || undefined;
-    const path = v.string(body, 'path', 'path', { max: 1024 }) || undefined;
+    const path = canonicalPathOrAsIs(v.string(body, 'path', 'path', { max: 1024 }) || undefined);
     if (address === undefined && path === undefined) v.fail('address', 'give the account\'s address or its path');
     v.done();
     return { walletId: walletId!, ...(address !== undefined ? { address } : {}), ...(path !== undefined ? { path } : {}) };
@@ -295,6 +295,16 @@ export const getWalletAccount: QueryOperation<{ walletId: string; address?: stri
     return { account: accountRecord(acct) };
   },
 };
+
+/** A path as accounts store it (canonical, hardened `'`); one that does not parse names no account and is kept as given. */
+function canonicalPathOrAsIs(path: string | undefined): string | undefined {
+  if (path === undefined) return undefined;
+  try {
+    return formatPath(parsePath(path));
+  } catch {
+    return path;
+  }
+}
 
 export const listWalletAccounts: QueryOperation<{ walletId?: string; includeWalletDetails: boolean; page: Pagination }> = {
   kind: 'query',
