@@ -38,12 +38,12 @@ export async function authorizeSubmit(
   organization: OrganizationRow, nowMs: number, { voters = [], voterCredentials = [], external }: DecisionInputs = {},
 ): Promise<Decision> {
   if (principal.access !== 'member') {
-    await op.authorize(principal, intent, tx, services);
+    await op.authorize(principal, intent, tx, services, organization);
     return { outcome: 'OUTCOME_ALLOW', reason: 'allowed to the parent organization', evaluations: [] };
   }
   let fixedRules = true;
   try {
-    await op.authorize(principal, intent, tx, services);
+    await op.authorize(principal, intent, tx, services, organization);
   } catch (e) {
     if (!(e instanceof ApiError) || e.code !== Grpc.PERMISSION_DENIED) throw e;
     fixedRules = false;
@@ -78,7 +78,7 @@ export async function admitOutsideWork(
 ): Promise<void> {
   if (op.policyReadsExternal && principal.access === 'member') {
     try {
-      await op.authorize(principal, intent, tx, services);
+      await op.authorize(principal, intent, tx, services, organization);
     } catch (e) {
       if (!(e instanceof ApiError) || e.code !== Grpc.PERMISSION_DENIED) throw e;
     }

@@ -76,8 +76,12 @@ export interface SubmitOperation<I = unknown, R = unknown> {
   types: Record<string, TypeVersion>;
   /** parameters → normalized intent (throws InvalidArgument with field violations). */
   validate(params: Obj, type: string): I;
-  /** Throws PermissionDenied (nothing is stored). Reads only. */
-  authorize(principal: Principal, intent: I, tx: Tx, services: Services): void | Promise<void>;
+  /**
+   * Throws PermissionDenied (nothing is stored). Reads only. Other errors it throws (validation
+   * against the state) are the reply, and store nothing either. `organization`: the one the
+   * request addresses (a parent's caller has its own as principal.organization).
+   */
+  authorize(principal: Principal, intent: I, tx: Tx, services: Services, organization: OrganizationRow): void | Promise<void>;
   /** Runs inside the activity transaction; an ApiError thrown here marks the activity FAILED. */
   execute(ctx: ExecContext, intent: I): R | Promise<R>;
   /** true when execute changes nothing in the store (signing): it then needs no savepoint of its own. */

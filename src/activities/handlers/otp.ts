@@ -21,7 +21,7 @@ import type { OrganizationRow, Tx } from '../../storage/types.js';
 import type { Vault } from '../../crypto/index.js';
 import { keysFor, type SubmitOperation } from '../types.js';
 import { Validator, type Obj } from '../../domain/validate.js';
-import { authorizeInitOtp, checkOtp, findUserByEmail, markEmailVerified, otpLock, readInitOtp, sendOtp, userByEmail, type InitOtp } from './emailAuth.js';
+import { authorizeInitOtp, checkOtp, findUserByEmail, markEmailVerified, otpLock, readInitOtp, requireFlowEnabled, sendOtp, userByEmail, type InitOtp } from './emailAuth.js';
 import { loginOptions, readLoginCommon, readP256Key, requireAuthFlowCaller, type LoginCommon } from './oauth.js';
 
 const DEFAULT_TOKEN_SECONDS = 3600;
@@ -71,6 +71,26 @@ export const initOtp: SubmitOperation<InitOtp, { otpId: string; otpEncryptionTar
 
 interface VerifyOtp { otpId: string; encryptedOtpBundle?: string; otpCode?: string; publicKey?: string; expirationSeconds?: string }
 
+/**
+ * The code and the client's public key verify_otp checks: V1's own parameters, or what V2's
+ * encrypted bundle holds (opened with the target key of the code it names, if that is one of
+ * init_otp's; else the code is not found later).
+ */
+async function codeAndKey(tx: Tx, vault: Vault, organizationId: string, intent: VerifyOtp): Promise<{ code: string; publicKey: string }> {
+  const pending = intent.encryptedOtpBundle === undefined ? undefined : await tx.otps.get(organizationId, intent.otpId);
+  if (!pending?.sealedTarget) return { code: intent.otpCode ?? '', publicKey: intent.publicKey ?? '' };
+  const sealed = pending.sealedTarget;
+  const text = cryptoCall(() => vault.openOtpBundle(sealed, otpTargetContext(organizationId, pending.id), intent.encryptedOtpBundle!), 'encryptedOtpBundle');
+  let parsed: unknown;
+  try { parsed = JSON.parse(text); } catch { parsed = undefined; }
+  // JSON null, an array or a scalar is not the object asked for
+  const inner: { otp_code?: unknown; public_key?: unknown } = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? parsed : {};
+  if (typeof inner.otp_code !== 'string' || typeof inner.public_key !== 'string' || !normalizePublicKey('API_KEY_CURVE_P256', inner.public_key)) {
+    throw invalidArgument('the encrypted OTP bundle must hold {"otp_code","public_key"} with a P-256 public key', [{ field: 'encryptedOtpBundle', description: 'unexpected content' }]);
+  }
+  return { code: inner.otp_code, publicKey: inner.public_key };
+}
+
 export const verifyOtp: SubmitOperation<VerifyOtp, { verificationToken: string }> = {
   kind: 'submit',
   path: 'verify_otp',
@@ -96,23 +116,16 @@ export const verifyOtp: SubmitOperation<VerifyOtp, { verificationToken: string }
       ...(expirationSeconds !== undefined ? { expirationSeconds } : {}),
     };
   },
-  authorize(p) { requireAuthFlowCaller(p, 'check one-time codes'); },
+  // A bundle that cannot be read (not for the code's key, or not {"otp_code","public_key"}) is a
+  // malformed request: refused (400), it stores nothing and uses up no attempt.
+  async authorize(p, intent, tx, services, organization) {
+    requireAuthFlowCaller(p, 'check one-time codes');
+    await codeAndKey(tx, services.vault, organization.id, intent);
+  },
   locks: (intent) => [otpLock(intent.otpId)],
   async execute(ctx, intent) {
     const { tx, organization, nowMs } = ctx;
-    let code = intent.otpCode ?? '';
-    let publicKey = intent.publicKey ?? '';
-    const pending = await tx.otps.get(organization.id, intent.otpId);
-    if (intent.encryptedOtpBundle !== undefined && pending?.sealedTarget) {
-      const text = cryptoCall(() => ctx.services.vault.openOtpBundle(pending.sealedTarget!, otpTargetContext(organization.id, pending.id), intent.encryptedOtpBundle!), 'encryptedOtpBundle');
-      let inner: { otp_code?: unknown; public_key?: unknown };
-      try { inner = JSON.parse(text) as typeof inner; } catch { inner = {}; }
-      if (typeof inner.otp_code !== 'string' || typeof inner.public_key !== 'string' || !normalizePublicKey('API_KEY_CURVE_P256', inner.public_key)) {
-        throw invalidArgument('the encrypted OTP bundle must hold {"otp_code","public_key"} with a P-256 public key', [{ field: 'encryptedOtpBundle', description: 'unexpected content' }]);
-      }
-      code = inner.otp_code;
-      publicKey = inner.public_key;
-    }
+    const { code, publicKey } = await codeAndKey(tx, ctx.services.vault, organization.id, intent);
     const row = await checkOtp(ctx, intent.otpId, code, true);
     const user = await findUserByEmail(tx, organization.id, row.contact);
     if (user) await markEmailVerified(ctx, user, row.contact);
@@ -126,18 +139,17 @@ export const verifyOtp: SubmitOperation<VerifyOtp, { verificationToken: string }
 };
 
 /**
- * The token's claims once it and the client signature check out; with `organization` (the one
- * addressed), also that the token was issued there or in its parent.
+ * The token's claims once it and the client signature check out (required when the token is bound
+ * to a public key); with `organization` (the one addressed), also that the token was issued there
+ * or in its parent.
  */
 function loginClaims(vault: Vault, organization: OrganizationRow | undefined, intent: OtpLogin, nowMs: number): VerificationClaims {
   const claims = readVerificationToken(vault, intent.verificationToken, nowMs);
   if (organization && claims.organization_id !== organization.id && claims.organization_id !== organization.parentId) {
     throw invalidArgument('the verification token was issued for another organization', [{ field: 'verificationToken', description: 'issued for another organization' }]);
   }
-  if (intent.clientSignature) {
-    checkClientSignature(intent.clientSignature, claims, 'USAGE_TYPE_LOGIN', (m) =>
-      (m.login as { publicKey?: unknown } | undefined)?.publicKey === intent.publicKey ? undefined : 'message.login.publicKey must be the publicKey logging in');
-  }
+  checkClientSignature(intent.clientSignature, claims, 'USAGE_TYPE_LOGIN', (m) =>
+    (m.login as { publicKey?: unknown } | undefined)?.publicKey === intent.publicKey ? undefined : 'message.login.publicKey must be the publicKey logging in');
   return claims;
 }
 
@@ -168,6 +180,9 @@ export const otpLogin: SubmitOperation<OtpLogin, { session: string }> = {
   },
   async execute(ctx, intent) {
     const { tx, organization, nowMs } = ctx;
+    // A code sent by the parent organization does not log a user into a sub-organization that
+    // switched one-time codes off (init_otp there is refused the same way).
+    await requireFlowEnabled(ctx, 'disableOtpEmailAuth', 'one-time codes by e-mail');
     const claims = loginClaims(ctx.services.vault, organization, intent, nowMs);
     const user = await userByEmail(ctx, claims.contact);
     await spendVerificationToken(tx, claims, nowMs);

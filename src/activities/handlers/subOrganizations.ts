@@ -136,7 +136,7 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
 
 /**
  * A sign-up with verify_otp's token: issued by this (parent) organization, for the e-mail address
- * of a root user, spent once (with its key's client signature when given); that address counts as
+ * of a root user, spent once (with the client signature of the key it is bound to, if any); that address counts as
  * verified.
  */
 async function verifySignup(ctx: ExecContext, intent: CreateSubOrganization, subOrganizationId: string): Promise<void> {
@@ -148,18 +148,16 @@ async function verifySignup(ctx: ExecContext, intent: CreateSubOrganization, sub
   await markEmailVerified(ctx, user, claims.contact);
 }
 
-/** The sign-up token's claims once it, its organization and its client signature check out. */
+/** The sign-up token's claims once it, its organization and its client signature (required when the token is bound to a public key) check out. */
 function signupClaims(vault: Vault, organizationId: string, intent: CreateSubOrganization, nowMs: number): VerificationClaims {
   const claims = readVerificationToken(vault, intent.verificationToken!, nowMs);
   if (claims.organization_id !== organizationId) {
     throw invalidArgument('the verification token was issued for another organization', [{ field: 'verificationToken', description: 'issued for another organization' }]);
   }
-  if (intent.clientSignature) {
-    checkClientSignature(intent.clientSignature, claims, 'USAGE_TYPE_SIGNUP', (m) => {
-      const usage = (m.signupV2 ?? m.signup) as { email?: unknown } | undefined;
-      return usage?.email === undefined || String(usage.email).toLowerCase() === claims.contact.toLowerCase() ? undefined : 'message.signupV2.email must be the verified address';
-    });
-  }
+  checkClientSignature(intent.clientSignature, claims, 'USAGE_TYPE_SIGNUP', (m) => {
+    const usage = (m.signupV2 ?? m.signup) as { email?: unknown } | undefined;
+    return usage?.email === undefined || String(usage.email).toLowerCase() === claims.contact.toLowerCase() ? undefined : 'message.signupV2.email must be the verified address';
+  });
   return claims;
 }
 
