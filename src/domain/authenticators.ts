@@ -34,7 +34,11 @@ export interface AuthenticatorParams {
   attestation: { credentialId: string; clientDataJson: string; attestationObject: string; transports: string[] };
 }
 
-/** Reads authenticator parameters (v1AuthenticatorParamsV2) at `field`; the attestation itself is checked at registration. */
+/**
+ * Reads authenticator parameters (v1AuthenticatorParamsV2) at `field`. An attestation object that
+ * cannot be read (not a CBOR attestation object of the WebAuthn shape) is malformed input, refused
+ * here; what it attests is checked at registration.
+ */
 export function readAuthenticatorParams(v: Validator, list: unknown[] | undefined, field: string): AuthenticatorParams[] {
   const out: AuthenticatorParams[] = [];
   (list ?? []).forEach((item, i) => {
@@ -53,6 +57,10 @@ export function readAuthenticatorParams(v: Validator, list: unknown[] | undefine
     transports.forEach((t, j) => {
       if (!(TRANSPORTS as readonly string[]).includes(t)) v.fail(`${f}.attestation.transports[${j}]`, `must be one of ${TRANSPORTS.join(', ')}`);
     });
+    if (attestationObject) {
+      const att = readAttestationObject(attestationObject);
+      if (typeof att === 'string') v.fail(`${f}.attestation.attestationObject`, att);
+    }
     if (!authenticatorName || challenge === undefined || !credentialId || !clientDataJson || !attestationObject) return;
     out.push({ authenticatorName, challenge, attestation: { credentialId, clientDataJson, attestationObject, transports } });
   });
@@ -87,10 +95,51 @@ function rpIdFor(origin: string, rpIdHash: Uint8Array): string | undefined {
   return undefined;
 }
 
-/** COSE EC2 P-256 ES256 key → compressed SEC1 hex; undefined for any other key. */
-function es256Key(cose: Uint8Array): Uint8Array | undefined {
-  let m: Map<number, unknown>;
-  try { m = decodeCredentialPublicKey(new Uint8Array(cose)) as unknown as Map<number, unknown>; } catch { return undefined; }
+/** The attested credential public key as a COSE key (a CBOR map); undefined when it is none (another CBOR value, or not CBOR). */
+function coseKey(cose: Uint8Array): Map<unknown, unknown> | undefined {
+  let m: unknown;
+  try { m = decodeCredentialPublicKey(new Uint8Array(cose)); } catch { return undefined; }
+  return m instanceof Map ? m as Map<unknown, unknown> : undefined;
+}
+
+interface AttestationObject {
+  fmt: unknown;
+  attStmt: Map<string, unknown>;
+  authData: Uint8Array;
+  parsed: ReturnType<typeof parseAuthenticatorData>;
+  /** the attested credential's public key, if the authenticator data carries one */
+  cose: Map<unknown, unknown> | undefined;
+}
+
+/**
+ * An attestation object (base64url) read: a CBOR map whose attStmt is a map and whose authData
+ * parses, with a COSE key (a CBOR map) when it attests a credential; else why it is none.
+ */
+function readAttestationObject(b64url: string): AttestationObject | string {
+  const notOne = 'attestationObject is not a CBOR attestation object';
+  let fmt: unknown; let attStmt: Map<string, unknown>; let authData: Uint8Array;
+  try {
+    const att = decodeAttestationObject(b64(b64url)) as unknown;
+    if (!(att instanceof Map)) return notOne;
+    fmt = att.get('fmt');
+    // the statement is a map (empty for "none"); any other CBOR value is not an attestation statement
+    const statement: unknown = att.get('attStmt') ?? new Map();
+    const data: unknown = att.get('authData');
+    if (!(statement instanceof Map) || !(data instanceof Uint8Array)) return notOne;
+    attStmt = statement as Map<string, unknown>;
+    authData = data;
+  } catch {
+    return notOne;
+  }
+  let parsed: ReturnType<typeof parseAuthenticatorData>;
+  try { parsed = parseAuthenticatorData(new Uint8Array(authData)); } catch { return 'authenticator data cannot be parsed'; }
+  const cose = parsed.credentialPublicKey ? coseKey(parsed.credentialPublicKey) : undefined;
+  if (parsed.credentialPublicKey && !cose) return `${notOne}: the credential public key is not a COSE key`;
+  return { fmt, attStmt, authData, parsed, cose };
+}
+
+/** COSE EC2 P-256 ES256 key → uncompressed SEC1 point; undefined for any other key. */
+function es256Key(m: Map<unknown, unknown>): Uint8Array | undefined {
   const x = m.get(-2);
   const y = m.get(-3);
   if (m.get(1) !== 2 || m.get(3) !== -7 || m.get(-1) !== 1 || !(x instanceof Uint8Array) || !(y instanceof Uint8Array) || x.length !== 32 || y.length !== 32) return undefined;
@@ -125,22 +174,14 @@ export function verifyAttestation(p: AuthenticatorParams, origins: string[], fie
   if (typeof cd.origin !== 'string') throw fail('clientDataJson has no origin', `${field}.attestation.clientDataJson`);
   if (origins.length > 0 && !origins.includes(cd.origin)) throw fail(`origin ${cd.origin} is not among FEATURE_NAME_WEBAUTHN_ORIGINS`, `${field}.attestation.clientDataJson`);
 
-  let fmt: unknown; let attStmt: Map<string, unknown>; let authData: Uint8Array;
-  try {
-    const att = decodeAttestationObject(b64(p.attestation.attestationObject)) as unknown as Map<string, unknown>;
-    fmt = att.get('fmt');
-    attStmt = (att.get('attStmt') ?? new Map()) as Map<string, unknown>;
-    authData = att.get('authData') as Uint8Array;
-    if (!(authData instanceof Uint8Array)) throw new Error('no authData');
-  } catch {
-    throw fail('attestationObject is not a CBOR attestation object', `${field}.attestation.attestationObject`);
-  }
-  let parsed: ReturnType<typeof parseAuthenticatorData>;
-  try { parsed = parseAuthenticatorData(new Uint8Array(authData)); } catch { throw fail('authenticator data cannot be parsed', `${field}.attestation.attestationObject`); }
+  // read (readAuthenticatorParams refused one that cannot be) before what it attests is checked
+  const att = readAttestationObject(p.attestation.attestationObject);
+  if (typeof att === 'string') throw fail(att, `${field}.attestation.attestationObject`);
+  const { fmt, attStmt, authData, parsed, cose } = att;
   if (!parsed.flags.up) throw fail('the authenticator data shows no user presence');
-  if (!parsed.flags.at || !parsed.credentialID || !parsed.credentialPublicKey || !parsed.aaguid) throw fail('the authenticator data carries no attested credential');
+  if (!parsed.flags.at || !parsed.credentialID || !cose || !parsed.aaguid) throw fail('the authenticator data carries no attested credential');
   if (!equalBytes(parsed.credentialID, b64(p.attestation.credentialId))) throw fail('credentialId is not the attested credential\'s id', `${field}.attestation.credentialId`);
-  const key = es256Key(parsed.credentialPublicKey);
+  const key = es256Key(cose);
   if (!key) throw fail('only ES256 (P-256) passkeys are supported');
   const rpId = rpIdFor(cd.origin, parsed.rpIdHash);
   if (rpId === undefined) throw fail(`the authenticator data is for an RP ID other than ${cd.origin}'s host or its parent domains`);
