@@ -12,7 +12,7 @@ import { timestamp } from '../domain/records.js';
 import type { Principal } from '../domain/principal.js';
 import type { ActivityRow, ApiKeyRow, Db, OrganizationRow, Tx, UserRow } from '../storage/types.js';
 import type { ExecContext, PrepareContext, QueryOperation, Services, SubmitOperation, TypeVersion } from './types.js';
-import type { Resolution } from '../domain/credentials.js';
+import { isExpired, type Resolution } from '../domain/credentials.js';
 import { authorizeSubmit, castVoteRow, refusal, type Voucher } from './consensus.js';
 import type { Decision } from '../policy/decide.js';
 import type { StampCheck } from '../crypto/signpool.js';
@@ -310,6 +310,9 @@ async function castVote(tx: Tx, input: SubmitInput, intent: { fingerprint: strin
     || credential.userId !== requester.id) {
     // A revoked key does not get its request run later.
     await settle(STATUS_FAILED, { failure: failedPrecondition('the API key or passkey that requested this activity has been deleted since').toStatus() });
+  } else if (isExpired(credential, nowMs)) {
+    // Nor does one that has expired meanwhile (a session key): it could not make the request now.
+    await settle(STATUS_FAILED, { failure: failedPrecondition('the API key that requested this activity has expired since').toStatus() });
   } else {
     const asRequester: Principal = { organization, user: requester, credential, access: 'member' };
     // Everyone who approved so far (this vote is an approval), besides the requester.

@@ -9,6 +9,7 @@
  */
 import { ApiError, Grpc, alreadyExists, failedPrecondition } from '../errors.js';
 import { cryptoCall } from '../domain/keys.js';
+import { isExpired } from '../domain/credentials.js';
 import type { Vault } from '../crypto/index.js';
 import type { ApiKeyRow, Tx, UserRow } from '../storage/types.js';
 import { OidcVerifier } from './oidc.js';
@@ -62,13 +63,21 @@ async function removeEarlier(ctx: Issuing, user: UserRow, credentialType: string
 
 /**
  * Registers `publicKey` for `user`. A key the client logs in with again replaces its earlier
- * registration (a new expiry); one registered to another user of the organization is refused.
+ * registration of the same kind (a new expiry), as does one whose registration has expired; one
+ * registered to another user of the organization is refused.
+ *
+ * A key the user already holds otherwise, still good (an API key without expiry, a key of another
+ * credential type), is returned as it is: the login is for it, and does not turn it into a
+ * session key that expires. A user logging in with their own API key expects a session, not to
+ * lose that key when the session ends (the only root user's only key would lock the organization
+ * out for good).
  */
 async function registerKey(ctx: Issuing, user: UserRow, publicKey: string, o: IssueOptions): Promise<ApiKeyRow> {
   if (o.invalidateExisting) await removeEarlier(ctx, user, o.credentialType);
   for (const k of await ctx.tx.apiKeys.byPublicKey(publicKey)) {
     if (k.organizationId !== user.organizationId) continue;
     if (k.userId !== user.id) throw alreadyExists('this public key is registered to another user of the organization');
+    if (!isExpired(k, ctx.nowMs) && (k.expiresAtMs === null || k.credentialType !== o.credentialType)) return k;
     await ctx.tx.apiKeys.delete(k.organizationId, k.id);
   }
   const seconds = o.expirationSeconds ?? DEFAULT_ISSUED_KEY_SECONDS;
@@ -95,8 +104,10 @@ export async function issueBundledKey(ctx: Issuing, user: UserRow, targetPublicK
  */
 export async function issueSession(ctx: Issuing, user: UserRow, publicKey: string, o: IssueOptions): Promise<{ key: ApiKeyRow; session: string }> {
   const key = await registerKey(ctx, user, publicKey, o);
+  // the session asked for; no longer than a key kept as it was (registerKey) lasts
+  const askedMs = ctx.nowMs + Number(o.expirationSeconds ?? DEFAULT_ISSUED_KEY_SECONDS) * 1000;
   const claims = {
-    exp: Math.floor(key.expiresAtMs! / 1000),
+    exp: Math.floor(Math.min(askedMs, key.expiresAtMs ?? askedMs) / 1000),
     public_key: publicKey,
     session_type: 'SESSION_TYPE_READ_WRITE',
     user_id: user.id,

@@ -5,6 +5,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { alreadyExists, failedPrecondition, notFound } from '../errors.js';
 import type { ApiKeyCurve, ApiKeyRow, Tx } from '../storage/types.js';
 import { API_KEY_CURVES } from './enums.js';
+import { isExpired } from './credentials.js';
 import { MAX_NAME, type Validator } from './validate.js';
 
 export interface ApiKeyParams {
@@ -87,19 +88,23 @@ export async function insertApiKeys(tx: Tx, organizationId: string, userId: stri
   return ids;
 }
 
-/** Refuses a change that would leave no root user holding an API key, a passkey or an OAuth identity (the organization would be locked out). */
-export async function assertRootStillReachable(tx: Tx, organizationId: string): Promise<void> {
+/**
+ * Refuses a change that would leave no root user holding an API key, a passkey or an OAuth
+ * identity (the organization would be locked out). An API key that has expired (at `nowMs`) no
+ * longer lets anyone in: it does not count.
+ */
+export async function assertRootStillReachable(tx: Tx, organizationId: string, nowMs: number): Promise<void> {
   let reachable = 0;
   for (const id of await tx.users.rootUserIds(organizationId)) {
-    if ((await tx.apiKeys.listByUser(organizationId, id)).length > 0 || (await tx.authenticators.listByUser(organizationId, id)).length > 0
+    if ((await tx.apiKeys.listByUser(organizationId, id)).some((k) => !isExpired(k, nowMs)) || (await tx.authenticators.listByUser(organizationId, id)).length > 0
       || (await tx.oauthProviders.listByUser(organizationId, id)).length > 0) reachable++;
   }
   // A quorum of n needs n root users who can still sign in to approve anything.
   const needed = Math.max(1, (await tx.organizations.get(organizationId))?.rootQuorumThreshold ?? 1);
   if (reachable < needed) {
     throw failedPrecondition(reachable === 0
-      ? 'this change would leave no root user with an API key, a passkey or an OAuth identity; the organization would be locked out'
-      : `this change would leave ${reachable} root user(s) with an API key, a passkey or an OAuth identity, fewer than the root quorum's threshold of ${needed}; the organization would be locked out`);
+      ? 'this change would leave no root user with an unexpired API key, a passkey or an OAuth identity; the organization would be locked out'
+      : `this change would leave ${reachable} root user(s) with an unexpired API key, a passkey or an OAuth identity, fewer than the root quorum's threshold of ${needed}; the organization would be locked out`);
   }
 }
 

@@ -41,14 +41,14 @@ export const deleteApiKeys: SubmitOperation<{ userId: string; apiKeyIds: string[
   },
   authorize(p, intent) { requireSelfOrRoot(p, intent.userId, 'delete API keys'); },
   async execute(ctx, intent) {
-    const { tx, organization } = ctx;
+    const { tx, organization, nowMs } = ctx;
     await requireUser(tx, organization.id, intent.userId);
     for (const id of intent.apiKeyIds) {
       const k = await tx.apiKeys.get(organization.id, id);
       if (!k || k.userId !== intent.userId) throw notFound(`API key ${id} not found for user ${intent.userId}`, 'API_KEY_NOT_FOUND');
     }
     for (const id of intent.apiKeyIds) await tx.apiKeys.delete(organization.id, id);
-    await assertRootStillReachable(tx, organization.id);
+    await assertRootStillReachable(tx, organization.id, nowMs);
     return { apiKeyIds: intent.apiKeyIds };
   },
 };

@@ -40,14 +40,14 @@ export const deleteAuthenticators: SubmitOperation<{ userId: string; authenticat
   },
   authorize(p, intent) { requireSelfOrRoot(p, intent.userId, 'delete passkeys'); },
   async execute(ctx, intent) {
-    const { tx, organization } = ctx;
+    const { tx, organization, nowMs } = ctx;
     await requireUser(tx, organization.id, intent.userId);
     for (const id of intent.authenticatorIds) {
       const a = await tx.authenticators.get(organization.id, id);
       if (!a || a.userId !== intent.userId) throw notFound(`authenticator ${id} not found for user ${intent.userId}`, 'AUTHENTICATOR_NOT_FOUND');
     }
     for (const id of intent.authenticatorIds) await tx.authenticators.delete(organization.id, id);
-    await assertRootStillReachable(tx, organization.id);
+    await assertRootStillReachable(tx, organization.id, nowMs);
     return { authenticatorIds: intent.authenticatorIds };
   },
 };

@@ -96,7 +96,7 @@ export const updateRootQuorum: SubmitOperation<{ threshold: number; userIds: str
       if (u.isRoot !== members.has(u.id)) await tx.users.update({ ...u, isRoot: members.has(u.id), updatedMs: nowMs });
     }
     await tx.organizations.setRootQuorumThreshold(organization.id, intent.threshold, nowMs);
-    await assertRootStillReachable(tx, organization.id);
+    await assertRootStillReachable(tx, organization.id, nowMs);
     return {};
   },
 };
