@@ -73,6 +73,10 @@ async function removeEarlier(ctx: Issuing, user: UserRow, credentialType: string
  * out for good).
  */
 async function registerKey(ctx: Issuing, user: UserRow, publicKey: string, o: IssueOptions): Promise<ApiKeyRow> {
+  // Logins with one new key racing (on several nodes): each reads the registrations of the key
+  // once the one before has committed its own, and replaces it, instead of inserting a second
+  // registration that the organization's unique index on the public key refuses.
+  await ctx.tx.lock('public-key', `${user.organizationId}/${publicKey}`);
   if (o.invalidateExisting) await removeEarlier(ctx, user, o.credentialType);
   for (const k of await ctx.tx.apiKeys.byPublicKey(publicKey)) {
     if (k.organizationId !== user.organizationId) continue;

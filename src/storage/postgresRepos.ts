@@ -677,6 +677,7 @@ export function pgRepositories(q: Queries, caches?: NodeCaches): Repositories {
           await q.run(`DELETE FROM ip_allowlists WHERE organization_id = $1 AND public_key = $2 AND public_key != ''
             AND NOT EXISTS (SELECT 1 FROM api_keys WHERE organization_id = $1 AND public_key = $2)`, [org, gone.public_key]);
         }
+        return gone !== undefined;
       },
     },
     authenticators: {

@@ -445,8 +445,9 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       delete: (org, id) => {
         clearCaches();
         const key = s.keyGet.get(org, id) as Row | undefined;
-        s.keyDelete.run(org, id);
+        const removed = s.keyDelete.run(org, id).changes > 0;
         if (key) s.ipOrphan.run(org, key.public_key as string, org, key.public_key as string);
+        return removed;
       },
     },
     authenticators: {

@@ -423,7 +423,8 @@ export interface Repositories {
     listByUser(organizationId: string, userId: string): Promise<ApiKeyRow[]>;
     listByOrganization(organizationId: string): Promise<ApiKeyRow[]>;
     insert(row: ApiKeyRow): Promise<void>;
-    delete(organizationId: string, id: string): Promise<void>;
+    /** Whether a key was removed: false when it was not there (or a concurrent transaction removed it first). */
+    delete(organizationId: string, id: string): Promise<boolean>;
   };
   authenticators: {
     get(organizationId: string, id: string): Promise<AuthenticatorRow | undefined>;
@@ -668,6 +669,11 @@ export type LockName =
   | 'sender-nonce'
   /** one one-time code (keyed by its id): checks of it, right or wrong, are counted one at a time */
   | 'one-time-code'
+  /**
+   * one public key in one organization (keyed by both): a login reads the key's registrations, then
+   * replaces or inserts one, after the login before it has committed
+   */
+  | 'public-key'
   /** start-up: creating the root organization and the server's keys */
   | 'bootstrap';
 

@@ -359,9 +359,12 @@ export const recoverUser: SubmitOperation<RecoverUser, { authenticatorId: string
     const { tx, organization, nowMs, principal } = ctx;
     await requireUser(tx, organization.id, intent.userId);
     const ids = await registerAuthenticators(tx, organization.id, intent.userId, [intent.authenticator], 'authenticator', nowMs, ctx.newId);
-    // The recovery key has served its purpose.
+    // The recovery key has served its purpose. Used once: a recover_user racing with this one (on
+    // another node) that removed it first wins, and this one is undone.
     if ('credentialType' in principal.credential && principal.credential.credentialType === CREDENTIAL.recoverUser) {
-      await tx.apiKeys.delete(organization.id, principal.credential.id);
+      if (!await tx.apiKeys.delete(organization.id, principal.credential.id)) {
+        throw notFound('the recovery key was used already: request a new one with init_user_email_recovery', 'API_KEY_NOT_FOUND');
+      }
     }
     return { authenticatorId: ids };
   },
