@@ -48,6 +48,12 @@ export interface IssueOptions {
   name: string;
   /** the request's expirationSeconds; unset: DEFAULT_ISSUED_KEY_SECONDS */
   expirationSeconds?: string | undefined;
+  /**
+   * The public key of the API key that asks for the new one (stamp_login, create_read_write_session):
+   * a key limited by an IP allowlist of its own makes keys limited by the same list, or the list
+   * would be stepped around by minting a key from inside the allowed addresses.
+   */
+  allowlistOf?: string | undefined;
   /** Removes the user's earlier keys of the same credential type first. */
   invalidateExisting: boolean;
 }
@@ -78,6 +84,9 @@ async function registerKey(ctx: Issuing, user: UserRow, publicKey: string, o: Is
   // registration that the organization's unique index on the public key refuses.
   await ctx.tx.lock('public-key', `${user.organizationId}/${publicKey}`);
   if (o.invalidateExisting) await removeEarlier(ctx, user, o.credentialType);
+  // A key's own IP allowlist stays with it when its registration is replaced (deleting the last
+  // registration of a public key drops its list).
+  const ownList = await ctx.tx.ipAllowlists.get(user.organizationId, publicKey.toLowerCase());
   for (const k of await ctx.tx.apiKeys.byPublicKey(publicKey)) {
     if (k.organizationId !== user.organizationId) continue;
     if (k.userId !== user.id) throw alreadyExists('this public key is registered to another user of the organization');
@@ -92,7 +101,14 @@ async function registerKey(ctx: Issuing, user: UserRow, publicKey: string, o: Is
     createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
   };
   await ctx.tx.apiKeys.insert(row);
+  const list = ownList ?? (o.allowlistOf === undefined ? undefined : await ctx.tx.ipAllowlists.get(user.organizationId, o.allowlistOf.toLowerCase()));
+  if (list) await ctx.tx.ipAllowlists.set({ ...list, publicKey: publicKey.toLowerCase(), createdMs: ownList?.createdMs ?? ctx.nowMs, updatedMs: ctx.nowMs });
   return row;
+}
+
+/** The API key a request was stamped with, whose own IP allowlist the keys it asks for take (IssueOptions.allowlistOf). */
+export function stampingApiKey(credential: { publicKey: string } & ({ credentialId: string } | object)): string | undefined {
+  return 'credentialId' in credential ? undefined : credential.publicKey;
 }
 
 /** A new P-256 API key for `user`; its private key only inside the returned credential bundle. */

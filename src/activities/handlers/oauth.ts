@@ -15,7 +15,7 @@ import { alreadyExists, invalidArgument, notFound, permissionDenied } from '../.
 import { isRoot, requireSelfOrRoot, type Principal } from '../../domain/principal.js';
 import { normalizePublicKey, requireUser } from '../../domain/apiKeys.js';
 import { oauthProviderRecord } from '../../domain/records.js';
-import { CREDENTIAL, MAX_ISSUED_KEY_SECONDS, issueBundledKey, issueSession } from '../../auth/services.js';
+import { CREDENTIAL, MAX_ISSUED_KEY_SECONDS, issueBundledKey, issueSession, stampingApiKey } from '../../auth/services.js';
 import type { OidcIdentity } from '../../auth/oidc.js';
 import type { Tx } from '../../storage/types.js';
 import { keysFor, type ExecContext, type Services, type QueryOperation, type SubmitOperation } from '../types.js';
@@ -278,6 +278,6 @@ export const stampLogin: SubmitOperation<StampLoginIntent, { session: string }> 
   authorize() { /* any member user, for itself */ },
   async execute(ctx, intent) {
     const user = await requireUser(ctx.tx, ctx.organization.id, ctx.principal.user.id);
-    return { session: (await issueSession(ctx, user, normalizePublicKey('API_KEY_CURVE_P256', intent.publicKey)!, loginOptions(ctx, intent))).session };
+    return { session: (await issueSession(ctx, user, normalizePublicKey('API_KEY_CURVE_P256', intent.publicKey)!, { ...loginOptions(ctx, intent), allowlistOf: stampingApiKey(ctx.principal.credential) })).session };
   },
 };

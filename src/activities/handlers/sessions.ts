@@ -9,7 +9,7 @@
  */
 import { requireSelfOrRoot } from '../../domain/principal.js';
 import { requireUser } from '../../domain/apiKeys.js';
-import { CREDENTIAL, issueBundledKey, sessionJwt } from '../../auth/services.js';
+import { CREDENTIAL, issueBundledKey, sessionJwt, stampingApiKey } from '../../auth/services.js';
 import { keysFor, type SubmitOperation } from '../types.js';
 import { Validator, type Obj } from '../../domain/validate.js';
 import { readTargetPublicKey } from './keyParams.js';
@@ -68,6 +68,7 @@ export const createReadWriteSession: SubmitOperation<CreateSession, SessionResul
       name: intent.apiKeyName ?? `Read Write Session - ${nowMs}`,
       expirationSeconds: intent.expirationSeconds,
       invalidateExisting: intent.invalidateExisting === true,
+      allowlistOf: stampingApiKey(ctx.principal.credential),
     });
     return {
       organizationId: organization.id, organizationName: organization.name, userId: user.id, username: user.name,
