@@ -99,10 +99,14 @@ export function refusal(decision: Decision, path: string): ApiError {
   return permissionDenied(`${decision.reason}; ${path} cannot wait for approvals`, 'POLICY_DENIED');
 }
 
-/** Stores a user's vote on an activity and returns its v1Vote record (`message` is the activity's fingerprint). */
+/**
+ * Stores a user's vote on an activity and returns its v1Vote record (`message` is the activity's
+ * fingerprint). `store` false: the record only (the requester's rejection of its own activity,
+ * which settles it: its approval already holds the user's row).
+ */
 export async function castVoteRow(
   tx: Tx, user: UserRow, activityId: string, organizationId: string, selection: VoteRow['selection'],
-  fingerprint: string, voucher: Voucher | undefined, nowMs: number,
+  fingerprint: string, voucher: Voucher | undefined, nowMs: number, store = true,
 ): Promise<Record<string, unknown>> {
   const id = randomUUID();
   const record = {
@@ -117,6 +121,6 @@ export async function castVoteRow(
     scheme: voucher?.scheme ?? '',
     createdAt: timestamp(nowMs),
   };
-  await tx.votes.insert({ id, activityId, organizationId, userId: user.id, selection, record, createdMs: nowMs });
+  if (store) await tx.votes.insert({ id, activityId, organizationId, userId: user.id, selection, record, createdMs: nowMs });
   return record;
 }

@@ -286,11 +286,14 @@ async function castVote(tx: Tx, input: SubmitInput, intent: { fingerprint: strin
     });
   }
   const votes = await tx.votes.list(row.id);
-  if (votes.some((v) => v.userId === principal.user.id)) {
+  const selection = op.vote!;
+  // The requester's approval was cast with its request: its rejection withdraws it (settles the
+  // activity REJECTED below), recorded in the activity's votes; the votes table keeps one row per user.
+  const withdrawal = selection === 'VOTE_SELECTION_REJECTED' && principal.user.id === pending.userId;
+  if (!withdrawal && votes.some((v) => v.userId === principal.user.id)) {
     throw new ApiError(Grpc.ALREADY_EXISTS, `user ${principal.user.id} has already voted on activity ${row.id}`, { turnkeyErrorCode: 'ALREADY_VOTED' });
   }
-  const selection = op.vote!;
-  const vote = await castVoteRow(tx, principal.user, row.id, organization.id, selection, intent.fingerprint, voucher, nowMs);
+  const vote = await castVoteRow(tx, principal.user, row.id, organization.id, selection, intent.fingerprint, voucher, nowMs, !withdrawal);
   const record: Record<string, unknown> = { ...row.record, votes: [...votes.map((v) => v.record), vote], updatedAt: timestamp(nowMs) };
   const settle = async (status: string, fields: Record<string, unknown>): Promise<void> => {
     Object.assign(record, fields, { status, canApprove: false, canReject: false });
