@@ -8,7 +8,7 @@ import { ApiError, Grpc, permissionDenied, TurnkeyMessage } from '../errors.js';
 import { isRoot, type Principal } from '../domain/principal.js';
 import { userRecord, timestamp } from '../domain/records.js';
 import type { ApiKeyRow, AuthenticatorRow, OrganizationRow, Tx, UserRow, VoteRow } from '../storage/types.js';
-import { credentialValue, decide, userValue, type Decision } from '../policy/decide.js';
+import { combineTargets, credentialValue, decide, userValue, type Decision } from '../policy/decide.js';
 import { conditionScope, ROOT_QUORUM_ONLY } from '../policy/scope.js';
 import type { Services, SubmitOperation } from './types.js';
 
@@ -53,16 +53,22 @@ export async function authorizeSubmit(
     return { outcome: 'OUTCOME_ALLOW', reason: 'a root user (root quorum of one)', evaluations: [] };
   }
   const approvers = [principal.user, ...voters.filter((u) => u.id !== principal.user.id)];
-  return decide({
+  const targets = await op.policyTargets?.(intent, tx, organization.id, external);
+  const input = {
     organization,
     // A policy that allows a root-quorum-only type has no effect.
     policies: ROOT_QUORUM_ONLY.has(type) ? [] : await tx.policies.list(organization.id),
     approvers: await Promise.all(approvers.map(async (u) => ({ user: u, value: userValue(u, await tx.tags.tagsOf(u.id)) }))),
     credentials: [principal.credential, ...voterCredentials.filter((c) => c.userId !== principal.user.id)].map(credentialValue),
-    condition: await conditionScope(tx, organization.id, type, await op.policyTargets?.(intent, tx, organization.id, external), intent),
     selfService: fixedRules && !principal.user.isRoot,
     nowMs,
-  });
+  };
+  if (!Array.isArray(targets)) return decide({ ...input, condition: await conditionScope(tx, organization.id, type, targets, intent) });
+  if (targets.length <= 1) return decide({ ...input, condition: await conditionScope(tx, organization.id, type, targets[0], intent) });
+  // Several targets (payloads, signing keys, secrets): each is decided; any deny denies, all must allow.
+  const decisions: Decision[] = [];
+  for (const t of targets) decisions.push(decide({ ...input, condition: await conditionScope(tx, organization.id, type, t, intent) }));
+  return combineTargets(decisions);
 }
 
 /**

@@ -207,10 +207,15 @@ export async function submitInTransaction(tx: Tx, input: SubmitInput): Promise<S
   return await storeActivity(tx, services, organization, record, fingerprint, requestMs, nowMs, early?.urls);
 }
 
-/** Keeps how the policies evaluated for a decision that consulted them (get_policy_evaluations). */
+/**
+ * Keeps how the policies evaluated for a decision that consulted them (get_policy_evaluations):
+ * an activity with several targets keeps one entry per target, in the order of its targets.
+ */
 async function recordEvaluations(tx: Tx, decision: Decision, activityId: string, organizationId: string, voteId: string, nowMs: number): Promise<void> {
   if (decision.evaluations.length === 0) return;
-  await tx.policyEvaluations.insert({ id: randomUUID(), activityId, organizationId, voteId, evaluations: decision.evaluations, createdMs: nowMs });
+  for (const evaluations of decision.targetEvaluations ?? [decision.evaluations]) {
+    await tx.policyEvaluations.insert({ id: randomUUID(), activityId, organizationId, voteId, evaluations, createdMs: nowMs });
+  }
 }
 
 /** Inserts a new activity and announces it to the webhook addresses of the organization and its parent (outbox, same transaction). */

@@ -3,7 +3,7 @@ import type { Principal } from '../domain/principal.js';
 import type { LockName, OrganizationRow, Tx } from '../storage/types.js';
 import type { StampCheck } from '../crypto/signpool.js';
 import type { Obj } from '../domain/validate.js';
-import type { PolicyTargets } from '../policy/scope.js';
+import type { PolicyTargetsOf } from '../policy/scope.js';
 import type { Vault } from '../crypto/index.js';
 import type { AuthServices } from '../auth/services.js';
 import type { Networks } from '../chains/networks.js';
@@ -136,8 +136,10 @@ export interface SubmitOperation<I = unknown, R = unknown> {
    * The keys and transaction this submit targets, for policy conditions (policy/scope.ts).
    * `external` is external()'s result in the decision that counts (in the write transaction), and
    * absent in the gate before external() runs: what execute will sign must be what it describes.
+   * An activity that touches several targets (payloads, signing keys, secrets) returns a list: the
+   * policies decide each, and the activity is denied if any is, allowed only if every one is.
    */
-  policyTargets?(intent: I, tx: Tx, organizationId: string, external?: unknown): PolicyTargets | undefined | Promise<PolicyTargets | undefined>;
+  policyTargets?(intent: I, tx: Tx, organizationId: string, external?: unknown): PolicyTargetsOf | Promise<PolicyTargetsOf>;
   /** approve_activity / reject_activity: a vote on the activity awaiting consensus that `intent.fingerprint` names. */
   vote?: 'VOTE_SELECTION_APPROVED' | 'VOTE_SELECTION_REJECTED';
 }

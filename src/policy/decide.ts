@@ -27,6 +27,11 @@ export interface Decision {
   /** Why, in one sentence (for errors and logs; never key material). */
   reason: string;
   evaluations: PolicyEvaluation[];
+  /**
+   * An activity with several targets (combineTargets): each target's evaluations, in the order of
+   * the targets; `evaluations` is then their concatenation.
+   */
+  targetEvaluations?: PolicyEvaluation[][];
 }
 
 /** The `Credential` struct of the consensus keyword `credentials`: the API key or passkey an approval was made with. */
@@ -107,4 +112,19 @@ export function decide(input: DecideInput): Decision {
     reason: waiting ? `policy ${waiting.id} (${waiting.name}) needs more approvals, or ${byQuorum}` : `no policy allows it: it needs ${byQuorum}`,
     evaluations,
   };
+}
+
+/**
+ * The decision on an activity that touches several targets (payloads, signing keys, secrets),
+ * from the decision on each: an explicit deny of any target denies the activity; it is allowed
+ * only when every target is; otherwise it needs consensus (the first target that does, its reason).
+ */
+export function combineTargets(decisions: Decision[]): Decision {
+  const targetEvaluations = decisions.map((d) => d.evaluations);
+  const evaluations = targetEvaluations.flat();
+  const at = (d: Decision): string => (decisions.length > 1 ? ` (target ${decisions.indexOf(d) + 1} of ${decisions.length})` : '');
+  const denied = decisions.find((d) => d.outcome === 'OUTCOME_DENY_EXPLICIT');
+  const other = denied ?? decisions.find((d) => d.outcome !== 'OUTCOME_ALLOW');
+  const chosen = other ?? decisions[0]!;
+  return { outcome: chosen.outcome, reason: `${chosen.reason}${other ? at(other) : ''}`, evaluations, targetEvaluations };
 }

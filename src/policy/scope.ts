@@ -22,6 +22,12 @@ import type { Value } from './language.js';
 import { decodeCall } from './contracts.js';
 import { eip712View, eip7702View } from './ethViews.js';
 
+/**
+ * What an operation's policyTargets returns: nothing, one target, or (an activity touching several
+ * keys, payloads or secrets) a list of targets, each decided on its own (activities/consensus.ts).
+ */
+export type PolicyTargetsOf = PolicyTargets | PolicyTargets[] | undefined;
+
 /** What an operation tells the policy engine about the keys and transaction it targets. */
 export interface PolicyTargets {
   privateKeyId?: string;
@@ -33,7 +39,7 @@ export interface PolicyTargets {
   solanaTransaction?: string;
   tronTransaction?: string;
   bitcoinTransaction?: string;
-  /** export_secrets of one secret: its static properties (`secret.static_properties`) */
+  /** export_secrets: a secret's static properties (`secret.static_properties`), one target per secret */
   secretProperties?: { key: string; value: string }[];
   /** sign_raw_payload with PAYLOAD_ENCODING_EIP712: the typed-data JSON */
   typedData?: string;

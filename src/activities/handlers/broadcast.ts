@@ -371,11 +371,12 @@ export const solSendTransaction: SubmitOperation<WithSigners<SolSendTransaction>
     requireKeyAdmin(p, 'send transactions with keys of the organization');
   },
   policyReadsExternal: true,
-  async policyTargets(intent, store, organizationId, external): Promise<PolicyTargets> {
-    const [first] = intent[SOLANA_SIGNERS] ?? await solanaSigners(store, organizationId, intent, parseSolanaTransaction(intent.unsignedTransaction));
+  async policyTargets(intent, store, organizationId, external): Promise<PolicyTargets[]> {
+    const keys = intent[SOLANA_SIGNERS] ?? await solanaSigners(store, organizationId, intent, parseSolanaTransaction(intent.unsignedTransaction));
     // with the blockhash execute puts in (the node's only in the write, once external() has run)
     const solanaTransaction = withBlockhash(intent, external as { blockhash?: string } | undefined);
-    return { ...(first!.kind === 'private_key' ? { privateKeyId: first!.id } : { walletAccountAddress: intent.signWiths[0]! }), solanaTransaction };
+    // every signing key is a target: a policy on any of them applies wherever it stands in signWiths
+    return keys.map((key, i) => ({ ...(key.kind === 'private_key' ? { privateKeyId: key.id } : { walletAccountAddress: intent.signWiths[i]! }), solanaTransaction }));
   },
   async external(intent, services): Promise<{ blockhash?: string }> {
     const tx = parseSolanaTransaction(intent.unsignedTransaction);

@@ -16,6 +16,7 @@ import { bytesToHex, parseTargetPublicKey } from '../../crypto/index.js';
 import { IMPORT_TARGET_TTL_MS, cryptoCall, ctxImportTarget, ctxSecret, toApiError } from '../../domain/keys.js';
 import type { Vault } from '../../crypto/index.js';
 import type { SecretRow, Tx } from '../../storage/types.js';
+import type { PolicyTargets } from '../../policy/scope.js';
 import type { ImportTargetRow } from '../../storage/keys.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
@@ -191,9 +192,13 @@ export const exportSecrets: SubmitOperation<{ secrets: ExportSecret[] }, { secre
     requireKeyAdmin(p, 'export secrets');
   },
   async policyTargets(intent, store, organizationId) {
-    // `secret` is bound for an export of one secret
-    const one = intent.secrets.length === 1 ? await store.orgSecrets.get(organizationId, intent.secrets[0]!.secretId) : undefined;
-    return one ? { secretProperties: one.staticProperties } : {};
+    // every exported secret is a target: `secret` is bound to each in turn (a DENY on any one denies the export)
+    const targets: PolicyTargets[] = [];
+    for (const s of intent.secrets) {
+      const row = await store.orgSecrets.get(organizationId, s.secretId);
+      targets.push(row ? { secretProperties: row.staticProperties } : {});
+    }
+    return targets;
   },
   async execute(ctx, intent) {
     const { tx, organization } = ctx;

@@ -159,7 +159,12 @@ export const signRawPayloads: SubmitOperation<WithKey<SignRawPayloads>, { signat
     remember(intent, key);
     requireKeyAdmin(p, 'sign with keys of the organization');
   },
-  policyTargets: signingTargets,
+  async policyTargets(intent, store, organizationId) {
+    const targets = await signingTargets(intent, store, organizationId);
+    // typed data and authorizations: every payload is a target of its own, as sign_raw_payload binds one
+    const field = intent.encoding === 'PAYLOAD_ENCODING_EIP712' ? 'typedData' : intent.encoding === 'PAYLOAD_ENCODING_EIP7702_AUTHORIZATION' ? 'authorization' : undefined;
+    return field ? intent.payloads.map((payload): PolicyTargets => ({ ...targets, [field]: payload })) : targets;
+  },
   prepare(ctx, intent) {
     return presign(ctx, intent, (key) => ({ op: 'payloads', curve: key.curve, payloads: intent.payloads, encoding: intent.encoding, hashFunction: intent.hashFunction }));
   },
