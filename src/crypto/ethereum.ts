@@ -78,7 +78,13 @@ export function authorizationDigest(json: string | Record<string, unknown>, fiel
     throw new CryptoError('INVALID_PAYLOAD', 'authorization needs a 20-byte hex address', field);
   const asInt = (x: unknown) => (typeof x === 'number' && Number.isSafeInteger(x) && x >= 0) || (typeof x === 'string' && /^(0x[0-9a-fA-F]+|[0-9]+)$/.test(x));
   if (!asInt(chainId) || !asInt(nonce)) throw new CryptoError('INVALID_PAYLOAD', 'authorization needs integer chainId and nonce', field);
-  return hexToBytes(hashAuthorization({ address: address as Hex, chainId: Number(chainId), nonce: Number(nonce) }));
+  // exact integers (the policies read them as such): a chain id is a uint256, a nonce a uint64 (EIP-7702)
+  const chain = BigInt(chainId as string | number);
+  const n = BigInt(nonce as string | number);
+  if (chain >= 1n << 256n) throw new CryptoError('INVALID_PAYLOAD', 'authorization chainId must be below 2^256', field);
+  if (n >= 1n << 64n) throw new CryptoError('INVALID_PAYLOAD', 'authorization nonce must be below 2^64', field);
+  // viem's types say number; its encoding (numberToHex) takes a bigint exactly
+  return hexToBytes(hashAuthorization({ address: address as Hex, chainId: chain as unknown as number, nonce: n as unknown as number }));
 }
 
 const SUPPORTED_TX_TYPES = new Set(['legacy', 'eip2930', 'eip1559', 'eip7702']);

@@ -8,7 +8,8 @@
  *   signature over SHA-256(raw_data) with the account's secp256k1 key.
  *
  * The raw data is parsed (a strict protobuf reader) so that bytes which are not a Tron
- * transaction are refused and policies can read `tron.tx`.
+ * transaction are refused and policies can read `tron.tx`; a singular field that occurs twice
+ * (Tron would read the last copy) is refused too, so the view is what Tron executes.
  */
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, concatBytes, hexToBytes } from './bytes.js';
@@ -59,6 +60,24 @@ function fields(b: Uint8Array, what: string, field: string): Field[] {
 }
 
 const first = (fs: Field[], n: number): Field | undefined => fs.find((f) => f.n === n);
+
+/**
+ * Refuses a message in which a singular field occurs twice: protobuf readers (Tron's among them)
+ * take the last copy, so a view that read another could show policies what Tron does not execute.
+ * `repeated`: the field numbers the message may repeat; `only`: check just these numbers.
+ */
+function singular(fs: Field[], what: string, field: string, { repeated = [], only }: { repeated?: number[]; only?: number[] } = {}): void {
+  const seen = new Set<number>();
+  for (const f of fs) {
+    if (repeated.includes(f.n) || (only && !only.includes(f.n))) continue;
+    if (seen.has(f.n)) throw new CryptoError('INVALID_TRANSACTION', `not a Tron transaction kmas signs: ${what} repeats field ${f.n}, which occurs once (Tron would read the last copy, not what the policies read)`, field);
+    seen.add(f.n);
+  }
+}
+
+/** Contract types whose value messages have only singular fields (those the policy view reads in full). */
+const ALL_SINGULAR = new Set(['TransferContract', 'TransferAssetContract', 'TriggerSmartContract', 'DelegateResourceContract',
+  'UnDelegateResourceContract', 'FreezeBalanceV2Contract', 'UnfreezeBalanceV2Contract']);
 /** int64 fields (negative numbers are sent as 10-byte two's complement) */
 const int64 = (f: Field | undefined): bigint => (f === undefined ? 0n : BigInt.asIntN(64, f.int));
 
@@ -85,19 +104,22 @@ export function parseTronRawData(hex: string, field = 'unsignedTransaction'): Tr
   const raw = hexToBytes(hex, field);
   if (raw.length === 0) throw new CryptoError('INVALID_TRANSACTION', 'not a Tron transaction: empty', field);
   const fs = fields(raw, 'the raw data', field);
+  // Transaction.raw repeats only auths (9) and contract (11)
+  singular(fs, 'the raw data', field, { repeated: [9, 11] });
   const contracts = fs.filter((f) => f.n === 11).map((c, i) => {
     if (c.wire !== 2) throw new CryptoError('INVALID_TRANSACTION', `not a Tron transaction: contract ${i} is not a message`, field);
     const cf = fields(c.bytes, `contract ${i}`, field);
-    const type = Number(first(cf, 1)?.int ?? 0n);
+    singular(cf, `contract ${i}`, field);
+    const type = CONTRACT_TYPES[Number(first(cf, 1)?.int ?? 0n)] ?? `ContractType${Number(first(cf, 1)?.int ?? 0n)}`;
     const param = first(cf, 2);
     if (!param || param.wire !== 2) throw new CryptoError('INVALID_TRANSACTION', `not a Tron transaction: contract ${i} has no parameter`, field);
     const any = fields(param.bytes, `contract ${i}'s parameter`, field);
+    singular(any, `contract ${i}'s parameter`, field);
     const value = first(any, 2);
-    return {
-      type: CONTRACT_TYPES[type] ?? `ContractType${type}`,
-      permissionId: Number(first(cf, 5)?.int ?? 0n),
-      value: value && value.wire === 2 ? fields(value.bytes, `contract ${i}'s value`, field) : [],
-    };
+    const valueFields = value && value.wire === 2 ? fields(value.bytes, `contract ${i}'s value`, field) : [];
+    // every field the view reads occurs once (owner_address, field 1, in any contract type)
+    singular(valueFields, `contract ${i}'s value`, field, ALL_SINGULAR.has(type) ? {} : { only: [1] });
+    return { type, permissionId: Number(first(cf, 5)?.int ?? 0n), value: valueFields };
   });
   if (contracts.length !== 1) {
     throw new CryptoError('INVALID_TRANSACTION', `not a Tron transaction: it has ${contracts.length} contracts (a transaction has exactly one)`, field);

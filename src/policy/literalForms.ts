@@ -1,14 +1,14 @@
 /**
  * Comparisons that letter case (or a literal's form) makes impossible, found when a policy is
  * stored. The policy engine reads some fields in one normal form and compares strings exactly,
- * as Turnkey's does: `eth.tx.to`, `eth.tx.from` and `eth.tx.data` are lower-case hex, and so are
+ * as Turnkey's does: `eth.tx.to`, `eth.tx.from`, `eth.tx.data` and `eth.tx.function_signature` are lower-case hex, and so are
  * the hex strings (addresses, bytes) of `eth.eip_712`. A policy
  * that compares such a field with a mixed-case literal — an address copied from an explorer, in
  * EIP-55 form — would never match: an EFFECT_DENY written that way would silently never fire.
  * Such a condition is refused at create_policy / update_policy instead of being stored dead.
  *
  * Forms, by field (a path: keyword, fields, `[]` for an item or a map entry):
- * - lower-case hex: eth.tx.to / from / data (and its slices), eip_712.domain.verifying_contract,
+ * - lower-case hex: eth.tx.to / from / data (and its slices) / function_signature, eip_712.domain.verifying_contract,
  *   eip_7702_authorization.address, solana instruction_data_hex, tron contract data and block
  *   references, bitcoin script_pubkey and tx_id;
  * - hex strings lower-case: eth.eip_712.message[…] (its other strings are free text), as
@@ -31,7 +31,7 @@ import type { Tx } from '../storage/types.js';
 type Form = 'lower' | 'hexLower' | 'callArg' | 'solanaKey' | 'bech32Lower' | 'accountAddress';
 
 const FORMS: [RegExp, Form][] = [
-  [/^eth\.tx\.(to|from|data)$/, 'lower'],
+  [/^eth\.tx\.(to|from|data|function_signature)$/, 'lower'],
   [/^eth\.eip_712\.domain\.verifying_contract$/, 'lower'],
   [/^eth\.eip_7702_authorization\.address$/, 'lower'],
   [/^eth\.tx\.contract_call_args(\[\]|\.\w+)+$/, 'callArg'],

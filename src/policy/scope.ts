@@ -15,6 +15,8 @@
 import type { Tx } from '../storage/types.js';
 import { ApiError, Grpc } from '../errors.js';
 import { parseUnsignedTransaction } from '../crypto/ethereum.js';
+import { ethereumAddress } from '../crypto/addresses.js';
+import { hexToBytes } from '../crypto/bytes.js';
 import { parseSolanaTransaction, solanaPolicyView } from '../crypto/solana.js';
 import { parseTronRawData, tronPolicyView } from '../crypto/tron.js';
 import { bitcoinNetworkOf, bitcoinPolicyView, parsePsbt } from '../crypto/bitcoin.js';
@@ -150,6 +152,12 @@ export function resourceAction(type: string): { resource: string; action: string
   return { resource: (verb ? name.slice(verb.length + 1) : name).replace(/S$/, ''), action: verb ?? 'UNKNOWN' };
 }
 
+/** The Ethereum address of a secp256k1 key (what it sends from); '' for another curve. */
+function ethereumAddressOf(key: { curve: string; publicKey: string }): string {
+  if (key.curve !== 'CURVE_SECP256K1') return '';
+  try { return ethereumAddress(hexToBytes(key.publicKey)); } catch { return ''; }
+}
+
 /** The condition scope of an activity. */
 export async function conditionScope(tx: Tx, organizationId: string, type: string, targets: PolicyTargets | undefined, intent?: unknown): Promise<Map<string, Value>> {
   const scope = new Map<string, Value>([['activity', activityValue(type, intent)]]);
@@ -167,12 +175,12 @@ export async function conditionScope(tx: Tx, organizationId: string, type: strin
     throw new ApiError(Grpc.INVALID_ARGUMENT, `the ${targets.typedData !== undefined && !typedData ? 'EIP-712 typed data' : 'EIP-7702 authorization'} cannot be read by its types as the policies read it`);
   }
   if (typedData || authorization) scope.set('eth', eth);
-  // eth.tx.from: the Ethereum address of the signing key
+  // eth.tx.from: the Ethereum address of the signing key (derived from its public key when it has none stored)
   let from = '';
   const pk = targets.privateKeyId ? await tx.keys.privateKeys.get(organizationId, targets.privateKeyId) : undefined;
   if (pk) {
     scope.set('private_key', { id: pk.id, label: pk.name, tags: await tx.tags.tagsOf(pk.id), imported: pk.imported, exported: pk.exported, curve: pk.curve });
-    from = pk.addresses.find((a) => a.format === 'ADDRESS_FORMAT_ETHEREUM')?.address ?? '';
+    from = pk.addresses.find((a) => a.format === 'ADDRESS_FORMAT_ETHEREUM')?.address ?? ethereumAddressOf(pk);
   }
   let walletId = targets.walletId;
   let walletAccountFormat: string | undefined;
@@ -182,6 +190,7 @@ export async function conditionScope(tx: Tx, organizationId: string, type: strin
       walletId ??= acct.walletId;
       scope.set('wallet_account', { address: acct.address, curve: acct.curve, path: acct.path, address_format: acct.addressFormat });
       if (acct.addressFormat === 'ADDRESS_FORMAT_ETHEREUM') from = acct.address;
+      else if (from === '') from = ethereumAddressOf(acct);
       walletAccountFormat = acct.addressFormat;
     }
   }
