@@ -13,7 +13,7 @@
  */
 import { alreadyExists, invalidArgument, notFound, permissionDenied } from '../../errors.js';
 import { isRoot, requireSelfOrRoot, type Principal } from '../../domain/principal.js';
-import { normalizePublicKey, requireUser } from '../../domain/apiKeys.js';
+import { assertRootStillReachable, normalizePublicKey, requireUser } from '../../domain/apiKeys.js';
 import { oauthProviderRecord } from '../../domain/records.js';
 import { CREDENTIAL, MAX_ISSUED_KEY_SECONDS, issueBundledKey, issueSession, stampingApiKey } from '../../auth/services.js';
 import type { OidcIdentity } from '../../auth/oidc.js';
@@ -172,6 +172,8 @@ export const deleteOauthProviders: SubmitOperation<DeleteProviders, { providerId
       if (!row || row.userId !== intent.userId) throw notFound(`OAuth provider ${id} of user ${intent.userId} not found`);
       await ctx.tx.oauthProviders.delete(ctx.organization.id, id);
     }
+    // as delete_api_keys and delete_authenticators: no lock-out (the savepoint undoes the deletes)
+    await assertRootStillReachable(ctx.tx, ctx.organization.id);
     return { providerIds: intent.providerIds };
   },
 };
