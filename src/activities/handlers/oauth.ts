@@ -173,7 +173,7 @@ export const deleteOauthProviders: SubmitOperation<DeleteProviders, { providerId
       await ctx.tx.oauthProviders.delete(ctx.organization.id, id);
     }
     // as delete_api_keys and delete_authenticators: no lock-out (the savepoint undoes the deletes)
-    await assertRootStillReachable(ctx.tx, ctx.organization.id);
+    await assertRootStillReachable(ctx.tx, ctx.organization.id, ctx.nowMs);
     return { providerIds: intent.providerIds };
   },
 };
