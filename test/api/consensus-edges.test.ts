@@ -1,17 +1,12 @@
 // Consensus edge cases: who may settle an activity awaiting approvals.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { startTestServer, newP256Key, submitBody, sdkClient, uniqueName, type TestServer, type RawKey } from '../server/harness.js';
+import { startTestServer, newP256Key, submitBody, sdkClient, uniqueName, type TestServer, createMember, type Member } from '../server/harness.js';
 import { SUBMIT } from '../server/checks.js';
 
 let ts: TestServer;
-interface Member { id: string; key: RawKey; sdk: ReturnType<typeof sdkClient> }
 let carol: Member;
 
-async function createUser(name: string): Promise<Member> {
-  const key = newP256Key();
-  const r: any = await ts.sdk.createUsers({ users: [{ userName: name, apiKeys: [{ apiKeyName: name, publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
-  return { id: r.userIds[0], key, sdk: sdkClient(ts.url, key, ts.orgId) };
-}
+const createUser = (name: string): Promise<Member> => createMember(ts, name);
 
 beforeAll(async () => {
   ts = await startTestServer();

@@ -2,20 +2,15 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { verifyTypedData } from 'viem';
 import { encryptSecretToBundle, generateP256KeyPair } from '@turnkey/crypto';
-import { startTestServer, newP256Key, submitBody, sdkClient, uniqueName, type TestServer, type RawKey } from '../server/harness.js';
+import { startTestServer, newP256Key, submitBody, sdkClient, uniqueName, type TestServer, createMember, type Member, type RawKey, allowSigning } from '../server/harness.js';
 import { SUBMIT } from '../server/checks.js';
 
 const SUITE = 'TRANSPORT_ENCRYPTION_SUITE_ENCLAVE_ENCRYPT_V1';
 let ts: TestServer;
-interface Member { id: string; key: RawKey; sdk: ReturnType<typeof sdkClient> }
 let carol: Member;
 let keyA: { id: string; address: string };
 
-async function createUser(name: string): Promise<Member> {
-  const key = newP256Key();
-  const r: any = await ts.sdk.createUsers({ users: [{ userName: name, apiKeys: [{ apiKeyName: name, publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
-  return { id: r.userIds[0], key, sdk: sdkClient(ts.url, key, ts.orgId) };
-}
+const createUser = (name: string): Promise<Member> => createMember(ts, name);
 
 beforeAll(async () => {
   ts = await startTestServer();
@@ -26,11 +21,7 @@ beforeAll(async () => {
 afterAll(async () => { await ts?.stop(); });
 
 /** carol may sign with any key (an ALLOW policy); returns a cleanup. */
-async function carolSigns(): Promise<() => Promise<void>> {
-  const p: any = await ts.sdk.createPolicy({ policyName: uniqueName('carol signs'), effect: 'EFFECT_ALLOW', notes: '',
-    consensus: `approvers.any(user, user.id == '${carol.id}')`, condition: "activity.action == 'SIGN'" });
-  return async () => { await ts.sdk.deletePolicy({ policyId: p.policyId }); };
-}
+const carolSigns = (): Promise<() => Promise<void>> => allowSigning(ts, carol.id);
 
 describe('sign_raw_payloads', () => {
   const token = '0x6B175474E89094C44Da98b954EedeAC495271d0F';

@@ -6,7 +6,7 @@ import { serializeTransaction, recoverTransactionAddress, encodeFunctionData, er
 import { publicKeyToAddress } from 'viem/accounts';
 import { recoverAuthorizationAddress } from 'viem/utils';
 import { TronWeb, utils as tronUtils } from 'tronweb';
-import { startTestServer, newP256Key, submitBody, sdkClient, uniqueName, type TestServer, type RawKey } from '../server/harness.js';
+import { startTestServer, newP256Key, submitBody, sdkClient, uniqueName, type TestServer, createMember, type Member, allowSigning } from '../server/harness.js';
 import { SUBMIT } from '../server/checks.js';
 
 const require = createRequire(import.meta.url);
@@ -15,15 +15,10 @@ const { Transaction } = require(join(tronPb, 'Tron_pb.cjs'));
 const { TransferContract } = require(join(tronPb, 'contract/balance_contract_pb.cjs'));
 
 let ts: TestServer;
-interface Member { id: string; key: RawKey; sdk: ReturnType<typeof sdkClient> }
 let carol: Member;
 let keyA: { id: string; address: string };
 
-async function createUser(name: string): Promise<Member> {
-  const key = newP256Key();
-  const r: any = await ts.sdk.createUsers({ users: [{ userName: name, apiKeys: [{ apiKeyName: name, publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
-  return { id: r.userIds[0], key, sdk: sdkClient(ts.url, key, ts.orgId) };
-}
+const createUser = (name: string): Promise<Member> => createMember(ts, name);
 
 beforeAll(async () => {
   ts = await startTestServer();
@@ -34,11 +29,7 @@ beforeAll(async () => {
 afterAll(async () => { await ts?.stop(); });
 
 /** carol may sign with any key (an ALLOW policy); returns a cleanup. */
-async function carolSigns(): Promise<() => Promise<void>> {
-  const p: any = await ts.sdk.createPolicy({ policyName: uniqueName('carol signs'), effect: 'EFFECT_ALLOW', notes: '',
-    consensus: `approvers.any(user, user.id == '${carol.id}')`, condition: "activity.action == 'SIGN'" });
-  return async () => { await ts.sdk.deletePolicy({ policyId: p.policyId }); };
-}
+const carolSigns = (): Promise<() => Promise<void>> => allowSigning(ts, carol.id);
 
 describe('eth.eip_7702_authorization', () => {
   // guards: an EIP-7702 chain id beyond 2^53-1 is signed exactly (or refused 400), never rounded nor a 500

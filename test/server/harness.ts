@@ -262,3 +262,31 @@ export function uniqueName(prefix: string): string {
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+/** A user of `ts`'s organization with a P-256 API key of its own, and an sdk-server client stamping with it. */
+export interface Member { id: string; key: RawKey; sdk: ReturnType<typeof sdkClient> }
+
+export async function createMember(ts: TestServer, name: string): Promise<Member> {
+  const key = newP256Key();
+  const r: any = await ts.sdk.createUsers({ users: [{ userName: name, apiKeys: [{ apiKeyName: name, publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
+  return { id: r.userIds[0], key, sdk: sdkClient(ts.url, key, ts.orgId) };
+}
+
+/** An ALLOW policy letting `userId` sign with any key of the organization; returns its removal. */
+export async function allowSigning(ts: TestServer, userId: string): Promise<() => Promise<void>> {
+  const p: any = await ts.sdk.createPolicy({ policyName: uniqueName('signs'), effect: 'EFFECT_ALLOW', notes: '',
+    consensus: `approvers.any(user, user.id == '${userId}')`, condition: "activity.action == 'SIGN'" } as any);
+  return async () => { await ts.sdk.deletePolicy({ policyId: p.policyId }); };
+}
+
+/** Captures the server's JSON log lines written to process.stdout (others pass through) until restore(). */
+export function captureLogLines(): { lines: string[]; restore: () => void } {
+  const lines: string[] = [];
+  const orig = process.stdout.write.bind(process.stdout);
+  (process.stdout as any).write = (chunk: any, ...rest: any[]) => {
+    const s = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+    if (s.startsWith('{"level"')) { lines.push(s); const cb = rest.find((x) => typeof x === 'function'); if (cb) cb(); return true; }
+    return orig(chunk, ...rest);
+  };
+  return { lines, restore: () => { (process.stdout as any).write = orig; } };
+}

@@ -2,18 +2,8 @@
 // (test/server/logs.test.ts covers stamps, bodies and API keys; this one the keys the server holds).
 import { describe, it, expect, afterAll } from 'vitest';
 import { encryptPrivateKeyToBundle, encryptWalletToBundle, generateP256KeyPair, decryptExportBundle } from '@turnkey/crypto';
-import { startTestServer, submitBody, type TestServer } from './harness.js';
+import { captureLogLines, startTestServer, submitBody, type TestServer } from './harness.js';
 
-function captureLogLines(): { lines: string[]; restore: () => void } {
-  const lines: string[] = [];
-  const orig = process.stdout.write.bind(process.stdout);
-  (process.stdout as any).write = (chunk: any, ...rest: any[]) => {
-    const s = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
-    if (s.startsWith('{"level"')) { lines.push(s); const cb = rest.find((x) => typeof x === 'function'); if (cb) cb(); return true; }
-    return orig(chunk, ...rest);
-  };
-  return { lines, restore: () => { (process.stdout as any).write = orig; } };
-}
 let ts: TestServer | undefined;
 afterAll(async () => { await ts?.stop(); });
 const MN = 'legal winner thank year wave sausage worth useful legal winner thank yellow';

@@ -2,20 +2,9 @@
 // stamps, request bodies or stack traces — also for failing, malformed and hostile requests.
 // The in-process server logs through process.stdout.write (src/log.ts), captured here.
 import { describe, it, expect, afterAll } from 'vitest';
-import { startTestServer, submitBody, stampFor, newP256Key, uniqueName, replyViolations, type TestServer } from './harness.js';
+import { captureLogLines, startTestServer, submitBody, stampFor, newP256Key, uniqueName, replyViolations, type TestServer } from './harness.js';
 import { QUERY, SUBMIT } from './checks.js';
 
-/** Captures the server's JSON log lines written to process.stdout (others pass through) until restore(). */
-function captureLogLines(): { lines: string[]; restore: () => void } {
-  const lines: string[] = [];
-  const orig = process.stdout.write.bind(process.stdout);
-  (process.stdout as any).write = (chunk: any, ...rest: any[]) => {
-    const s = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
-    if (s.startsWith('{"level"')) { lines.push(s); const cb = rest.find((x) => typeof x === 'function'); if (cb) cb(); return true; }
-    return orig(chunk, ...rest);
-  };
-  return { lines, restore: () => { (process.stdout as any).write = orig; } };
-}
 
 let ts: TestServer | undefined;
 afterAll(async () => { await ts?.stop(); });
