@@ -2,41 +2,24 @@
 // client key is spent only with that key's signature, a sub-organization's disable* flags hold for
 // every way in, and malformed tokens, bundles and signatures are 400s naming the field.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AddressInfo } from 'node:net';
-import { SMTPServer } from 'smtp-server';
-import { simpleParser, type ParsedMail } from 'mailparser';
 import { p256 } from '@noble/curves/nist.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { encryptOtpCodeToBundle, formatHpkeBuf, hpkeEncrypt, verifyOtpVerificationToken } from '@turnkey/crypto';
-import { sleep, startTestServer, uniqueName, type ApiKeyPair, type TestServer } from '../server/harness.js';
+import { startTestServer, uniqueName, type ApiKeyPair, type TestServer } from '../server/harness.js';
+import { startMailSink, type MailSink } from '../server/mailsink.js';
 
-const mails: ParsedMail[] = [];
-let smtp: SMTPServer;
+let sink: MailSink;
 let ts: TestServer;
-
-async function nextMail(to: string, timeoutMs = 5000): Promise<ParsedMail> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const i = mails.findIndex((m) => (m.to as { text: string } | undefined)?.text === to);
-    if (i >= 0) return mails.splice(i, 1)[0]!;
-    if (Date.now() > until) throw new Error(`no mail to ${to}`);
-    await sleep(20);
-  }
-}
+const nextMail = (to: string): ReturnType<MailSink['nextMail']> => sink.nextMail(to);
 
 beforeAll(async () => {
-  smtp = new SMTPServer({
-    authOptional: true, disabledCommands: ['STARTTLS', 'AUTH'], logger: false,
-    onData(stream, _session, cb) { simpleParser(stream).then((m) => { mails.push(m); cb(); }, cb); },
-  });
-  await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', () => r()));
-  const port = (smtp.server.address() as AddressInfo).port;
-  ts = await startTestServer({ smtpUrl: `smtp://127.0.0.1:${port}`, mailFrom: 'Example Wallet <login@wallet.example>' } as never);
+  sink = await startMailSink();
+  ts = await startTestServer({ smtpUrl: sink.url, mailFrom: 'Example Wallet <login@wallet.example>' } as never);
 });
 afterAll(async () => {
   await ts?.stop();
-  await new Promise<void>((r) => (smtp ? smtp.close(() => r()) : r()));
+  await sink?.close();
 });
 
 function clientKey() {

@@ -18,6 +18,7 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { decryptCredentialBundle, encryptOtpCodeToBundle, generateP256KeyPair, verifyOtpVerificationToken, verifySessionJwtSignature } from '@turnkey/crypto';
 import { freshDataDir, sdkClient, sleep, startTestServer, uniqueName, type ApiKeyPair, type TestServer } from '../server/harness.js';
 import { SoftPasskey } from '../server/softPasskey.js';
+import { startMailSink, type MailSink } from '../server/mailsink.js';
 
 // ---- a loopback OIDC issuer ------------------------------------------------------------------
 
@@ -44,19 +45,8 @@ async function startIssuer(): Promise<Issuer> {
 
 // ---- a loopback SMTP server ------------------------------------------------------------------
 
-const mails: ParsedMail[] = [];
-let smtp: SMTPServer;
-let smtpPort = 0;
-
-async function nextMail(to: string, timeoutMs = 5000): Promise<ParsedMail> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const i = mails.findIndex((m) => (m.to as { text: string } | undefined)?.text === to);
-    if (i >= 0) return mails.splice(i, 1)[0]!;
-    if (Date.now() > until) throw new Error(`no mail to ${to}`);
-    await sleep(20);
-  }
-}
+let sink: MailSink;
+const nextMail = (to: string): ReturnType<MailSink['nextMail']> => sink.nextMail(to);
 
 // ---- the server ------------------------------------------------------------------------------
 
@@ -65,18 +55,13 @@ let issuer: Issuer;
 
 beforeAll(async () => {
   issuer = await startIssuer();
-  smtp = new SMTPServer({
-    authOptional: true, disabledCommands: ['STARTTLS', 'AUTH'], logger: false,
-    onData(stream, _session, cb) { simpleParser(stream).then((m) => { mails.push(m); cb(); }, cb); },
-  });
-  await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', () => r()));
-  smtpPort = (smtp.server.address() as AddressInfo).port;
-  ts = await startTestServer({ oidcIssuers: [issuer.url], smtpUrl: `smtp://127.0.0.1:${smtpPort}`, mailFrom: 'Example Wallet <login@wallet.example>' } as never);
+  sink = await startMailSink();
+  ts = await startTestServer({ oidcIssuers: [issuer.url], smtpUrl: sink.url, mailFrom: 'Example Wallet <login@wallet.example>' } as never);
 });
 afterAll(async () => {
   await ts?.stop();
   await issuer?.close();
-  await new Promise<void>((r) => (smtp ? smtp.close(() => r()) : r()));
+  await sink?.close();
 });
 
 const nonce = (publicKey: string) => bytesToHex(sha256(new TextEncoder().encode(publicKey)));

@@ -8,40 +8,17 @@ import { HDKey } from '@scure/bip32';
 import { mnemonicToSeedSync } from '@scure/bip39';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { SqliteUnits } from '../../src/storage/sqliteUnit.js';
-import { Vault } from '../../src/crypto/vault.js';
 import { startTestServer, submitBody, uniqueName, type TestServer } from '../server/harness.js';
+import { probeKeyMaking } from '../server/writeprobe.js';
 
 let ts: TestServer;
-let openWrites = 0;
-const calls: { what: string; insideWrite: boolean }[] = [];
-const restore: (() => void)[] = [];
-
-function patch<T extends object>(proto: T, name: keyof T & string, wrap: (orig: (...a: unknown[]) => unknown) => (...a: unknown[]) => unknown): void {
-  const orig = proto[name] as unknown as (...a: unknown[]) => unknown;
-  (proto as Record<string, unknown>)[name] = wrap(orig);
-  restore.push(() => { (proto as Record<string, unknown>)[name] = orig; });
-}
+const calls = probeKeyMaking(['newWallet', 'deriveAccounts', 'newPrivateKey']);
 
 beforeAll(async () => {
-  patch(SqliteUnits.prototype, 'write', (orig) => function (this: unknown, ...a: unknown[]) {
-    const fn = a[0] as (tx: unknown) => Promise<unknown>;
-    return orig.call(this, async (tx: unknown) => {
-      openWrites++;
-      try { return await fn(tx); } finally { openWrites--; }
-    });
-  });
-  for (const name of ['newWallet', 'deriveAccounts', 'newPrivateKey'] as const) {
-    patch(Vault.prototype, name, (orig) => function (this: unknown, ...a: unknown[]) {
-      calls.push({ what: name, insideWrite: openWrites > 0 });
-      return orig.apply(this, a);
-    });
-  }
   ts = await startTestServer();
 });
 afterAll(async () => {
   await ts?.stop();
-  for (const r of restore.splice(0)) r();
 });
 
 const accounts = (n: number) => Array.from({ length: n }, (_, i) => ({

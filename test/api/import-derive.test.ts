@@ -1,8 +1,8 @@
 // import_wallet makes its key material before the write transaction, as create_wallet does
 // (docs/server.md, "The request pipeline": nothing slow runs inside a transaction), and what it
 // makes is the right key: accounts against an independent SLIP-10, one import per target under
-// concurrent requests. Method for the first: count open write callbacks of the SQLite unit of work
-// (as test/api/derive.test.ts does).
+// concurrent requests. Method for the first: test/server/writeprobe.ts counts open write callbacks of
+// the SQLite unit of work around the Vault's calls.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { encryptWalletToBundle } from '@turnkey/crypto';
 import { bytesToHex } from '@noble/hashes/utils.js';
@@ -11,33 +11,16 @@ import { sha512 } from '@noble/hashes/sha2.js';
 import { p256 } from '@noble/curves/nist.js';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { mnemonicToSeedSync } from '@scure/bip39';
-import { SqliteUnits } from '../../src/storage/sqliteUnit.js';
-import { Vault } from '../../src/crypto/vault.js';
 import { startTestServer, submitBody, uniqueName, onSqlite, type TestServer } from '../server/harness.js';
+import { probeKeyMaking } from '../server/writeprobe.js';
 
 let ts: TestServer;
-let openWrites = 0;
-const calls: { what: string; insideWrite: boolean; ms: number }[] = [];
-const restore: (() => void)[] = [];
-function patch<T extends object>(proto: T, name: keyof T & string, wrap: (orig: (...a: unknown[]) => unknown) => (...a: unknown[]) => unknown): void {
-  const orig = proto[name] as unknown as (...a: unknown[]) => unknown;
-  (proto as Record<string, unknown>)[name] = wrap(orig);
-  restore.push(() => { (proto as Record<string, unknown>)[name] = orig; });
-}
+const calls = probeKeyMaking(['deriveAccounts', 'importWallet']);
+
 beforeAll(async () => {
-  patch(SqliteUnits.prototype, 'write', (orig) => function (this: unknown, ...a: unknown[]) {
-    const fn = a[0] as (tx: unknown) => Promise<unknown>;
-    return orig.call(this, async (tx: unknown) => { openWrites++; try { return await fn(tx); } finally { openWrites--; } });
-  });
-  for (const name of ['deriveAccounts', 'importWallet'] as const) {
-    patch(Vault.prototype, name, (orig) => function (this: unknown, ...a: unknown[]) {
-      const t = performance.now();
-      try { return orig.apply(this, a); } finally { calls.push({ what: name, insideWrite: openWrites > 0, ms: performance.now() - t }); }
-    });
-  }
   ts = await startTestServer();
 });
-afterAll(async () => { await ts?.stop(); for (const r of restore.splice(0)) r(); });
+afterAll(async () => { await ts?.stop(); });
 
 const MN = 'test test test test test test test test test test test junk';
 

@@ -2,7 +2,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { verifyTypedData } from 'viem';
 import { encryptSecretToBundle, generateP256KeyPair } from '@turnkey/crypto';
-import { startTestServer, newP256Key, submitBody, sdkClient, uniqueName, type TestServer, createMember, type Member, type RawKey, allowSigning } from '../server/harness.js';
+import { newP256Key, submitBody, sdkClient, uniqueName, type TestServer, policySubjects, type Member, type RawKey, allowSigning } from '../server/harness.js';
 import { SUBMIT } from '../server/checks.js';
 
 const SUITE = 'TRANSPORT_ENCRYPTION_SUITE_ENCLAVE_ENCRYPT_V1';
@@ -10,14 +10,7 @@ let ts: TestServer;
 let carol: Member;
 let keyA: { id: string; address: string };
 
-const createUser = (name: string): Promise<Member> => createMember(ts, name);
-
-beforeAll(async () => {
-  ts = await startTestServer();
-  carol = await createUser(uniqueName('carol'));
-  const r: any = await ts.sdk.createPrivateKeys({ privateKeys: [{ privateKeyName: uniqueName('a'), curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] }] } as any);
-  keyA = { id: r.privateKeys[0].privateKeyId, address: r.privateKeys[0].addresses[0].address };
-});
+beforeAll(async () => { ({ ts, carol, keyA } = await policySubjects()); });
 afterAll(async () => { await ts?.stop(); });
 
 /** carol may sign with any key (an ALLOW policy); returns a cleanup. */

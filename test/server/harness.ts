@@ -206,6 +206,14 @@ export function freshDataDir(): string {
   return mkdtempSync(join(tmpdir(), 'kmas-test-'));
 }
 
+/** The root API key and organization id that a server wrote to `dataDir` at its first start. */
+export function rootOf(dataDir: string): { key: ApiKeyPair; orgId: string } {
+  return {
+    key: JSON.parse(readFileSync(join(dataDir, 'root-api-key.json'), 'utf8')),
+    orgId: JSON.parse(readFileSync(join(dataDir, 'bootstrap.json'), 'utf8')).organizationId,
+  };
+}
+
 /** Starts the real server on 127.0.0.1:0 with a fresh (or the given) data dir. */
 export async function startTestServer(opts: Partial<StartOptions> = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? freshDataDir();
@@ -277,6 +285,16 @@ export async function allowSigning(ts: TestServer, userId: string): Promise<() =
   const p: any = await ts.sdk.createPolicy({ policyName: uniqueName('signs'), effect: 'EFFECT_ALLOW', notes: '',
     consensus: `approvers.any(user, user.id == '${userId}')`, condition: "activity.action == 'SIGN'" } as any);
   return async () => { await ts.sdk.deletePolicy({ policyId: p.policyId }); };
+}
+
+/** What the policy tests act on: a server, a member who signs under the policies, and a secp256k1 key with an Ethereum address. */
+export interface PolicySubjects { ts: TestServer; carol: Member; keyA: { id: string; address: string } }
+
+export async function policySubjects(): Promise<PolicySubjects> {
+  const ts = await startTestServer();
+  const carol = await createMember(ts, uniqueName('carol'));
+  const r: any = await ts.sdk.createPrivateKeys({ privateKeys: [{ privateKeyName: uniqueName('a'), curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] }] } as any);
+  return { ts, carol, keyA: { id: r.privateKeys[0].privateKeyId, address: r.privateKeys[0].addresses[0].address } };
 }
 
 /** Captures the server's JSON log lines written to process.stdout (others pass through) until restore(). */

@@ -3,7 +3,7 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startTestServer, newP256Key, submitBody, rawRequest, uniqueName, allActivities, type TestServer } from './harness.js';
+import { startTestServer, newP256Key, submitBody, rawRequest, uniqueName, allActivities, type TestServer, rootOf } from './harness.js';
 import { QUERY, SUBMIT } from './checks.js';
 import { ensureBuilt, spawnServe, type ServeProcess } from './build.js';
 import { freshDataDir, sdkClient } from './harness.js';
@@ -79,8 +79,7 @@ describe('durability', () => {
     try {
       serve = await spawnServe(dataDir);
       const url = serve.url;
-      const key = JSON.parse(readFileSync(join(dataDir, 'root-api-key.json'), 'utf8'));
-      const orgId = JSON.parse(readFileSync(join(dataDir, 'bootstrap.json'), 'utf8')).organizationId;
+      const { key, orgId } = rootOf(dataDir);
       const c = sdkClient(url, key, orgId);
       const ids: string[] = [];
       for (let i = 0; i < 20; i++) {

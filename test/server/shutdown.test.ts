@@ -4,10 +4,9 @@
 // are stored: none was cut off mid-commit, none half-stored.
 import { describe, it, expect } from 'vitest';
 import http from 'node:http';
-import { readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { ensureBuilt, spawnServe } from './build.js';
-import { freshDataDir, startTestServer, stampFor, submitBody, uniqueName } from './harness.js';
+import { freshDataDir, startTestServer, stampFor, submitBody, uniqueName, rootOf } from './harness.js';
 import { SUBMIT } from './checks.js';
 
 type Outcome = { kind: 'answered'; status: number; name: string } | { kind: 'refused' } | { kind: 'reset'; name: string } | { kind: 'cut'; error: string; name: string };
@@ -39,8 +38,7 @@ describe('SIGTERM', () => {
     const dataDir = freshDataDir();
     try {
       const serve = await spawnServe(dataDir, { env: { SHUTDOWN_TIMEOUT_MS: '10000' } });
-      const key = JSON.parse(readFileSync(join(dataDir, 'root-api-key.json'), 'utf8'));
-      const orgId = JSON.parse(readFileSync(join(dataDir, 'bootstrap.json'), 'utf8')).organizationId;
+      const { key, orgId } = rootOf(dataDir);
       const outcomes: Outcome[] = [];
       let signalled = false;
       let answeredBeforeSignal = 0;

@@ -5,12 +5,11 @@
 // stored activity's latest entry carrying its exact record digest, no entry for an activity that
 // is not stored, no gap in the indexes, and a tree that recomputes to a signed checkpoint.
 import { describe, expect, it } from 'vitest';
-import { readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { compareActivities, verifierFrom, verifyEntries } from '../../src/tlog/verify.js';
 import { fetchActivities, fetchEntries, remoteLog } from '../../src/tlog/remote.js';
 import { ensureBuilt, spawnServe, type ServeProcess } from './build.js';
-import { freshDataDir, sdkClient, startTestServer, type TestServer } from './harness.js';
+import { freshDataDir, sdkClient, startTestServer, type TestServer, rootOf } from './harness.js';
 
 describe('the log after kill -9', () => {
   it('a server killed during a stream of activities restarts with its log and its activities in agreement', async (ctx) => {
@@ -21,8 +20,7 @@ describe('the log after kill -9', () => {
     let after: TestServer | undefined;
     try {
       serve = await spawnServe(dataDir);
-      const key = JSON.parse(readFileSync(join(dataDir, 'root-api-key.json'), 'utf8'));
-      const orgId = JSON.parse(readFileSync(join(dataDir, 'bootstrap.json'), 'utf8')).organizationId as string;
+      const { key, orgId } = rootOf(dataDir);
       const c = sdkClient(serve.url, key, orgId);
       const acknowledged: string[] = [];
       let stop = false;
