@@ -86,7 +86,7 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
   // Once per start, in the process that owns the start (not again in each pool worker).
   if (cluster.isPrimary) {
     for (const dead of await db.read((tx) => deadPolicies(tx))) {
-      log.warn('a stored policy can never match as written: fix its condition (kmas now refuses such conditions)', dead);
+      log.warn('a stored policy can never match as written: fix its condition or consensus (kmas now refuses such expressions)', dead);
     }
   }
   if (config.workers > 1 && cluster.isPrimary) {

@@ -22,6 +22,12 @@
  * - wallet_account.address: as kmas stores and returns it — Ethereum in EIP-55 form, other hex
  *   addresses and bech32 lower-case.
  * Checked: `==`, `!=`, `in` (either side), `.contains()`, `.startsWith()`, `.endsWith()`.
+ *
+ * Types: a field the views bind with a known type (FIELD_TYPES: `eth.tx.value` is an int,
+ * `eth.tx.to` a string, `private_key.imported` a bool, …) compared with a literal of another type
+ * (`eth.tx.value > '1000'`), or ordered (`<`, `<=`, `>`, `>=`) when it is no int, can never hold:
+ * evaluating it is a type error, and a policy whose expression errs does not apply. Such a
+ * comparison is refused too, in conditions and consensus expressions alike.
  */
 import { base58, bech32, bech32m } from '@scure/base';
 import { toChecksumAddress } from '../crypto/addresses.js';
@@ -46,6 +52,69 @@ const FORMS: [RegExp, Form][] = [
   [/^bitcoin\.tx\.outputs\[\]\.address$/, 'bech32Lower'],
   [/^wallet_account\.address$/, 'accountAddress'],
 ];
+
+type Scalar = 'int' | 'string' | 'bool';
+
+/** The type of each field the views bind whose type does not depend on the request (paths as `pathOf` writes them). */
+export const FIELD_TYPES: ReadonlyMap<string, Scalar> = new Map<string, Scalar>([
+  ...fields('string', 'activity.', ['type', 'resource', 'action', 'kind']),
+  ...fields('string', 'private_key.', ['id', 'label', 'curve', 'tags[]']),
+  ...fields('bool', 'private_key.', ['imported', 'exported']),
+  ...fields('string', 'wallet.', ['id', 'label']),
+  ...fields('bool', 'wallet.', ['imported', 'exported']),
+  ...fields('string', 'wallets[].', ['id', 'label']),
+  ...fields('bool', 'wallets[].', ['imported', 'exported']),
+  ...fields('string', 'wallet_account.', ['address', 'curve', 'path', 'address_format']),
+  ['secret.static_properties[]', 'string'],
+  ...fields('string', 'eth.tx.', ['from', 'to', 'data', 'type', 'function_name', 'function_signature']),
+  ...fields('int', 'eth.tx.', ['value', 'nonce', 'chain_id', 'gas', 'gas_price', 'max_fee_per_gas', 'max_priority_fee_per_gas']),
+  ...fields('string', 'eth.eip_712.', ['primary_type', 'domain.name', 'domain.version', 'domain.verifying_contract']),
+  ['eth.eip_712.domain.chain_id', 'int'],
+  ['eth.eip_7702_authorization.address', 'string'],
+  ...fields('int', 'eth.eip_7702_authorization.', ['chain_id', 'nonce']),
+  ...fields('string', 'solana.tx.', ['account_keys[]', 'program_keys[]', 'recent_blockhash', 'address_table_lookups[].address_table_key']),
+  ...fields('int', 'solana.tx.', ['address_table_lookups[].writable_indexes[]', 'address_table_lookups[].readonly_indexes[]']),
+  ...fields('string', 'solana.tx.instructions[].', ['program_key', 'instruction_data_hex', 'accounts[].account_key', 'address_table_lookups[].address_table_key']),
+  ...fields('bool', 'solana.tx.instructions[].', ['accounts[].signer', 'accounts[].writable']),
+  ...fields('int', 'solana.tx.instructions[].', ['address_table_lookups[].writable_indexes[]', 'address_table_lookups[].readonly_indexes[]']),
+  ...fields('string', 'solana.tx.transfers[].', ['from', 'to']),
+  ['solana.tx.transfers[].amount', 'int'],
+  ...fields('string', 'solana.tx.spl_transfers[].', ['from', 'to', 'owner', 'token_mint', 'signers[]']),
+  ['solana.tx.spl_transfers[].amount', 'int'],
+  ...fields('string', 'tron.tx.', ['ref_block_bytes', 'ref_block_hash', 'data']),
+  ...fields('int', 'tron.tx.', ['expiration', 'timestamp', 'fee_limit']),
+  ...fields('string', 'tron.tx.contract[].', ['type', 'owner_address', 'to_address', 'contract_address', 'data']),
+  ...fields('int', 'tron.tx.contract[].', ['permission_id', 'amount', 'call_value', 'call_token_value', 'token_id']),
+  ...fields('string', 'bitcoin.tx.', ['version', 'inputs[].tx_id', 'outputs[].script_pubkey', 'outputs[].address', 'outputs[].address_type', 'locktime.type']),
+  ...fields('int', 'bitcoin.tx.', ['fee', 'inputs[].vout', 'inputs[].sequence', 'outputs[].value', 'locktime.amount']),
+  ...fields('string', 'approvers[].', ['id', 'email', 'alias', 'name', 'tags[]']),
+  ['approvers[].is_root', 'bool'],
+  ...fields('string', 'credentials[].', ['id', 'user_id', 'type', 'credential_id', 'public_key']),
+]);
+
+function fields(type: Scalar, prefix: string, names: string[]): [string, Scalar][] {
+  return names.map((n) => [prefix + n, type]);
+}
+
+/** A literal's type, as the evaluator sees it. */
+function scalarOf(lit: Node): Scalar | undefined {
+  if (lit.k !== 'lit') return undefined;
+  if (typeof lit.v === 'bigint') return 'int';
+  if (typeof lit.v === 'string') return 'string';
+  if (typeof lit.v === 'boolean') return 'bool';
+  return undefined;
+}
+
+const ARTICLE: Record<Scalar, string> = { int: 'an int', string: 'a string', bool: 'a bool' };
+
+/** How `lit` is written as a literal of `type`, when it reads as one (the fix to name). */
+function rewrite(lit: Node, type: Scalar): string | undefined {
+  if (lit.k !== 'lit') return undefined;
+  const text = String(lit.v);
+  if (type === 'string') return `'${text}'`;
+  if (type === 'int') return /^-?[0-9]+$/.test(text) ? text : undefined;
+  return text === 'true' || text === 'false' ? text : undefined;
+}
 
 function formOf(path: string | undefined): Form | undefined {
   if (path === undefined) return undefined;
@@ -129,7 +198,31 @@ export function literalFormProblems(tree: Node): string[] {
     }
   };
 
+  const typeMismatch = (path: string | undefined, lit: Node, op: string): void => {
+    const type = path === undefined ? undefined : FIELD_TYPES.get(path);
+    const litType = scalarOf(lit);
+    if (!type || !litType) return;
+    const ordering = op === '<' || op === '<=' || op === '>' || op === '>=';
+    const shown = lit.k === 'lit' && typeof lit.v === 'string' ? `'${short(lit.v)}'` : String((lit as { v: unknown }).v);
+    if (ordering && type !== 'int') {
+      out.push(`${show(path!)} is ${ARTICLE[type]}, and '${op}' orders ints (or timestamps) only, so the comparison with ${shown} can never hold`);
+    } else if (litType !== type) {
+      const fix = rewrite(lit, type);
+      out.push(`${show(path!)} is ${ARTICLE[type]}, compared with ${ARTICLE[litType]} ${shown}, which can never match${fix ? `: write ${fix}` : ''}`);
+    }
+  };
+  const ORDERS = new Set(['==', '!=', '<', '<=', '>', '>=']);
+
   const walk = (n: Node, env: ReadonlyMap<string, string>): void => {
+    if (n.k === 'bin' && ORDERS.has(n.op)) {
+      typeMismatch(pathOf(n.a, env), n.b, n.op);
+      typeMismatch(pathOf(n.b, env), n.a, n.op);
+    } else if (n.k === 'bin' && n.op === 'in') {
+      const p = pathOf(n.a, env);
+      if (n.b.k === 'list') n.b.items.forEach((item) => typeMismatch(p, item, 'in'));
+      const q = pathOf(n.b, env);
+      if (q !== undefined) typeMismatch(`${q}[]`, n.a, 'in');
+    }
     if (n.k === 'bin' && (n.op === '==' || n.op === '!=')) {
       for (const [field, other] of [[n.a, n.b], [n.b, n.a]] as const) {
         const p = pathOf(field, env);
@@ -178,7 +271,7 @@ export function literalFormProblems(tree: Node): string[] {
 }
 
 /**
- * Stored policies whose condition has such a comparison (written before kmas refused them): each
+ * Stored policies whose condition or consensus has such a comparison (written before kmas refused them): each
  * never matches as written. The server names them in its log at start so an operator can fix them.
  */
 export async function deadPolicies(tx: Tx): Promise<{ organizationId: string; policyId: string; policyName: string; effect: string; problem: string }[]> {
@@ -187,8 +280,10 @@ export async function deadPolicies(tx: Tx): Promise<{ organizationId: string; po
   while (queue.length > 0) {
     const org = queue.pop()!;
     for (const p of await tx.policies.list(org.id)) {
-      let problems: string[] = [];
-      try { problems = p.condition.trim() === '' ? [] : literalFormProblems(parse(p.condition)); } catch { /* a condition that no longer parses is not this check's to report */ }
+      const problems: string[] = [];
+      for (const src of [p.condition, p.consensus]) {
+        try { if (src.trim() !== '') problems.push(...literalFormProblems(parse(src))); } catch { /* an expression that no longer parses is not this check's to report */ }
+      }
       if (problems.length > 0) out.push({ organizationId: org.id, policyId: p.id, policyName: p.name, effect: p.effect, problem: problems[0]! });
     }
     queue.push(...await tx.organizations.childrenOf(org.id));

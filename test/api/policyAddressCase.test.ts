@@ -113,3 +113,30 @@ describe('an address in a policy condition, in each letter case', () => {
     await ts.sdk.deletePolicies({ policyIds: [allow.policyId, deny.policyId] } as any);
   });
 });
+
+describe('a literal of another type than its field', () => {
+  // guards: `eth.tx.value > '1000'` errs on every request, so such an EFFECT_DENY was stored and never fired
+  it('a DENY comparing eth.tx.value with a string is refused (400 naming the field, nothing stored); written with an int it fires (@turnkey/viem)', async () => {
+    const activities = (await allActivities(ts)).length;
+    const policies = await policyCount();
+    const bad = await ts.raw(SUBMIT('create_policy'), submitBody('ACTIVITY_TYPE_CREATE_POLICY_V3', ts.orgId, { policyName: uniqueName('cap'), effect: 'EFFECT_DENY', condition: "eth.tx.value > '999'", consensus: '', notes: '' }));
+    checkError(bad, 400, 'create_policy with a string amount');
+    expectFieldViolation(bad, 'condition');
+    expect(bad.json.message + JSON.stringify(bad.json.details)).toContain('write 999');
+    const consensus = await ts.raw(SUBMIT('create_policy'), submitBody('ACTIVITY_TYPE_CREATE_POLICY_V3', ts.orgId, { policyName: uniqueName('roots'), effect: 'EFFECT_ALLOW', condition: '', consensus: "approvers.any(user, user.is_root == 'true')", notes: '' }));
+    checkError(consensus, 400, 'create_policy with a string bool');
+    expectFieldViolation(consensus, 'consensus');
+    expect(await policyCount()).toBe(policies);
+    expect((await allActivities(ts)).length).toBe(activities);
+
+    const allow: any = await ts.sdk.createPolicy({ policyName: uniqueName('bot signs'), effect: 'EFFECT_ALLOW', consensus: `approvers.any(user, user.id == '${bot.id}')`, condition: "activity.resource == 'PRIVATE_KEY' && activity.action == 'SIGN'", notes: '' });
+    const deny: any = await ts.sdk.createPolicy({ policyName: uniqueName('cap'), effect: 'EFFECT_DENY', consensus: '', condition: 'eth.tx.value > 999', notes: '' });
+    const account = await createAccount({ client: bot.sdk as any, organizationId: ts.orgId, signWith: from });
+    const err: any = await account.signTransaction(tx(OTHER, 4)).then(() => undefined, (e: unknown) => e); // value 1000
+    expect(err, 'a transfer above the cap must be denied').toBeDefined();
+    expect(String(err.message)).toContain('policy engine denied request explicitly');
+    const signed = await account.signTransaction({ ...tx(OTHER, 5), value: 999n });
+    expect(await recoverTransactionAddress({ serializedTransaction: signed as any })).toBe(from);
+    await ts.sdk.deletePolicies({ policyIds: [allow.policyId, deny.policyId] } as any);
+  });
+});

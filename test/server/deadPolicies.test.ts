@@ -22,13 +22,20 @@ describe('stored policies that can never match', () => {
       const db = await openDb(loadConfig({ overrides: { dataDir, ...await testStorage(dataDir) } }));
       await db.write((tx) => tx.policies.insert({ id: '11111111-1111-4111-8111-111111111111', organizationId: ts.orgId, name: 'dead deny', effect: 'EFFECT_DENY',
         condition: "eth.tx.to == '0x6F72eDB2429820c2A0606a9FC3cA364f5E9b2375'", consensus: '', time: '', notes: '', createdMs: Date.now(), updatedMs: Date.now() }));
+      // and a consensus whose literal has another type than its field (it errs: the allow never applies)
+      await db.write((tx) => tx.policies.insert({ id: '22222222-2222-4222-8222-222222222222', organizationId: ts.orgId, name: 'dead allow', effect: 'EFFECT_ALLOW',
+        condition: '', consensus: "approvers.any(user, user.is_root == 'true')", time: '', notes: '', createdMs: Date.now(), updatedMs: Date.now() }));
       await db.close();
       const serve = await spawnServe(dataDir);
       await serve.stop();
       const warnings = serve.output().split('\n').filter((l) => l.includes('can never match')).map((l) => JSON.parse(l));
-      expect(warnings).toHaveLength(1);
-      expect(warnings[0]).toMatchObject({ level: expect.anything(), organizationId: ts.orgId, policyId: '11111111-1111-4111-8111-111111111111', effect: 'EFFECT_DENY' });
-      expect(warnings[0].problem).toContain('0x6f72edb2429820c2a0606a9fc3ca364f5e9b2375');
+      expect(warnings).toHaveLength(2);
+      const deny = warnings.find((w) => w.policyId === '11111111-1111-4111-8111-111111111111');
+      expect(deny).toMatchObject({ level: expect.anything(), organizationId: ts.orgId, effect: 'EFFECT_DENY' });
+      expect(deny.problem).toContain('0x6f72edb2429820c2a0606a9fc3ca364f5e9b2375');
+      const allow = warnings.find((w) => w.policyId === '22222222-2222-4222-8222-222222222222');
+      expect(allow).toMatchObject({ organizationId: ts.orgId, effect: 'EFFECT_ALLOW' });
+      expect(allow.problem).toContain('write true');
       expect(serve.output()).not.toContain(live.policyId);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });

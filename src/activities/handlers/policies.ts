@@ -40,8 +40,8 @@ function readExpression(v: Validator, o: Obj, key: string, field: string, kind: 
     }
     const problems = literalProblems(tree);
     if (problems.length > 0) v.fail(field, problems[0]!);
-    // a comparison that letter case makes impossible would leave the policy silently dead
-    const dead = kind === 'condition' ? literalFormProblems(tree) : [];
+    // a comparison that letter case or a literal's type makes impossible would leave the policy silently dead
+    const dead = kind === 'time' ? [] : literalFormProblems(tree);
     if (dead.length > 0) v.fail(field, dead[0]!);
   } catch (e) {
     if (!(e instanceof PolicySyntaxError)) throw e;
