@@ -9,7 +9,7 @@ import { isRoot, type Principal } from '../domain/principal.js';
 import { userRecord, timestamp } from '../domain/records.js';
 import type { ApiKeyRow, AuthenticatorRow, OrganizationRow, Tx, UserRow, VoteRow } from '../storage/types.js';
 import { combineTargets, credentialValue, decide, userValue, type Decision } from '../policy/decide.js';
-import { conditionScope, ROOT_QUORUM_ONLY } from '../policy/scope.js';
+import { conditionScope, ROOT_QUORUM_ONLY, ScopeReads } from '../policy/scope.js';
 import type { Services, SubmitOperation } from './types.js';
 
 /** The stamp that cast a vote (the requester's, or an approver's). */
@@ -67,7 +67,8 @@ export async function authorizeSubmit(
   if (targets.length <= 1) return decide({ ...input, condition: await conditionScope(tx, organization.id, type, targets[0], intent) });
   // Several targets (payloads, signing keys, secrets): each is decided; any deny denies, all must allow.
   const decisions: Decision[] = [];
-  for (const t of targets) decisions.push(decide({ ...input, condition: await conditionScope(tx, organization.id, type, t, intent) }));
+  const reads = new ScopeReads(tx, organization.id);
+  for (const t of targets) decisions.push(decide({ ...input, condition: await conditionScope(tx, organization.id, type, t, intent, reads) }));
   return combineTargets(decisions);
 }
 

@@ -158,8 +158,30 @@ function ethereumAddressOf(key: { curve: string; publicKey: string }): string {
   try { return ethereumAddress(hexToBytes(key.publicKey)); } catch { return ''; }
 }
 
-/** The condition scope of an activity. */
-export async function conditionScope(tx: Tx, organizationId: string, type: string, targets: PolicyTargets | undefined, intent?: unknown): Promise<Map<string, Value>> {
+/**
+ * The store reads a condition scope makes. One value serves every target of a decision: targets
+ * signed by one key (the payloads of a sign_raw_payloads) read the key, its tags and its wallet once.
+ */
+export class ScopeReads {
+  readonly #memo = new Map<string, Promise<unknown>>();
+  constructor(private readonly tx: Tx, private readonly organizationId: string) {}
+
+  #once<T>(key: string, read: () => Promise<T>): Promise<T> {
+    let p = this.#memo.get(key) as Promise<T> | undefined;
+    if (!p) { p = read(); this.#memo.set(key, p); }
+    return p;
+  }
+  privateKey(id: string) { return this.#once(`k ${id}`, () => this.tx.keys.privateKeys.get(this.organizationId, id)); }
+  tagsOf(id: string) { return this.#once(`t ${id}`, () => this.tx.tags.tagsOf(id)); }
+  account(address: string) { return this.#once(`a ${address}`, () => this.tx.keys.accounts.byAddress(this.organizationId, address)); }
+  wallet(id: string) { return this.#once(`w ${id}`, () => this.tx.keys.wallets.get(this.organizationId, id)); }
+  ethereumAbi(to: string) { return this.#once(`i ${to}`, () => this.tx.contractInterfaces.byAddress(this.organizationId, 'SMART_CONTRACT_INTERFACE_TYPE_ETHEREUM', to)); }
+}
+
+/** The condition scope of an activity (or of one of its targets: pass the decision's `reads` to each). */
+export async function conditionScope(
+  tx: Tx, organizationId: string, type: string, targets: PolicyTargets | undefined, intent?: unknown, reads = new ScopeReads(tx, organizationId),
+): Promise<Map<string, Value>> {
   const scope = new Map<string, Value>([['activity', activityValue(type, intent)]]);
   if (!targets) return scope;
   if (targets.secretProperties) {
@@ -177,15 +199,15 @@ export async function conditionScope(tx: Tx, organizationId: string, type: strin
   if (typedData || authorization) scope.set('eth', eth);
   // eth.tx.from: the Ethereum address of the signing key (derived from its public key when it has none stored)
   let from = '';
-  const pk = targets.privateKeyId ? await tx.keys.privateKeys.get(organizationId, targets.privateKeyId) : undefined;
+  const pk = targets.privateKeyId ? await reads.privateKey(targets.privateKeyId) : undefined;
   if (pk) {
-    scope.set('private_key', { id: pk.id, label: pk.name, tags: await tx.tags.tagsOf(pk.id), imported: pk.imported, exported: pk.exported, curve: pk.curve });
+    scope.set('private_key', { id: pk.id, label: pk.name, tags: await reads.tagsOf(pk.id), imported: pk.imported, exported: pk.exported, curve: pk.curve });
     from = pk.addresses.find((a) => a.format === 'ADDRESS_FORMAT_ETHEREUM')?.address ?? ethereumAddressOf(pk);
   }
   let walletId = targets.walletId;
   let walletAccountFormat: string | undefined;
   if (targets.walletAccountAddress) {
-    const acct = await tx.keys.accounts.byAddress(organizationId, targets.walletAccountAddress);
+    const acct = await reads.account(targets.walletAccountAddress);
     if (acct) {
       walletId ??= acct.walletId;
       scope.set('wallet_account', { address: acct.address, curve: acct.curve, path: acct.path, address_format: acct.addressFormat });
@@ -195,7 +217,7 @@ export async function conditionScope(tx: Tx, organizationId: string, type: strin
     }
   }
   const walletValue = async (id: string): Promise<Value | undefined> => {
-    const w = await tx.keys.wallets.get(organizationId, id);
+    const w = await reads.wallet(id);
     return w ? { id: w.id, label: w.name, imported: w.imported, exported: w.exported } : undefined;
   };
   const wallet = walletId ? await walletValue(walletId) : undefined;
@@ -215,7 +237,7 @@ export async function conditionScope(tx: Tx, organizationId: string, type: strin
     try { parsed = parseUnsignedTransaction(ethTx); } catch { /* binds nothing, as below */ }
     const to = (parsed?.to ?? '').toLowerCase();
     // function_name, function_signature, contract_call_args: only with an ABI uploaded for `to`
-    const abi = to === '' ? undefined : await tx.contractInterfaces.byAddress(organizationId, 'SMART_CONTRACT_INTERFACE_TYPE_ETHEREUM', to);
+    const abi = to === '' ? undefined : await reads.ethereumAbi(to);
     if (parsed) bindTx('eth', () => {
       const t = parsed;
       const data = (t as { data?: string }).data ?? '0x';
