@@ -368,25 +368,33 @@ function refuseNul(r: Request): void {
   if (!r.raw.includes(NUL_ESCAPE)) return;
   let body: unknown;
   try { body = r.body(); } catch { return; } // not JSON: refused later, as before
-  const at = nulAt(body, '');
+  const at = nulAt(body);
   if (at === undefined) return;
   const field = at === '' ? 'body' : at;
   throw invalidArgument(`${field} must not contain the character U+0000`, [{ field, description: 'must not contain the character U+0000' }]);
 }
 
-/** Where the first string holding U+0000 is (a member name counts), or undefined. */
-function nulAt(v: unknown, path: string): string | undefined {
-  if (typeof v === 'string') return v.includes('\u0000') ? path : undefined;
-  if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) { const at = nulAt(v[i], `${path}[${i}]`); if (at !== undefined) return at; }
-    return undefined;
-  }
-  if (typeof v === 'object' && v !== null) {
-    for (const [k, x] of Object.entries(v)) {
-      const here = path === '' ? k : `${path}.${k}`;
-      if (k.includes('\u0000')) return here;
-      const at = nulAt(x, here);
-      if (at !== undefined) return at;
+/**
+ * Where the first string holding U+0000 is (a member name counts), or undefined. A walk with a
+ * stack of its own: the body may nest deeper than the call stack goes (JSON.parse takes it).
+ */
+function nulAt(root: unknown): string | undefined {
+  // [value, its path, the member name it is under (checked first), if any]
+  const todo: [unknown, string, string?][] = [[root, '']];
+  for (let next = todo.pop(); next !== undefined; next = todo.pop()) {
+    const [v, path, name] = next;
+    if (name?.includes('\u0000')) return path;
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return path;
+    } else if (Array.isArray(v)) {
+      // pushed last to first: taken first to last
+      for (let i = v.length - 1; i >= 0; i--) todo.push([v[i], `${path}[${i}]`]);
+    } else if (typeof v === 'object' && v !== null) {
+      const entries = Object.entries(v);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [k, x] = entries[i]!;
+        todo.push([x, path === '' ? k : `${path}.${k}`, k]);
+      }
     }
   }
   return undefined;

@@ -33,4 +33,18 @@ describe('U+0000 in a request', () => {
     expect(text.status).toBe(200);
     expect((await allActivities(ts)).length).toBe(before + 1);
   });
+
+  it('after deeply nested JSON (which parses): still the 400 naming where it is, not a 500', async () => {
+    // JSON.parse takes 50 000 levels of nesting; the search for U+0000 must too
+    const depth = 50_000;
+    const deep = '['.repeat(depth) + ']'.repeat(depth);
+    const query = await rawRequest(ts.url, '/public/v1/query/whoami', `{"organizationId":"${orgId}","junk":${deep},"x":"\\u0000"}`, { key: ts.rootKey });
+    expect(query.status, query.text.slice(0, 300)).toBe(400);
+    expect(query.json.code).toBe(3);
+    expect(query.json.message).toContain('x must not contain');
+    const inner = `{"parameters":{"userTagName":"t","userIds":[],"junk":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)}},"organizationId":"${orgId}","timestampMs":"${Date.now()}","type":"ACTIVITY_TYPE_CREATE_USER_TAG"}`;
+    const submit = await rawRequest(ts.url, '/public/v1/submit/create_user_tag', inner, { key: ts.rootKey });
+    expect(submit.status, submit.text.slice(0, 300)).toBe(400);
+    expect(submit.json.message).toMatch(/^parameters\.junk(\[0\]){50000} must not contain/);
+  });
 });
