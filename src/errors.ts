@@ -6,6 +6,7 @@
 /** gRPC status codes used by the API (google.rpc.Code). */
 export const Grpc = {
   INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
   NOT_FOUND: 5,
   ALREADY_EXISTS: 6,
   PERMISSION_DENIED: 7,
@@ -19,7 +20,7 @@ export const Grpc = {
 export type GrpcCode = (typeof Grpc)[keyof typeof Grpc];
 
 const DEFAULT_HTTP: Record<number, number> = {
-  3: 400, 5: 404, 6: 409, 7: 403, 8: 429, 9: 400, 12: 501, 13: 500, 14: 503, 16: 401,
+  3: 400, 4: 504, 5: 404, 6: 409, 7: 403, 8: 429, 9: 400, 12: 501, 13: 500, 14: 503, 16: 401,
 };
 
 export interface FieldViolation { field: string; description: string }

@@ -489,13 +489,16 @@ function parseBody(raw: Buffer): Obj {
 export function answerClientErrors(server: import('node:http').Server, corsOrigin: string): void {
   server.on('clientError', (err: NodeJS.ErrnoException, socket: import('node:stream').Duplex) => {
     if (err.code === 'ECONNRESET' || !socket.writable) { socket.destroy(); return; }
-    const tooLargeHeaders = err.code === 'HPE_HEADER_OVERFLOW';
-    const e = tooLargeHeaders
-      ? new ApiError(Grpc.RESOURCE_EXHAUSTED, 'request headers are larger than the server accepts', { httpStatus: 431, turnkeyErrorCode: 'REQUEST_TOO_LARGE' })
-      : invalidArgument('malformed HTTP request');
+    // the statuses node:http itself gives these (its default clientError answer)
+    const [e, reason] = err.code === 'HPE_HEADER_OVERFLOW'
+      ? [new ApiError(Grpc.RESOURCE_EXHAUSTED, 'request headers are larger than the server accepts', { httpStatus: 431, turnkeyErrorCode: 'REQUEST_TOO_LARGE' }), 'Request Header Fields Too Large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        // headersTimeout / requestTimeout: the request did not arrive in time (a slow or stalled client)
+        ? [new ApiError(Grpc.DEADLINE_EXCEEDED, 'the request was not received in time', { httpStatus: 408, turnkeyErrorCode: 'REQUEST_TIMEOUT' }), 'Request Timeout']
+        : [invalidArgument('malformed HTTP request'), 'Bad Request'];
     const body = JSON.stringify(e.toStatus());
     socket.end(
-      `HTTP/1.1 ${e.httpStatus} ${tooLargeHeaders ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n`
+      `HTTP/1.1 ${e.httpStatus} ${reason}\r\n`
       + `Content-Type: application/json; charset=utf-8\r\nAccess-Control-Allow-Origin: ${corsOrigin}\r\n`
       + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );

@@ -4,8 +4,9 @@
 import { describe, it, expect, afterEach } from 'vitest';
 import express from 'express';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
-import { createHttpServer } from '../../src/http/app.js';
+import http, { type Server } from 'node:http';
+import net from 'node:net';
+import { answerClientErrors, createHttpServer } from '../../src/http/app.js';
 
 let server: Server | undefined;
 afterEach(async () => { await new Promise<void>((r) => (server ? server.close(() => r()) : r())); server = undefined; });
@@ -53,5 +54,35 @@ describe('createHttpServer', () => {
     const r = await fetch(`${base}//public/v1/query/echo`, { method: 'POST', body: 'x'.repeat(100_000) });
     expect(r.status).toBe(200);
     expect((await r.text()).length).toBe(100_000);
+  });
+});
+
+describe('answerClientErrors', () => {
+  /** What the server writes back to `bytes` (the socket then closes), over a raw connection. */
+  async function exchange(bytes: string): Promise<{ status: string; body: string }> {
+    // timeouts as short as a test can wait for (node:http's defaults: 60 s for headers, 300 s for the request)
+    server = http.createServer({ connectionsCheckingInterval: 50, headersTimeout: 200, requestTimeout: 300 }, (_req, res) => { res.end(); });
+    answerClientErrors(server, '*');
+    await new Promise<void>((r) => server!.listen(0, '127.0.0.1', () => r()));
+    const socket = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
+    let data = '';
+    socket.on('data', (d: Buffer) => { data += d.toString('latin1'); });
+    socket.write(bytes);
+    await new Promise<void>((r) => socket.on('close', () => r()));
+    return { status: data.split('\r\n', 1)[0]!, body: data.slice(data.indexOf('\r\n\r\n') + 4) };
+  }
+
+  it('a request whose headers do not arrive in time is a 408 (as node:http answers it), not a 400 "malformed"', async () => {
+    const r = await exchange('POST /public/v1/query/whoami HTTP/1.1\r\nHost: x\r\n');
+    expect(r.status).toBe('HTTP/1.1 408 Request Timeout');
+    const body = JSON.parse(r.body);
+    expect(body).toMatchObject({ code: 4, details: [{ turnkeyErrorCode: 'REQUEST_TIMEOUT' }] });
+    expect(body.message).not.toMatch(/malformed/);
+  });
+
+  it('a malformed request line is still a 400 in the JSON error format', async () => {
+    const r = await exchange('NOT HTTP\r\n\r\n');
+    expect(r.status).toBe('HTTP/1.1 400 Bad Request');
+    expect(JSON.parse(r.body)).toMatchObject({ code: 3, message: 'malformed HTTP request' });
   });
 });
