@@ -67,6 +67,18 @@ describe('secrets', () => {
     expect(await exportOne(noteId)).toBe(note);
   });
 
+  it('a cursor naming no secret of the organization is a 400 naming the field, as every other list answers it', async () => {
+    // list_activities, list_wallet_accounts and list_suborgs answer an unknown cursor so (docs/server.md: bad pagination)
+    for (const cursor of ['after', 'before'] as const) {
+      const r = await ts.raw(QUERY('list_secrets'), JSON.stringify({ organizationId: ts.orgId, paginationOptions: { [cursor]: 'no-such-secret' } }));
+      checkError(r, [400], `list_secrets ${cursor} an unknown id`);
+      expect(r.json.code).toBe(3);
+      expectFieldViolation(r, `paginationOptions.${cursor}`);
+      const activities = await ts.raw(QUERY('list_activities'), JSON.stringify({ organizationId: ts.orgId, paginationOptions: { [cursor]: 'no-such-activity' } }));
+      expect([r.status, r.json.code]).toEqual([activities.status, activities.json.code]);
+    }
+  });
+
   it.runIf(onSqlite)('the secret is not in the SQLite files (nor in the activity log)', async () => {
     const files = readdirSync(ts.dataDir).filter((f) => f.startsWith('kmas.sqlite'));
     expect(files).toContain('kmas.sqlite-wal');

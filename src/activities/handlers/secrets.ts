@@ -233,7 +233,11 @@ export const listSecrets: QueryOperation<{ page: ReturnType<typeof readPaginatio
   },
   async execute(ctx, q) {
     const rows = await ctx.tx.orgSecrets.list(ctx.organization.id, { limit: q.page.limit, ...(q.page.before ? { beforeId: q.page.before } : {}), ...(q.page.after ? { afterId: q.page.after } : {}) });
-    if (!rows) throw notFound('paginationOptions: the cursor names no secret of this organization', 'SECRET_NOT_FOUND');
+    if (!rows) {
+      // as every list answers an unknown cursor (list_activities, list_wallet_accounts, list_suborgs)
+      const field = q.page.before !== undefined ? 'paginationOptions.before' : 'paginationOptions.after';
+      throw invalidArgument(`${field} names no secret of this organization`, [{ field, description: 'unknown cursor' }]);
+    }
     return {
       secrets: rows.map((r) => ({
         secretId: r.id, ...(r.name !== null ? { name: r.name } : {}), staticProperties: r.staticProperties, createdAtUnixMs: String(r.createdMs),
