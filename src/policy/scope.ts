@@ -37,6 +37,8 @@ export interface PolicyTargets {
   /** requests touching several wallets (delete_wallets): `wallets` */
   walletIds?: string[];
   walletAccountAddress?: string;
+  /** a wallet account named by its id (delete_wallet_accounts): bound as walletAccountAddress binds one */
+  walletAccountId?: string;
   ethereumTransaction?: string;
   solanaTransaction?: string;
   tronTransaction?: string;
@@ -174,6 +176,7 @@ export class ScopeReads {
   privateKey(id: string) { return this.#once(`k ${id}`, () => this.tx.keys.privateKeys.get(this.organizationId, id)); }
   tagsOf(id: string) { return this.#once(`t ${id}`, () => this.tx.tags.tagsOf(id)); }
   account(address: string) { return this.#once(`a ${address}`, () => this.tx.keys.accounts.byAddress(this.organizationId, address)); }
+  accountById(id: string) { return this.#once(`A ${id}`, () => this.tx.keys.accounts.get(this.organizationId, id)); }
   wallet(id: string) { return this.#once(`w ${id}`, () => this.tx.keys.wallets.get(this.organizationId, id)); }
   ethereumAbi(to: string) { return this.#once(`i ${to}`, () => this.tx.contractInterfaces.byAddress(this.organizationId, 'SMART_CONTRACT_INTERFACE_TYPE_ETHEREUM', to)); }
 }
@@ -206,8 +209,10 @@ export async function conditionScope(
   }
   let walletId = targets.walletId;
   let walletAccountFormat: string | undefined;
-  if (targets.walletAccountAddress) {
-    const acct = await reads.account(targets.walletAccountAddress);
+  if (targets.walletAccountAddress || targets.walletAccountId) {
+    const acct = targets.walletAccountId
+      ? await reads.accountById(targets.walletAccountId)
+      : await reads.account(targets.walletAccountAddress!);
     if (acct) {
       walletId ??= acct.walletId;
       scope.set('wallet_account', { address: acct.address, curve: acct.curve, path: acct.path, address_format: acct.addressFormat });

@@ -70,3 +70,47 @@ describe('secret.static_properties', () => {
     expect(together.status, `the prod secret was exported next to another one: ${together.json?.activity?.status}`).toBe(403);
   });
 });
+
+describe('deletions of keys and wallet accounts', () => {
+  // guards: delete_private_keys binds `private_key` to every key it names (as delete_wallets binds `wallet`),
+  // so a DENY on a key stops a user whom a policy lets delete private keys from deleting that one
+  it('an EFFECT_DENY on private_key.id stops delete_private_keys naming that key, alone or with another', async () => {
+    const dave = await createUser(uniqueName('dave'));
+    const made: any = await ts.sdk.createPrivateKeys({ privateKeys: ['treasury', 'scratch'].map((n) => ({ privateKeyName: uniqueName(n), curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: [] })) } as any);
+    const [treasury, scratch] = made.privateKeys.map((k: any) => k.privateKeyId as string);
+    const allow: any = await ts.sdk.createPolicy({ policyName: uniqueName('dave deletes keys'), effect: 'EFFECT_ALLOW', notes: '', consensus: `approvers.any(u, u.id == '${dave.id}')`, condition: "activity.resource == 'PRIVATE_KEY' && activity.action == 'DELETE'" });
+    const deny: any = await ts.sdk.createPolicy({ policyName: uniqueName('keep the treasury'), effect: 'EFFECT_DENY', notes: '', consensus: '', condition: `private_key.id == '${treasury}'` });
+    const del = (ids: string[]) => ts.raw(SUBMIT('delete_private_keys'), submitBody('ACTIVITY_TYPE_DELETE_PRIVATE_KEYS', ts.orgId, { privateKeyIds: ids, deleteWithoutExport: true }), { key: dave.key });
+    const together = await del([scratch, treasury]);
+    const alone = await del([treasury]);
+    const left = (await ts.sdk.getPrivateKeys({} as any)).privateKeys.map((k: any) => k.privateKeyId);
+    const other = await del([scratch]);
+    await ts.sdk.deletePolicy({ policyId: deny.policyId });
+    await ts.sdk.deletePolicy({ policyId: allow.policyId });
+    expect(left, 'the private key the DENY policy protects was deleted').toContain(treasury);
+    expect(together.status, together.text).toBe(403);
+    expect(alone.status, alone.text).toBe(403);
+    expect(other.status, other.text).toBe(200); // the ALLOW still applies to the other key
+  });
+
+  // guards: delete_wallet_accounts binds `wallet_account` and its `wallet` to every account it names
+  it('an EFFECT_DENY on wallet.id stops delete_wallet_accounts of an account of that wallet', async () => {
+    const erin = await createUser(uniqueName('erin'));
+    const eth = (path: string) => ({ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path, addressFormat: 'ADDRESS_FORMAT_ETHEREUM' });
+    const w: any = await ts.sdk.createWallet({ walletName: uniqueName('vault'), accounts: [eth("m/44'/60'/0'/0/0"), eth("m/44'/60'/0'/0/1")] } as any);
+    const accounts = (await ts.sdk.getWalletAccounts({ walletId: w.walletId } as any)).accounts as any[];
+    const allow: any = await ts.sdk.createPolicy({ policyName: uniqueName('erin deletes accounts'), effect: 'EFFECT_ALLOW', notes: '', consensus: `approvers.any(u, u.id == '${erin.id}')`, condition: "activity.resource == 'WALLET' && activity.action == 'DELETE'" });
+    const deny: any = await ts.sdk.createPolicy({ policyName: uniqueName('keep the vault'), effect: 'EFFECT_DENY', notes: '', consensus: '', condition: `wallet.id == '${w.walletId}'` });
+    const denyPath: any = await ts.sdk.createPolicy({ policyName: uniqueName('keep account 1'), effect: 'EFFECT_DENY', notes: '', consensus: '', condition: "wallet_account.path.endsWith('/0/1')" });
+    const del = (ids: string[]) => ts.raw(SUBMIT('delete_wallet_accounts'), submitBody('ACTIVITY_TYPE_DELETE_WALLET_ACCOUNTS', ts.orgId, { walletAccountIds: ids, deleteWithoutExport: true }), { key: erin.key });
+    const r = await del([accounts[0].walletAccountId]);
+    await ts.sdk.deletePolicy({ policyId: deny.policyId });
+    const byPath = await del([accounts.find((a) => a.path === "m/44'/60'/0'/0/1").walletAccountId]);
+    const left = ((await ts.sdk.getWalletAccounts({ walletId: w.walletId } as any)).accounts as any[]).length;
+    await ts.sdk.deletePolicy({ policyId: denyPath.policyId });
+    await ts.sdk.deletePolicy({ policyId: allow.policyId });
+    expect(left, 'accounts of the wallet the DENY policies protect were deleted').toBe(2);
+    expect(r.status, r.text).toBe(403);
+    expect(byPath.status, byPath.text).toBe(403);
+  });
+});

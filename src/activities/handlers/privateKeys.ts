@@ -93,6 +93,8 @@ export const deletePrivateKeys: SubmitOperation<{ privateKeyIds: string[]; delet
       }
     }
   },
+  // every key is a target: `private_key` is bound to each in turn (a DENY on any one denies the deletion)
+  policyTargets: (intent) => intent.privateKeyIds.map((privateKeyId) => ({ privateKeyId })),
   async execute(ctx, intent) {
     const { tx, organization } = ctx;
     for (const [i, id] of intent.privateKeyIds.entries()) await requirePrivateKey(tx, organization.id, id, `privateKeyIds[${i}]`);

@@ -11,6 +11,7 @@ import {
 import type { Tx } from '../../storage/types.js';
 import type { WalletRow } from '../../storage/keys.js';
 import type { ExecContext, QueryOperation, SubmitOperation } from '../types.js';
+import type { PolicyTargets } from '../../policy/scope.js';
 import { keysFor } from '../types.js';
 import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { readPagination, type Pagination } from './activities.js';
@@ -222,6 +223,10 @@ export const deleteWalletAccounts: SubmitOperation<{ walletAccountIds: string[];
   async authorize(p, intent, store) {
     requireKeyAdmin(p, 'delete wallet accounts');
     await requireDeletableAccounts(store, p.organization.id, intent.walletAccountIds, intent.deleteWithoutExport === true);
+  },
+  // every account is a target: `wallet_account` and its `wallet` are bound to each in turn (a DENY on any one denies the deletion)
+  policyTargets(intent) {
+    return intent.walletAccountIds.map((walletAccountId): PolicyTargets => ({ walletAccountId }));
   },
   async execute(ctx, intent) {
     const { tx, organization } = ctx;
