@@ -139,6 +139,8 @@ export const importWallet: SubmitOperation<ImportWallet, { walletId: string; add
     const org = organization.id;
     const vault = ctx.services.vault;
     const plan = ctx.derived as ImportWalletPlan | undefined;
+    // again here: a user whom a policy admits passes authorize at its permission rule, before this
+    await refuseDuplicates(tx, org, undefined, intent.accounts);
     // The plan applies while the target that opened the bundle is still pending, unchanged: it is the
     // one withImportTarget would find (a bundle opens under one target key), its mnemonic the one sealed.
     const planned = plan?.organizationId === org

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { failedPrecondition } from '../../errors.js';
 import { privateKeyAddresses, type SealedKey, type Vault } from '../../crypto/index.js';
 import type { AddressEntry } from '../../storage/keys.js';
+import type { Tx } from '../../storage/types.js';
 import {
   API_CURVES, cryptoCall, ctxPrivateKey, curveId, privateKeyRecord, privateKeyRecords, requirePrivateKey,
 } from '../../domain/keys.js';
@@ -86,18 +87,14 @@ export const deletePrivateKeys: SubmitOperation<{ privateKeyIds: string[]; delet
   },
   async authorize(p, intent, store) {
     requireKeyAdmin(p, 'delete private keys');
-    for (const [i, id] of intent.privateKeyIds.entries()) {
-      const k = await requirePrivateKey(store, p.organization.id, id, `privateKeyIds[${i}]`);
-      if (!k.exported && intent.deleteWithoutExport !== true) {
-        throw failedPrecondition(`private key ${id} has never been exported; export it first or set deleteWithoutExport to true`);
-      }
-    }
+    await requireDeletablePrivateKeys(store, p.organization.id, intent.privateKeyIds, intent.deleteWithoutExport === true);
   },
   // every key is a target: `private_key` is bound to each in turn (a DENY on any one denies the deletion)
   policyTargets: (intent) => intent.privateKeyIds.map((privateKeyId) => ({ privateKeyId })),
+  // The rules again here: a user whom a policy admits passes authorize at its permission rule, before them.
   async execute(ctx, intent) {
     const { tx, organization } = ctx;
-    for (const [i, id] of intent.privateKeyIds.entries()) await requirePrivateKey(tx, organization.id, id, `privateKeyIds[${i}]`);
+    await requireDeletablePrivateKeys(tx, organization.id, intent.privateKeyIds, intent.deleteWithoutExport === true);
     for (const id of intent.privateKeyIds) {
       await tx.tags.detachAll(id);
       await tx.keys.privateKeys.delete(organization.id, id);
@@ -105,6 +102,16 @@ export const deletePrivateKeys: SubmitOperation<{ privateKeyIds: string[]; delet
     return { privateKeyIds: intent.privateKeyIds };
   },
 };
+
+/** Every id names a private key of the organization; one never exported needs deleteWithoutExport. */
+async function requireDeletablePrivateKeys(tx: Tx, organizationId: string, ids: string[], withoutExport: boolean): Promise<void> {
+  for (const [i, id] of ids.entries()) {
+    const k = await requirePrivateKey(tx, organizationId, id, `privateKeyIds[${i}]`);
+    if (!k.exported && !withoutExport) {
+      throw failedPrecondition(`private key ${id} has never been exported; export it first or set deleteWithoutExport to true`);
+    }
+  }
+}
 
 export const getPrivateKey: QueryOperation<{ privateKeyId: string }> = {
   kind: 'query',

@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { failedPrecondition, invalidArgument } from '../../errors.js';
 import { requireRoot, type Principal } from '../../domain/principal.js';
 import { addressKey } from '../../storage/keys.js';
-import type { Tx, SubOrgFilter } from '../../storage/types.js';
+import type { OrganizationRow, Tx, SubOrgFilter } from '../../storage/types.js';
 import type { Vault } from '../../crypto/index.js';
 import { keysFor, type ExecContext, type QueryOperation, type SubmitOperation } from '../types.js';
 import { decodeJwt, type JWTPayload } from 'jose';
@@ -105,10 +105,7 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
   external(intent, services) { return verifyUsersProviders(services, intent.rootUsers, 'rootUsers'); },
   async authorize(p, intent, store, services) {
     requireRoot(p, 'create sub-organizations');
-    if (p.organization.parentId !== null) {
-      throw failedPrecondition('a sub-organization cannot create sub-organizations; submit this in its parent organization');
-    }
-    if (intent.wallet) await refuseDuplicates(store, p.organization.id, undefined, intent.wallet.accounts, 'wallet.accounts');
+    await requireSubOrganizationRules(store, p.organization, intent);
     // A token that is not this server's, or not for this organization, stores nothing.
     if (intent.verificationToken !== undefined) signupClaims(services.vault, p.organization.id, intent, Date.now());
   },
@@ -119,6 +116,8 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
   },
   async execute(ctx, intent) {
     const { tx, nowMs } = ctx;
+    // again here: a user whom a policy admits passes authorize at its permission rule, before them
+    await requireSubOrganizationRules(tx, ctx.organization, intent);
     const plan = ctx.derived as SubOrganizationPlan | undefined;
     const id = plan?.subOrganizationId ?? ctx.newId();
     await tx.organizations.insert({
@@ -133,6 +132,14 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
     return { subOrganizationId: id, ...(wallet ? { wallet } : {}), rootUserIds };
   },
 };
+
+/** One level deep (a sub-organization has none of its own); the wallet names no account twice. */
+async function requireSubOrganizationRules(tx: Tx, organization: OrganizationRow, intent: CreateSubOrganization): Promise<void> {
+  if (organization.parentId !== null) {
+    throw failedPrecondition('a sub-organization cannot create sub-organizations; submit this in its parent organization');
+  }
+  if (intent.wallet) await refuseDuplicates(tx, organization.id, undefined, intent.wallet.accounts, 'wallet.accounts');
+}
 
 /**
  * A sign-up with verify_otp's token: issued by this (parent) organization, for the e-mail address

@@ -98,6 +98,8 @@ export const createWallet: SubmitOperation<CreateWallet, { walletId: string; add
   },
   derive: (ctx, intent) => planWallet(ctx.services.vault, ctx.organization.id, intent),
   async execute(ctx, intent) {
+    // again here: a user whom a policy admits passes authorize at its permission rule, before this
+    await refuseDuplicates(ctx.tx, ctx.organization.id, undefined, intent.accounts);
     return await createWalletIn(ctx, ctx.organization.id, intent, 'accounts', ctx.derived as WalletPlan | undefined);
   },
 };
@@ -154,6 +156,8 @@ export const createWalletAccounts: SubmitOperation<CreateAccounts, { addresses: 
   },
   async execute(ctx, intent) {
     const wallet = await requireWallet(ctx.tx, ctx.organization.id, intent.walletId);
+    // again here: a user whom a policy admits passes authorize at its permission rule, before this
+    if (intent.persist !== false) await refuseDuplicates(ctx.tx, ctx.organization.id, intent.walletId, intent.accounts);
     return { addresses: await addAccounts(ctx, wallet, intent.accounts, intent.persist !== false, 'accounts', ctx.derived as AccountsPlan | undefined) };
   },
 };
@@ -194,16 +198,12 @@ export const deleteWallets: SubmitOperation<{ walletIds: string[]; deleteWithout
   },
   async authorize(p, intent, store) {
     requireKeyAdmin(p, 'delete wallets');
-    for (const [i, id] of intent.walletIds.entries()) {
-      const w = await requireWallet(store, p.organization.id, id, `walletIds[${i}]`);
-      if (!w.exported && intent.deleteWithoutExport !== true) {
-        throw failedPrecondition(`wallet ${id} has never been exported; export it first or set deleteWithoutExport to true`);
-      }
-    }
+    await requireDeletableWallets(store, p.organization.id, intent.walletIds, intent.deleteWithoutExport === true);
   },
   policyTargets: (intent) => ({ walletIds: intent.walletIds, ...(intent.walletIds.length === 1 ? { walletId: intent.walletIds[0] } : {}) }),
+  // The rules again here: a user whom a policy admits passes authorize at its permission rule, before them.
   async execute(ctx, intent) {
-    for (const [i, id] of intent.walletIds.entries()) await requireWallet(ctx.tx, ctx.organization.id, id, `walletIds[${i}]`);
+    await requireDeletableWallets(ctx.tx, ctx.organization.id, intent.walletIds, intent.deleteWithoutExport === true);
     for (const id of intent.walletIds) await ctx.tx.keys.wallets.delete(ctx.organization.id, id);
     return { walletIds: intent.walletIds };
   },
@@ -235,6 +235,16 @@ export const deleteWalletAccounts: SubmitOperation<{ walletAccountIds: string[];
     return { walletAccountIds: intent.walletAccountIds };
   },
 };
+
+/** Every id names a wallet of the organization; one never exported needs deleteWithoutExport. */
+async function requireDeletableWallets(tx: Tx, organizationId: string, ids: string[], withoutExport: boolean): Promise<void> {
+  for (const [i, id] of ids.entries()) {
+    const w = await requireWallet(tx, organizationId, id, `walletIds[${i}]`);
+    if (!w.exported && !withoutExport) {
+      throw failedPrecondition(`wallet ${id} has never been exported; export it first or set deleteWithoutExport to true`);
+    }
+  }
+}
 
 /** Every id names an account of the organization; one never exported (nor its wallet) needs deleteWithoutExport. */
 async function requireDeletableAccounts(tx: Tx, organizationId: string, ids: string[], withoutExport: boolean): Promise<void> {
