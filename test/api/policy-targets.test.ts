@@ -2,7 +2,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { verifyTypedData } from 'viem';
 import { encryptSecretToBundle, generateP256KeyPair } from '@turnkey/crypto';
-import { newP256Key, submitBody, sdkClient, uniqueName, type TestServer, policySubjects, type Member, type RawKey, allowSigning } from '../server/harness.js';
+import { newP256Key, submitBody, sdkClient, uniqueName, type TestServer, policySubjects, createMember, type Member, type RawKey, allowSigning } from '../server/harness.js';
 import { SUBMIT } from '../server/checks.js';
 
 const SUITE = 'TRANSPORT_ENCRYPTION_SUITE_ENCLAVE_ENCRYPT_V1';
@@ -75,7 +75,7 @@ describe('deletions of keys and wallet accounts', () => {
   // guards: delete_private_keys binds `private_key` to every key it names (as delete_wallets binds `wallet`),
   // so a DENY on a key stops a user whom a policy lets delete private keys from deleting that one
   it('an EFFECT_DENY on private_key.id stops delete_private_keys naming that key, alone or with another', async () => {
-    const dave = await createUser(uniqueName('dave'));
+    const dave = await createMember(ts, uniqueName('dave'));
     const made: any = await ts.sdk.createPrivateKeys({ privateKeys: ['treasury', 'scratch'].map((n) => ({ privateKeyName: uniqueName(n), curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: [] })) } as any);
     const [treasury, scratch] = made.privateKeys.map((k: any) => k.privateKeyId as string);
     const allow: any = await ts.sdk.createPolicy({ policyName: uniqueName('dave deletes keys'), effect: 'EFFECT_ALLOW', notes: '', consensus: `approvers.any(u, u.id == '${dave.id}')`, condition: "activity.resource == 'PRIVATE_KEY' && activity.action == 'DELETE'" });
@@ -95,7 +95,7 @@ describe('deletions of keys and wallet accounts', () => {
 
   // guards: delete_wallet_accounts binds `wallet_account` and its `wallet` to every account it names
   it('an EFFECT_DENY on wallet.id stops delete_wallet_accounts of an account of that wallet', async () => {
-    const erin = await createUser(uniqueName('erin'));
+    const erin = await createMember(ts, uniqueName('erin'));
     const eth = (path: string) => ({ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path, addressFormat: 'ADDRESS_FORMAT_ETHEREUM' });
     const w: any = await ts.sdk.createWallet({ walletName: uniqueName('vault'), accounts: [eth("m/44'/60'/0'/0/0"), eth("m/44'/60'/0'/0/1")] } as any);
     const accounts = (await ts.sdk.getWalletAccounts({ walletId: w.walletId } as any)).accounts as any[];
