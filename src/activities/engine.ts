@@ -261,7 +261,7 @@ async function runOperation(
   if (pre?.prepared !== undefined) ctx.prepared = pre.prepared;
   if (pre?.derived !== undefined) ctx.derived = pre.derived;
   if (pre?.external !== undefined) ctx.external = pre.external;
-  for (const { name, key } of op.locks?.(intent) ?? []) await tx.lock(name, key);
+  for (const { name, key } of op.locks?.(intent, organization.id) ?? []) await tx.lock(name, key);
   try {
     // A savepoint: a failing handler leaves no partial change behind.
     return { result: op.readOnly ? await op.execute(ctx, intent) : await tx.savepoint(async () => await op.execute(ctx, intent)) };

@@ -97,7 +97,7 @@ export interface SubmitOperation<I = unknown, R = unknown> {
    * of the transaction: a lock taken inside the savepoint is released when a failing execute rolls
    * it back, before what keepOnFailure writes is committed.
    */
-  locks?(intent: I): { name: LockName; key: string }[];
+  locks?(intent: I, organizationId: string): { name: LockName; key: string }[];
   /**
    * Optional work done before the transaction, after validate and authorize passed outside it,
    * e.g. signing on a worker thread while the event loop serves other requests. It must change

@@ -675,7 +675,15 @@ export type LockName =
    */
   | 'public-key'
   /** start-up: creating the root organization and the server's keys */
-  | 'bootstrap';
+  | 'bootstrap'
+  /** one organization's policies (keyed by its id): their count and unique names are checked, then written */
+  | 'policies'
+  /** one wallet's accounts (keyed by its id): no account twice (curve, path, address format), then the insert */
+  | 'wallet-accounts'
+  /** one organization's tags of one kind (keyed by both): a unique name is checked, then written */
+  | 'tags'
+  /** one organization's smart contract interfaces (keyed by its id): one per contract address */
+  | 'contract-interfaces';
 
 /** One transaction: the repositories, plus what a unit of work adds. */
 export interface Tx extends Repositories {

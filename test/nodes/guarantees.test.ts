@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import ganache from 'ganache';
-import { keccak256, parseTransaction, recoverTransactionAddress, type Hex } from 'viem';
+import { erc20Abi, keccak256, parseTransaction, recoverTransactionAddress, type Hex } from 'viem';
 import { p256 } from '@noble/curves/nist.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
@@ -383,6 +383,31 @@ describe.runIf(available)('guarantees across three nodes on one PostgreSQL', () 
     exactlyOne(keys, /no pending import for user .*init_import_private_key/);
     const pks: any = await sdk(2).getPrivateKeys({} as any);
     expect(pks.privateKeys.filter((k: any) => k.privateKeyName.startsWith(pprefix)), 'one private key imported').toHaveLength(1);
+  });
+
+  // guards: what must be unique (a wallet's accounts, policy and tag names, a contract's interface) stays unique when raced on three nodes
+  it('5. names and accounts that must be unique, raced on three nodes (5 rounds each): one is stored, the others are refused (never a 500)', async () => {
+    const refused = /already|unique|exists|taken/i;
+    // identical bodies (the same millisecond) are one activity by design: count the distinct ones stored
+    const exactlyOne = (results: Outcome[], refusal: RegExp): void => {
+      const ids = new Set(results.filter((o) => o.ok).map((o) => (o as { r: any }).r.activity.id));
+      expect(ids.size, JSON.stringify(results.map((o) => (o.ok ? `ok ${(o as { r: any }).r.activity.id}` : o.why)))).toBe(1);
+      for (const o of results) if (!o.ok) expect(o.why).toMatch(refusal);
+    };
+    const w: any = await sdk(0).createWallet({ walletName: uniqueName('race'), accounts: [] } as any);
+    for (let round = 0; round < 5; round++) {
+      const path = `m/44'/60'/0'/0/${round}`;
+      const accounts = await Promise.all([0, 1, 2].map((i) => outcome(sdk(i).createWalletAccounts({ walletId: w.walletId, accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path, addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }] } as any))));
+      exactlyOne(accounts, refused);
+      const name = uniqueName('policy');
+      exactlyOne(await Promise.all([0, 1, 2].map((i) => outcome(sdk(i).createPolicy({ policyName: name, effect: 'EFFECT_DENY', condition: "activity.type == 'ACTIVITY_TYPE_NONE'", consensus: '', notes: `${i}` } as any)))), refused);
+      const tag = uniqueName('tag');
+      exactlyOne(await Promise.all([0, 1, 2].map((i) => outcome(sdk(i).createUserTag({ userTagName: tag, userIds: [] } as any)))), refused);
+      const contract = `0x${randomBytes(20).toString('hex')}`;
+      exactlyOne(await Promise.all([0, 1, 2].map((i) => outcome(sdk(i).createSmartContractInterface({ smartContractAddress: contract, smartContractInterface: JSON.stringify(erc20Abi), type: 'SMART_CONTRACT_INTERFACE_TYPE_ETHEREUM', label: `abi ${i}`, notes: '' } as any)))), refused);
+    }
+    const stored: any = await sdk(2).getWalletAccounts({ walletId: w.walletId, paginationOptions: { limit: '100' } } as any);
+    expect(stored.accounts.map((a: any) => a.path).sort()).toEqual([0, 1, 2, 3, 4].map((r) => `m/44'/60'/0'/0/${r}`));
   });
 
   it('6. an API key that expired is refused by every node on the very next request', async () => {

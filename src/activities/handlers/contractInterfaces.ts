@@ -68,14 +68,15 @@ export const createSmartContractInterface: SubmitOperation<CreateIntent, { smart
     v.done();
     return { smartContractAddress: address!, smartContractInterface: text!, type: type!, label: label!, notes };
   },
+  // one organization's interfaces one request at a time (across nodes): one per contract address
+  locks: (_i, organizationId) => [{ name: 'contract-interfaces', key: organizationId }],
   async authorize(p, i, store) {
+    await refuseTakenAddress(store, p.organization.id, i);
     requireRoot(p, 'manage smart contract interfaces');
-    const existing = await store.contractInterfaces.byAddress(p.organization.id, i.type, contractAddressKey(i.type, i.smartContractAddress)!);
-    if (existing) {
-      throw alreadyExists(`smartContractAddress: ${i.smartContractAddress} already has an interface (${existing.id}); delete it first`);
-    }
   },
   async execute(ctx, i) {
+    // again under the lock (another node may have stored one since authorize), and for a user a policy admits
+    await refuseTakenAddress(ctx.tx, ctx.organization.id, i);
     const row: ContractInterfaceRow = {
       id: ctx.newId(), organizationId: ctx.organization.id, type: i.type, address: i.smartContractAddress,
       addressKey: contractAddressKey(i.type, i.smartContractAddress)!, interface: i.smartContractInterface,
@@ -85,6 +86,13 @@ export const createSmartContractInterface: SubmitOperation<CreateIntent, { smart
     return { smartContractInterfaceId: row.id };
   },
 };
+
+async function refuseTakenAddress(tx: Tx, organizationId: string, i: { type: ContractInterfaceRow['type']; smartContractAddress: string }): Promise<void> {
+  const existing = await tx.contractInterfaces.byAddress(organizationId, i.type, contractAddressKey(i.type, i.smartContractAddress)!);
+  if (existing) {
+    throw alreadyExists(`smartContractAddress: ${i.smartContractAddress} already has an interface (${existing.id}); delete it first`);
+  }
+}
 
 export const deleteSmartContractInterface: SubmitOperation<{ smartContractInterfaceId: string }, { smartContractInterfaceId: string }> = {
   kind: 'submit',

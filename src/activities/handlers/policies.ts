@@ -102,6 +102,9 @@ async function insertPolicies(tx: Tx, organizationId: string, list: PolicyParams
   return ids;
 }
 
+/** Policy writes of one organization one at a time (across nodes): its count and unique names are checked, then written. */
+const policiesLock = (_intent: unknown, organizationId: string) => [{ name: 'policies' as const, key: organizationId }];
+
 const rootRule = (what: string) => (p: Parameters<typeof requireRoot>[0]) => requireRoot(p, what);
 
 export const createPolicy: SubmitOperation<PolicyParams, { policyId: string }> = {
@@ -115,6 +118,7 @@ export const createPolicy: SubmitOperation<PolicyParams, { policyId: string }> =
     return p;
   },
   authorize: rootRule('create policies'),
+  locks: policiesLock,
   async execute(ctx, intent) {
     return { policyId: (await insertPolicies(ctx.tx, ctx.organization.id, [intent], ctx.newId, ctx.nowMs))[0]! };
   },
@@ -136,6 +140,7 @@ export const createPolicies: SubmitOperation<{ policies: PolicyParams[] }, { pol
     return { policies };
   },
   authorize: rootRule('create policies'),
+  locks: policiesLock,
   async execute(ctx, intent) {
     return { policyIds: await insertPolicies(ctx.tx, ctx.organization.id, intent.policies, ctx.newId, ctx.nowMs) };
   },
@@ -173,6 +178,7 @@ export const updatePolicy: SubmitOperation<UpdatePolicy, { policyId: string }> =
     return out;
   },
   authorize: rootRule('update policies'),
+  locks: policiesLock,
   async execute(ctx, intent) {
     const p = await requirePolicy(ctx.tx, ctx.organization.id, intent.policyId);
     if (intent.policyName !== undefined && intent.policyName !== p.name) {

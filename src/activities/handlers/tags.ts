@@ -24,6 +24,9 @@ const PRIVATE_KEY: TagKind = {
   },
 };
 
+/** Tag writes of one kind in one organization one at a time (across nodes): a unique name is checked, then written. */
+const tagsLock = (kind: TagKind) => (_intent: unknown, organizationId: string) => [{ name: 'tags' as const, key: `${organizationId}/${kind.type}` }];
+
 async function requireTag(tx: Tx, organizationId: string, kind: TagKind, id: string): Promise<TagRow> {
   const t = await tx.tags.get(organizationId, id);
   if (!t || t.type !== kind.type) throw notFound(`${kind.noun} ${id} not found`, 'TAG_NOT_FOUND');
@@ -74,6 +77,7 @@ export const createUserTag: SubmitOperation<{ userTagName: string; userIds: stri
     v.done();
     return { userTagName: userTagName!, userIds };
   },
+  locks: tagsLock(USER),
   authorize(p) { requireRoot(p, 'manage tags'); },
   execute: async (ctx, i) => ({ userTagId: await createTag(ctx, USER, i.userTagName, i.userIds), userIds: i.userIds }),
 };
@@ -94,6 +98,7 @@ export const updateUserTag: SubmitOperation<UpdateUserTag, { userTagId: string }
     v.done();
     return { userTagId: userTagId!, ...(newUserTagName !== undefined ? { newUserTagName } : {}), addUserIds, removeUserIds };
   },
+  locks: tagsLock(USER),
   authorize(p) { requireRoot(p, 'manage tags'); },
   async execute(ctx, i) {
     await updateTag(ctx, USER, i.userTagId, i.newUserTagName, i.addUserIds, i.removeUserIds);
@@ -126,6 +131,7 @@ export const createPrivateKeyTag: SubmitOperation<{ privateKeyTagName: string; p
     v.done();
     return { privateKeyTagName: privateKeyTagName!, privateKeyIds };
   },
+  locks: tagsLock(PRIVATE_KEY),
   authorize(p) { requireRoot(p, 'manage tags'); },
   execute: async (ctx, i) => ({ privateKeyTagId: await createTag(ctx, PRIVATE_KEY, i.privateKeyTagName, i.privateKeyIds), privateKeyIds: i.privateKeyIds }),
 };
@@ -149,6 +155,7 @@ export const updatePrivateKeyTag: SubmitOperation<UpdatePrivateKeyTag, { private
       addPrivateKeyIds, removePrivateKeyIds,
     };
   },
+  locks: tagsLock(PRIVATE_KEY),
   authorize(p) { requireRoot(p, 'manage tags'); },
   async execute(ctx, i) {
     await updateTag(ctx, PRIVATE_KEY, i.privateKeyTagId, i.newPrivateKeyTagName, i.addPrivateKeyIds, i.removePrivateKeyIds);

@@ -144,6 +144,8 @@ export const createWalletAccounts: SubmitOperation<CreateAccounts, { addresses: 
     v.done();
     return { walletId: walletId!, accounts, ...(persist !== undefined ? { persist } : {}) };
   },
+  // a wallet's new accounts one request at a time (across nodes): none is stored twice
+  locks: (intent) => [{ name: 'wallet-accounts', key: intent.walletId }],
   async authorize(p, intent, store) {
     requireKeyAdmin(p, 'create wallet accounts');
     await requireWallet(store, p.organization.id, intent.walletId);
