@@ -85,15 +85,13 @@ export class Outbox<R extends { id: string }> {
         }
       } while (this.#again && !this.#closed);
     } catch (e) {
-      // The store failed (e.g. its fsync): the rows stay and are taken up after a restart.
+      // The store failed (a lost connection, a statement timeout, its fsync): the rows stay, and
+      // the timer below looks again (after at most pollMs), as it would with no row due.
       this.log.error(`${this.opts.what} stopped`, { error: e instanceof Error ? e.message : String(e) });
-      return;
     } finally {
       this.#pumping = false;
     }
-    await this.#arm().catch((e: unknown) => {
-      this.log.error(`${this.opts.what}: could not look for the next due row`, { error: e instanceof Error ? e.message : String(e) });
-    });
+    await this.#arm();
   }
 
   /** A timer for the next due row that is not in flight here. */
@@ -102,7 +100,13 @@ export class Outbox<R extends { id: string }> {
     if (this.#timer) { clearTimeout(this.#timer); this.#timer = undefined; }
     // All slots busy: the row that ends first kicks again (a timer now would only spin).
     if (this.#inFlight.size >= this.opts.maxInFlight) return;
-    const next = await this.rows.nextDueMs();
+    let next: number | undefined;
+    try {
+      next = await this.rows.nextDueMs();
+    } catch (e) {
+      // not known: look again after pollMs (a timer is always set, or nothing would look again)
+      this.log.error(`${this.opts.what}: could not look for the next due row`, { error: e instanceof Error ? e.message : String(e) });
+    }
     if (this.#closed) return;
     if (this.#timer) clearTimeout(this.#timer);
     const wait = next === undefined ? this.opts.pollMs : Math.min(Math.max(0, next - Date.now()), this.opts.pollMs);

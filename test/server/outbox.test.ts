@@ -1,7 +1,8 @@
 // The outbox loop at shutdown (issue 17 "Graceful shutdown"): close() claims no more rows, waits
 // for the work under way, and after its grace releases what is still running, so that the rows
 // are due again at once (for another process or the next start) instead of after their lease.
-// Driven against the real SQLite store and its webhook_deliveries rows.
+// Driven against the real SQLite store and its webhook_deliveries rows. And the loop after a
+// failed look at the store: it keeps looking every pollMs (README, OUTBOX_POLL_MS).
 import { describe, it, expect } from 'vitest';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -42,6 +43,40 @@ describe('Outbox.close', () => {
       await new Promise((r) => setTimeout(r, 50));
       expect(started).toEqual(['slow']);
       finishSlow?.();
+    } finally {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('Outbox after the store failed', () => {
+  it('a failed look at the store (a lost connection, a timed-out statement) does not stop the loop: it looks again within pollMs', async () => {
+    const dir = freshDataDir();
+    const db = openSqliteDb(join(dir, 'outbox.sqlite'), { synchronous: 'NORMAL' });
+    const logged: string[] = [];
+    try {
+      const now = Date.now();
+      // due shortly after the first look, which fails
+      await db.write((tx) => tx.webhooks.enqueue({ id: 'later', organizationId: 'o', activityId: 'a', eventType: 'ACTIVITY_UPDATES', url: 'https://example.invalid/h', body: '{}', attempts: 0, nextAttemptMs: now + 300, createdMs: now }));
+      let failures = 1;
+      const done: string[] = [];
+      const log = { ...createLogger('silent'), error: (msg: string) => { logged.push(msg); } } as ReturnType<typeof createLogger>;
+      const outbox = new Outbox<WebhookDeliveryRow>(db, {
+        due: (t, limit) => {
+          if (failures > 0) { failures--; return Promise.reject(new Error('Connection terminated unexpectedly')); }
+          return db.read((tx) => tx.webhooks.due(t, limit));
+        },
+        claim: (r, until) => db.write((tx) => tx.webhooks.claim(r.id, r.nextAttemptMs, until)),
+        nextDueMs: () => db.read((tx) => tx.webhooks.nextDueMs()),
+        release: async (r, until) => { await db.write((tx) => tx.webhooks.claim(r.id, until, Date.now())); },
+      }, async (r) => { done.push(r.id); await db.write((tx) => tx.webhooks.remove(r.id)); }, log, { what: 'test', maxInFlight: 4, leaseMs: 60_000, pollMs: 200 });
+      outbox.kick();
+      // no further kick: only the loop's own timer can take the row
+      for (let i = 0; i < 300 && done.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      await outbox.close();
+      expect(logged).toEqual(['test stopped']);
+      expect(done).toEqual(['later']);
     } finally {
       await db.close();
       rmSync(dir, { recursive: true, force: true });

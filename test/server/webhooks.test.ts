@@ -9,7 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { openDb } from '../../src/server.js';
 import { loadConfig } from '../../src/config.js';
 import { verifyTurnkeyWebhookSignature, type TurnkeyWebhookVerificationKey } from '@turnkey/crypto';
-import { freshDataDir, newP256Key, sdkClient, sleep, startTestServer, testStorage, uniqueName, type TestServer } from './harness.js';
+import { freshDataDir, newP256Key, onSqlite, sdkClient, sleep, startTestServer, testStorage, uniqueName, type TestServer } from './harness.js';
+import { controlTestCluster } from '../storage/pgcluster.js';
 import { checkAwaitsConsensus } from './checks.js';
 
 interface Received { headers: http.IncomingHttpHeaders; body: Buffer; path: string }
@@ -348,4 +349,33 @@ describe('webhook backlog', () => {
       await slow.close();
     }
   }, 30_000);
+});
+
+// Last in this file: it stops the test process's PostgreSQL for a moment.
+describe.skipIf(onSqlite)('webhook outbox while PostgreSQL is briefly down', () => {
+  it('a retry that comes due while the database does not answer is made once it is back, with no request to kick it (OUTBOX_POLL_MS)', async (ctx) => {
+    const rx3 = await new Receiver().start();
+    const t = await startTestServer({ webhookRetryMs: 1500, outboxPollMs: 200 });
+    let down = false;
+    try {
+      rx3.replies = [503];
+      await t.sdk.setOrganizationFeature({ name: 'FEATURE_NAME_WEBHOOK', value: rx3.url } as any);
+      const [first] = await rx3.waitFor(1);
+      // the 503 is recorded (a retry in 1.5 s); then the database goes away past that time
+      await sleep(300);
+      down = await controlTestCluster('stop');
+      if (!down) ctx.skip('PostgreSQL is not this test process\'s own cluster (KMAS_TEST_DATABASE_URL): it cannot be stopped here');
+      await sleep(2500);
+      await controlTestCluster('start');
+      down = false;
+      // nothing is submitted: only the outbox's own look every OUTBOX_POLL_MS can find the due retry
+      const got = await rx3.waitFor(2, 10_000);
+      expect(got[1]!.headers['x-turnkey-event-id']).toBe(first!.headers['x-turnkey-event-id']);
+      expect(verifyTurnkeyWebhookSignature({ headers: got[1]!.headers as any, body: new Uint8Array(got[1]!.body), verificationKeys: await jwksOf(t), maxTimestampAgeMs: 60_000 }).ok).toBe(true);
+    } finally {
+      if (down) await controlTestCluster('start');
+      await t.stop();
+      await rx3.close();
+    }
+  }, 60_000);
 });
