@@ -52,10 +52,18 @@ export class Mailer {
   readonly #dir: string | undefined;
   /** MAIL_FROM's address, for a From that carries the request's display name instead. */
   readonly #fromAddress: string;
+  /** SMTP: the longest one message's exchange may take, all of it (WEBHOOK_TIMEOUT_MS). */
+  readonly #timeoutMs: number | undefined;
 
-  /** SMTP: `timeoutMs` bounds connecting, the greeting and each reply (WEBHOOK_TIMEOUT_MS, as for webhooks). */
+  /**
+   * SMTP: `timeoutMs` bounds connecting, the greeting and each reply, and the whole exchange of a
+   * message (WEBHOOK_TIMEOUT_MS, as for webhooks): a server that answers slowly or a byte at a
+   * time cannot hold an attempt past its row's lease (2 × timeoutMs + 1 s), after which another
+   * process would send the same message again.
+   */
   constructor(private readonly vault: Vault, target: MailTarget, private readonly from: string) {
     this.#fromAddress = /<([^>]+)>/.exec(from)?.[1] ?? from;
+    this.#timeoutMs = 'timeoutMs' in target ? target.timeoutMs : undefined;
     if ('dir' in target) {
       // A message holds a credential bundle or a one-time code: readable by the server's user only.
       fs.mkdirSync(target.dir, { recursive: true, mode: 0o700 });
@@ -66,19 +74,26 @@ export class Mailer {
     }
   }
 
-  /** Sends a queued message: delivered, retry (connection trouble, 4xx replies) or refused (5xx). */
-  async send(row: WebhookDeliveryRow): Promise<Outcome> {
+  /**
+   * Sends a queued message: delivered, retry (connection trouble, 4xx replies, the timeout, cut off
+   * by `abort`: shutdown) or refused (5xx).
+   */
+  async send(row: WebhookDeliveryRow, abort?: AbortSignal): Promise<Outcome> {
     let m: MailMessage;
     try {
       m = JSON.parse(this.vault.openText(new Uint8Array(Buffer.from(row.body, 'base64')), mailContext(row))) as MailMessage;
     } catch {
       return { kind: 'refused', reason: 'the queued message cannot be opened with this master key' };
     }
+    const timeout = this.#timeoutMs !== undefined ? AbortSignal.timeout(this.#timeoutMs) : undefined;
+    const signals = [...(timeout ? [timeout] : []), ...(abort ? [abort] : [])];
     try {
       const info = await this.#transport.sendMail({
         from: m.fromName ? { name: m.fromName, address: this.#fromAddress } : this.from,
         to: m.to, subject: m.subject, text: m.text, html: m.html,
         ...(m.replyTo ? { replyTo: m.replyTo } : {}),
+        // nodemailer closes the connection when it aborts
+        ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
       }) as { response?: string; message?: Buffer };
       if (this.#dir !== undefined) {
         const file = path.join(this.#dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${row.id}.eml`);
@@ -88,6 +103,7 @@ export class Mailer {
       return { kind: 'delivered', reason: info.response ?? 'sent' };
     } catch (e) {
       const err = e as Error & { responseCode?: number; code?: string };
+      if (err.name === 'AbortError') return { kind: 'retry', reason: timeout?.aborted ? 'timeout' : 'cut off' };
       const reason = err.responseCode !== undefined ? `SMTP ${err.responseCode}` : (err.code ?? err.message);
       return { kind: err.responseCode !== undefined && err.responseCode >= 500 ? 'refused' : 'retry', reason };
     }

@@ -235,7 +235,7 @@ export class WebhookDispatcher {
   }
 
   async #send(row: WebhookDeliveryRow): Promise<Outcome> {
-    if (isMail(row)) return this.opts.mailer ? this.opts.mailer.send(row) : { kind: 'refused', reason: 'no SMTP server configured' };
+    if (isMail(row)) return this.opts.mailer ? this.opts.mailer.send(row, this.#abort.signal) : { kind: 'refused', reason: 'no SMTP server configured' };
     const timestamp = String(Date.now());
     const body = Buffer.from(await this.#withCheckpoint(row), 'utf8');
     const signed = concatBytes(utf8(`v1.ed25519.${this.keyId}.${timestamp}.${row.id}.`), body);

@@ -5,7 +5,7 @@
 // with @turnkey/crypto (decryptCredentialBundle, verifySessionJwtSignature) and used to stamp.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { existsSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -468,6 +468,54 @@ describe('mail delivery: retries, refusals and restarts', () => {
     } finally {
       await t.stop();
       await smtp2.close();
+    }
+  });
+
+  it('an SMTP server that drips its replies is cut off after WEBHOOK_TIMEOUT_MS: the attempt ends within its lease, so no other process sends the mail alongside it', async () => {
+    // It greets at once; then each reply arrives a character at a time, never idle as long as the timeout: only a bound on
+    // the whole exchange ends it. The lease of the row (2 × WEBHOOK_TIMEOUT_MS + 1 s) is how long
+    // the outbox keeps other processes off it (README, Configuration).
+    const timeoutMs = 1000;
+    const leaseMs = 2 * timeoutMs + 1000;
+    const sessions: { opened: number; closed?: number; data: boolean }[] = [];
+    const server = net.createServer((socket) => {
+      const session: { opened: number; closed?: number; data: boolean } = { opened: Date.now(), data: false };
+      sessions.push(session);
+      let queue = '';
+      const timer = setInterval(() => { if (queue !== '' && !socket.destroyed) { socket.write(queue[0]!); queue = queue.slice(1); } }, 150);
+      const say = (line: string) => { queue += `${line}\r\n`; };
+      socket.on('close', () => { clearInterval(timer); session.closed = Date.now(); });
+      socket.on('error', () => undefined);
+      let buffer = '';
+      let inData = false;
+      socket.on('data', (chunk: Buffer) => {
+        buffer += chunk.toString('latin1');
+        for (let i = buffer.indexOf('\r\n'); i >= 0; i = buffer.indexOf('\r\n')) {
+          const line = buffer.slice(0, i);
+          buffer = buffer.slice(i + 2);
+          if (inData) { if (line === '.') { inData = false; session.data = true; say('250 queued'); } continue; }
+          const verb = line.slice(0, 4).toUpperCase();
+          if (verb === 'EHLO' || verb === 'HELO') say('250 drip');
+          else if (verb === 'DATA') { inData = true; say('354 go on'); }
+          else if (verb === 'QUIT') say('221 bye');
+          else say('250 ok');
+        }
+      });
+      socket.write('220 drip ESMTP\r\n');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as AddressInfo).port;
+    const t = await startTestServer({ smtpUrl: `smtp://127.0.0.1:${port}`, webhookTimeoutMs: timeoutMs, webhookRetryMs: 60_000 } as never);
+    try {
+      await userWithEmail(t, 'drip@example.com');
+      expect((await mailAuth(t, 'drip@example.com')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+      expect(await waitFor(() => sessions.length > 0)).toBe(true);
+      await sleep(leaseMs + 2000);
+      const first = sessions[0]!;
+      expect((first.closed ?? Date.now()) - first.opened, `the first attempt outlived its lease: ${JSON.stringify(sessions)}`).toBeLessThanOrEqual(leaseMs);
+    } finally {
+      await t.stop();
+      await new Promise<void>((r) => { server.close(() => r()); });
     }
   });
 
