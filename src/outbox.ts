@@ -38,6 +38,8 @@ export class Outbox<R extends { id: string }> {
   readonly #inFlight = new Map<string, { row: R; until: number; done: Promise<void> }>();
   #scheduled = false;
   #pumping = false;
+  /** Resolves when the look for due rows under way (if any) has ended. */
+  #pumped: Promise<void> = Promise.resolve();
   #again = false;
   #closed = false;
   #timer: NodeJS.Timeout | undefined;
@@ -62,6 +64,8 @@ export class Outbox<R extends { id: string }> {
   async #pump(): Promise<void> {
     if (this.#pumping) { this.#again = true; return; }
     this.#pumping = true;
+    let ended!: () => void;
+    this.#pumped = new Promise<void>((resolve) => { ended = resolve; });
     try {
       do {
         this.#again = false;
@@ -75,6 +79,11 @@ export class Outbox<R extends { id: string }> {
           if (this.#inFlight.has(row.id)) continue;
           const until = now + this.opts.leaseMs;
           if (!await this.rows.claim(row, until)) continue;
+          if (this.#closed) {
+            // close() came while the row was being claimed: it is not started, but given back
+            await this.rows.release(row, until);
+            break;
+          }
           const done = this.work(row).catch((e: unknown) => {
             this.log.error(`${this.opts.what} bookkeeping failed`, { id: row.id, error: e instanceof Error ? e.message : String(e) });
           }).finally(() => {
@@ -90,6 +99,7 @@ export class Outbox<R extends { id: string }> {
       this.log.error(`${this.opts.what} stopped`, { error: e instanceof Error ? e.message : String(e) });
     } finally {
       this.#pumping = false;
+      ended();
     }
     await this.#arm();
   }
@@ -115,17 +125,21 @@ export class Outbox<R extends { id: string }> {
   }
 
   /**
-   * Takes no more rows; resolves when the rows under way are done, or after `graceMs`: then the
+   * Takes no more rows (a row being claimed meanwhile is given back, not started); resolves when
+   * the rows under way are done, or after `graceMs`: then the
    * rows still under way are released (due again at once, for another process or the next start;
    * what their work does after that is at most a repeat, which the outbox allows anyway).
    */
   async close(graceMs = Infinity): Promise<void> {
     this.#closed = true;
     if (this.#timer) { clearTimeout(this.#timer); this.#timer = undefined; }
-    const all = Promise.allSettled([...this.#inFlight.values()].map((f) => f.done));
     let timer: NodeJS.Timeout | undefined;
     const late = Number.isFinite(graceMs) ? new Promise<'late'>((r) => { timer = setTimeout(() => r('late'), graceMs); }) : undefined;
-    const outcome = await (late ? Promise.race([all, late]) : all);
+    const within = <T>(p: Promise<T>) => (late ? Promise.race([p, late]) : p);
+    // a look under way starts nothing more once it sees #closed (what it claimed is given back):
+    // then the rows under way are all in #inFlight
+    let outcome = await within(this.#pumped);
+    if (outcome !== 'late') outcome = await within(Promise.allSettled([...this.#inFlight.values()].map((f) => f.done)).then(() => undefined));
     if (timer) clearTimeout(timer);
     if (outcome !== 'late') return;
     for (const { row, until } of this.#inFlight.values()) {

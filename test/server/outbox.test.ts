@@ -83,3 +83,40 @@ describe('Outbox after the store failed', () => {
     }
   });
 });
+
+describe('Outbox.close while a row is being claimed', () => {
+  it('a row whose claim was under way when close() came is not started: it is given back, due again at once', async () => {
+    const dir = freshDataDir();
+    const db = openSqliteDb(join(dir, 'outbox.sqlite'), { synchronous: 'NORMAL' });
+    try {
+      const now = Date.now();
+      await db.write((tx) => tx.webhooks.enqueue({ id: 'racing', organizationId: 'o', activityId: 'a', eventType: 'ACTIVITY_UPDATES', url: 'https://example.invalid/h', body: '{}', attempts: 0, nextAttemptMs: now - 1, createdMs: now }));
+      const started: string[] = [];
+      let claiming: (() => void) | undefined;
+      const outbox = new Outbox<WebhookDeliveryRow>(db, {
+        due: (t, limit) => db.read((tx) => tx.webhooks.due(t, limit)),
+        // the claim's write is slow (a busy store): close() comes meanwhile
+        claim: async (r, until) => {
+          const won = await db.write((tx) => tx.webhooks.claim(r.id, r.nextAttemptMs, until));
+          await new Promise<void>((res) => { claiming = res; });
+          return won;
+        },
+        nextDueMs: () => db.read((tx) => tx.webhooks.nextDueMs()),
+        release: async (r, until) => { await db.write((tx) => tx.webhooks.claim(r.id, until, Date.now())); },
+      }, async (r) => { started.push(r.id); }, createLogger('silent'), { what: 'test', maxInFlight: 4, leaseMs: 3_600_000, pollMs: 3_600_000 });
+      outbox.kick();
+      for (let i = 0; i < 200 && !claiming; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(claiming).toBeDefined();
+      const closed = outbox.close(5_000);
+      claiming!();
+      await closed;
+      await new Promise((r) => setTimeout(r, 50));
+      // closed: nothing started after close(), and the row is not left under an hour's lease
+      expect(started).toEqual([]);
+      expect((await db.read((tx) => tx.webhooks.due(Date.now(), 10))).map((r) => r.id)).toEqual(['racing']);
+    } finally {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
