@@ -135,7 +135,11 @@ export class Broadcaster {
       const lapsed = now - row.createdMs > MAX_PENDING_MS ? 'the transaction was not included within 24 hours of signing' : await network.lapsed(now);
       if (lapsed) return failed(lapsed);
     } catch (e) {
-      if (!isUnreachable(e)) throw e;
+      // Not answered, or answered with an error (rate limited, busy, …): the transaction may still
+      // land, so it is asked about again at the next poll (not only once the row's lease ends).
+      if (!isUnreachable(e)) {
+        this.log.warn('the network could not tell what became of a sent transaction; asking again', { sendTransactionStatusId: row.id, caip2: row.caip2, error: rpcReason(e) });
+      }
     }
     return { ...keep, attempts: row.attempts, nextCheckMs: now + this.opts.pollMs };
   }

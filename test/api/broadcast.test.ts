@@ -236,6 +236,33 @@ describe('eth_send_transaction', () => {
     }
   });
 
+  it('a node that answers the receipt lookups with an error for a while (rate limited) is asked again every RPC_POLL_MS: INCLUDED soon after it answers', async () => {
+    // The relay answers the first eth_getTransactionReceipt calls with a JSON-RPC error, as a
+    // rate-limited provider does (-32005), then lets them through. The RPC timeout is long, so a
+    // look put off by the row's lease (3 × RPC_TIMEOUT_MS + 1 s) instead of RPC_POLL_MS shows.
+    let refused = 0;
+    const relay = await startRelay((body, res) => {
+      if (!body.includes('eth_getTransactionReceipt') || refused >= 3) return false;
+      refused++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, error: { code: -32005, message: 'limit exceeded' } }));
+      return true;
+    });
+    const dataDir = ts.dataDir;
+    await ts.stop(true);
+    ts = await startTestServer({ ...serverOpts(), rpcTimeoutMs: 5000, rpcUrls: [`${CHAIN}=${relay.url}`], dataDir });
+    try {
+      const r: any = await ts.sdk.ethSendTransaction({ from, caip2: CHAIN, calls: [{ to: RECIPIENT, value: '11', data: '0x' }] } as any);
+      const done = await until(ts, r.sendTransactionStatusId, ['INCLUDED', 'FAILED']);
+      expect(refused).toBe(3);
+      expect(done.txStatus).toBe('INCLUDED');
+      expect((await rpc('eth_getTransactionReceipt', [done.eth.txHash])).status).toBe('0x1');
+    } finally {
+      await ts.stop(true);
+      await relay.close();
+      ts = await startTestServer({ ...serverOpts(), dataDir });
+    }
+  });
+
   it('refuses what kmas cannot send, with a 400 naming the field, and stores nothing', async () => {
     const pk: any = await ts.sdk.createPrivateKeys({ privateKeys: [{ privateKeyName: uniqueName('k'), curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] }] } as any);
     const ed: any = await ts.sdk.createWallet({ walletName: uniqueName('sol'), accounts: [{ curve: 'CURVE_ED25519', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/501'/0'/0'", addressFormat: 'ADDRESS_FORMAT_SOLANA' }] });
