@@ -40,7 +40,7 @@ import type { Logger } from './log.js';
 import { Outbox } from './outbox.js';
 import { webhookDeliveries } from './metrics.js';
 import { txReference } from './chains/caip2.js';
-import type { Db, OrganizationRow, SendTransactionRow, Tx, WebhookDeliveryRow, WebhookEndpointRow } from './storage/types.js';
+import type { Db, DeliveryKind, OrganizationRow, SendTransactionRow, Tx, WebhookDeliveryRow, WebhookEndpointRow } from './storage/types.js';
 import { bytesToHex, concatBytes, utf8 } from './crypto/bytes.js';
 import { sha256 } from './crypto/curves.js';
 import type { Mailer } from './mail.js';
@@ -51,6 +51,8 @@ export const LOG_MEMBER = 'kmasLog';
 export const ACTIVITY_EVENT = 'ACTIVITY_UPDATES';
 export const TRANSACTION_EVENT = 'SEND_TRANSACTION_STATUS_UPDATES';
 const MAX_IN_FLIGHT = 8;
+/** E-mails under way at once: a lane of their own, so that no webhook receiver holds them up. */
+const MAX_MAILS_IN_FLIGHT = 4;
 const MAX_BACKOFF_MS = 10 * 60_000;
 
 export interface WebhookOptions {
@@ -181,7 +183,9 @@ export type Outcome = { kind: 'delivered' | 'retry' | 'refused'; reason: string 
 export class WebhookDispatcher {
   readonly keyId: string;
   readonly #abort = new AbortController();
-  readonly #outbox: Outbox<WebhookDeliveryRow>;
+  /** Webhook events and e-mails, each in a lane of its own (a receiver that never answers must not delay the login codes). */
+  readonly #outboxes: Outbox<WebhookDeliveryRow>[];
+  #closed = false;
 
   constructor(
     private readonly db: Db,
@@ -191,23 +195,24 @@ export class WebhookDispatcher {
     private readonly opts: WebhookOptions,
   ) {
     this.keyId = webhookKeyId(publicKeyHex);
-    this.#outbox = new Outbox(db, {
-      due: (now, limit) => db.read((tx) => tx.webhooks.due(now, limit)),
+    const lane = (kind: DeliveryKind, maxInFlight: number) => new Outbox<WebhookDeliveryRow>(db, {
+      due: (now, limit) => db.read((tx) => tx.webhooks.due(now, limit, kind)),
       claim: (row, until) => db.write((tx) => tx.webhooks.claim(row.id, row.nextAttemptMs, until)),
-      nextDueMs: () => db.read((tx) => tx.webhooks.nextDueMs()),
+      nextDueMs: () => db.read((tx) => tx.webhooks.nextDueMs(kind)),
       release: async (row, until) => { await db.write((tx) => tx.webhooks.claim(row.id, until, Date.now())); },
-    }, (row) => this.#deliver(row), log, { what: 'webhook dispatch', maxInFlight: MAX_IN_FLIGHT, leaseMs: 2 * opts.timeoutMs + 1_000, pollMs: opts.pollMs });
+    }, (row) => this.#deliver(row), log, { what: kind === 'email' ? 'e-mail dispatch' : 'webhook dispatch', maxInFlight, leaseMs: 2 * opts.timeoutMs + 1_000, pollMs: opts.pollMs });
+    this.#outboxes = [lane('webhook', MAX_IN_FLIGHT), lane('email', MAX_MAILS_IN_FLIGHT)];
     // Events left from before a restart.
     this.kick();
   }
 
   /** Looks for due deliveries soon (after the current turn, whose commit may still be open). */
-  kick(): void { this.#outbox.kick(); }
+  kick(): void { for (const o of this.#outboxes) o.kick(); }
 
   async #deliver(row: WebhookDeliveryRow): Promise<void> {
     const attempt = row.attempts + 1;
     const outcome = await this.#send(row);
-    if (this.#outbox.closed && outcome.kind === 'retry') {
+    if (this.#closed && outcome.kind === 'retry') {
       // Cut off by close(): not an attempt; due again at once for the next start.
       await this.db.write((tx) => tx.webhooks.retryAt(row.id, row.attempts, Date.now()));
       return;
@@ -288,7 +293,8 @@ export class WebhookDispatcher {
    * once, for the next start. Resolves when the outbox is written (before the store closes).
    */
   async close(graceMs?: number): Promise<void> {
-    const closing = this.#outbox.close(graceMs);
+    this.#closed = true;
+    const closing = Promise.all(this.#outboxes.map((o) => o.close(graceMs)));
     this.#abort.abort();
     await closing;
     this.opts.mailer?.close();

@@ -8,12 +8,12 @@
 import type {
   ActivityListQuery, ActivityRow, ApiKeyRow, LogCheckpointRow, AuthenticatorRow, ContractInterfaceRow, FeatureRow, InvitationRow, IpAllowlistRow, IpAllowlistRule,
   OauthProviderRow, OrganizationRow, OtpRow, PendingActivityRow, PolicyEvaluationRow, PolicyRow, Repositories, SecretRow, SendTransactionRow,
-  SubOrgFilter, TagRow, TagType, UserRow, VoteRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription, LogHeadRow, StampContext,
+  SubOrgFilter, TagRow, TagType, UserRow, VoteRow, DeliveryKind, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription, LogHeadRow, StampContext,
 } from './types.js';
 import { PATH_SQL, addressKey, canonicalPath, type AddressEntry, type ImportTargetRow, type KeyStore, type ListPage, type PrivateKeyRow, type WalletAccountRow, type WalletRow } from './keys.js';
 
 import { foldNodes, logIndexesFrom, nodePlace } from './logNodes.js';
-import { SENDER_TURN } from './sharedSql.js';
+import { MAIL_ROW, SENDER_TURN } from './sharedSql.js';
 import { dbOrgData, dbStampContexts } from '../metrics.js';
 
 export type Row = Record<string, unknown>;
@@ -125,6 +125,9 @@ const deliveryFrom = (r: Row): WebhookDeliveryRow => ({
   url: str(r.url), body: str(r.body), attempts: num(r.attempts),
   nextAttemptMs: num(r.next_attempt_ms), createdMs: num(r.created_ms),
 });
+/** The condition (after `word`) that keeps the deliveries of one kind, or none for all. */
+const ofKind = (kind: DeliveryKind | undefined, word: 'AND' | 'WHERE'): string =>
+  (kind === undefined ? '' : ` ${word} ${kind === 'email' ? '' : 'NOT '}${MAIL_ROW}`);
 const policyFrom = (r: Row): PolicyRow => ({
   id: str(r.id), organizationId: str(r.organization_id), name: str(r.name),
   effect: r.effect as PolicyRow['effect'], condition: str(r.condition), consensus: str(r.consensus),
@@ -795,11 +798,11 @@ export function pgRepositories(q: Queries, caches?: NodeCaches): Repositories {
       deleteEndpoint: (org, id) => changed('DELETE FROM webhook_endpoints WHERE organization_id = $1 AND id = $2', [org, id]),
       enqueue: (w) => exec('INSERT INTO webhook_deliveries (id, organization_id, activity_id, event_type, url, body, attempts, next_attempt_ms, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
         [w.id, w.organizationId, w.activityId, w.eventType, w.url, w.body, w.attempts, w.nextAttemptMs, w.createdMs]),
-      due: (nowMs, limit) => many('SELECT * FROM webhook_deliveries WHERE next_attempt_ms <= $1 ORDER BY next_attempt_ms, created_ms LIMIT $2', [nowMs, limit], deliveryFrom),
+      due: (nowMs, limit, kind) => many(`SELECT * FROM webhook_deliveries WHERE next_attempt_ms <= $1${ofKind(kind, 'AND')} ORDER BY next_attempt_ms, created_ms LIMIT $2`, [nowMs, limit], deliveryFrom),
       claim: (id, dueMs, untilMs) => changed('UPDATE webhook_deliveries SET next_attempt_ms = $1 WHERE id = $2 AND next_attempt_ms = $3', [untilMs, id, dueMs]),
       remove: (id) => exec('DELETE FROM webhook_deliveries WHERE id = $1', [id]),
       retryAt: (id, attempts, nextMs) => exec('UPDATE webhook_deliveries SET attempts = $1, next_attempt_ms = $2 WHERE id = $3', [attempts, nextMs, id]),
-      nextDueMs: async () => numOrNull((await q.get('SELECT MIN(next_attempt_ms) AS ms FROM webhook_deliveries'))?.ms) ?? undefined,
+      nextDueMs: async (kind) => numOrNull((await q.get(`SELECT MIN(next_attempt_ms) AS ms FROM webhook_deliveries${ofKind(kind, 'WHERE')}`))?.ms) ?? undefined,
       // SQLite's LIKE ignores the case of ASCII letters: lower() of a "C" column folds just those.
       pending: async () => (await q.all(`SELECT (lower(url) LIKE 'mailto:%') AS mail, COUNT(*) AS n, MIN(created_ms) AS oldest FROM webhook_deliveries GROUP BY 1 ORDER BY 1`))
         .map((r) => ({ kind: r.mail === true ? 'email' as const : 'webhook' as const, count: num(r.n), oldestMs: numOrNull(r.oldest) ?? undefined })),

@@ -4,6 +4,12 @@
  */
 
 /**
+ * For a webhook_deliveries row: whether it is an e-mail (src/mail.ts queues them with a `mailto:`
+ * address; webhooks.ts sends them in a lane of their own).
+ */
+export const MAIL_ROW = `substr(url, 1, 7) = 'mailto:'`;
+
+/**
  * For a send_transactions row `s`: whether it is its sender's turn. An INITIALIZED row waits while
  * an INITIALIZED row of the same sender on the same network holds a lower nonce, so each sender's
  * transactions reach the node one at a time and in nonce order, whichever node or process sends

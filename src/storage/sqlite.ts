@@ -21,7 +21,7 @@ import { LogHeads } from './logHeads.js';
 import { foldNodes, headFromNodes, logIndexesFrom, nodePlace } from './logNodes.js';
 import { headWithLater, LaterLog } from './logLater.js';
 import type { LaterEntry } from './logSeal.js';
-import { SENDER_TURN } from './sharedSql.js';
+import { MAIL_ROW, SENDER_TURN } from './sharedSql.js';
 
 type Row = Record<string, unknown>;
 
@@ -275,10 +275,14 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     whepDelete: q('DELETE FROM webhook_endpoints WHERE organization_id = ? AND id = ?'),
     whInsert: q('INSERT INTO webhook_deliveries (id, organization_id, activity_id, event_type, url, body, attempts, next_attempt_ms, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     whDue: q('SELECT * FROM webhook_deliveries WHERE next_attempt_ms <= ? ORDER BY next_attempt_ms, created_ms LIMIT ?'),
+    whDueMail: q(`SELECT * FROM webhook_deliveries WHERE next_attempt_ms <= ? AND ${MAIL_ROW} ORDER BY next_attempt_ms, created_ms LIMIT ?`),
+    whDueHook: q(`SELECT * FROM webhook_deliveries WHERE next_attempt_ms <= ? AND NOT ${MAIL_ROW} ORDER BY next_attempt_ms, created_ms LIMIT ?`),
     whClaim: q('UPDATE webhook_deliveries SET next_attempt_ms = ? WHERE id = ? AND next_attempt_ms = ?'),
     whDelete: q('DELETE FROM webhook_deliveries WHERE id = ?'),
     whRetry: q('UPDATE webhook_deliveries SET attempts = ?, next_attempt_ms = ? WHERE id = ?'),
     whNext: q<{ ms: number | null }>('SELECT MIN(next_attempt_ms) AS ms FROM webhook_deliveries'),
+    whNextMail: q<{ ms: number | null }>(`SELECT MIN(next_attempt_ms) AS ms FROM webhook_deliveries WHERE ${MAIL_ROW}`),
+    whNextHook: q<{ ms: number | null }>(`SELECT MIN(next_attempt_ms) AS ms FROM webhook_deliveries WHERE NOT ${MAIL_ROW}`),
     whPending: q<{ mail: number; n: number; oldest: number | null }>(`SELECT url LIKE 'mailto:%' AS mail, COUNT(*) AS n, MIN(created_ms) AS oldest FROM webhook_deliveries GROUP BY mail`),
 
     actGet: q('SELECT * FROM activities WHERE organization_id = ? AND id = ?'),
@@ -546,11 +550,11 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       },
       deleteEndpoint: (org, id) => { clearCaches(); return s.whepDelete.run(org, id).changes > 0; },
       enqueue: (w) => { s.whInsert.run(w.id, w.organizationId, w.activityId, w.eventType, w.url, w.body, w.attempts, w.nextAttemptMs, w.createdMs); },
-      due: (nowMs, limit) => s.whDue.all(nowMs, limit).map(deliveryFrom),
+      due: (nowMs, limit, kind) => (kind === undefined ? s.whDue : kind === 'email' ? s.whDueMail : s.whDueHook).all(nowMs, limit).map(deliveryFrom),
       claim: (id, dueMs, untilMs) => s.whClaim.run(untilMs, id, dueMs).changes > 0,
       remove: (id) => { s.whDelete.run(id); },
       retryAt: (id, attempts, nextMs) => { s.whRetry.run(attempts, nextMs, id); },
-      nextDueMs: () => s.whNext.get()?.ms ?? undefined,
+      nextDueMs: (kind) => (kind === undefined ? s.whNext : kind === 'email' ? s.whNextMail : s.whNextHook).get()?.ms ?? undefined,
       pending: () => s.whPending.all().map((r) => ({ kind: r.mail ? 'email' as const : 'webhook' as const, count: r.n, oldestMs: r.oldest ?? undefined })),
     },
     oauthProviders: {

@@ -236,6 +236,9 @@ export interface WebhookEndpointRow {
   updatedMs: number;
 }
 
+/** What a webhook_deliveries row carries: a webhook event, or an e-mail (a `mailto:` address, src/mail.ts). */
+export type DeliveryKind = 'webhook' | 'email';
+
 /** A webhook event waiting for delivery to one address (src/webhooks.ts). */
 export interface WebhookDeliveryRow {
   /** the event id (X-Turnkey-Event-Id), the same on every attempt */
@@ -534,8 +537,8 @@ export interface Repositories {
     updateEndpoint(row: WebhookEndpointRow): Promise<void>;
     deleteEndpoint(organizationId: string, id: string): Promise<boolean>;
     enqueue(row: WebhookDeliveryRow): Promise<void>;
-    /** Deliveries due at nowMs, oldest first. */
-    due(nowMs: number, limit: number): Promise<WebhookDeliveryRow[]>;
+    /** Deliveries due at nowMs, oldest first; of one kind only when `kind` is given (e-mails: `mailto:` addresses). */
+    due(nowMs: number, limit: number, kind?: DeliveryKind): Promise<WebhookDeliveryRow[]>;
     /**
      * Takes a due delivery for this process: moves its next attempt to untilMs unless another
      * process (or an earlier call) already moved it. true when taken.
@@ -544,10 +547,10 @@ export interface Repositories {
     /** Delivered or given up: the row goes. */
     remove(id: string): Promise<void>;
     retryAt(id: string, attempts: number, nextAttemptMs: number): Promise<void>;
-    /** When the earliest delivery is due (undefined: none waits). */
-    nextDueMs(): Promise<number | undefined>;
+    /** When the earliest delivery (of `kind`, when given) is due (undefined: none waits). */
+    nextDueMs(kind?: DeliveryKind): Promise<number | undefined>;
     /** Deliveries not yet done and the creation time of the oldest, by kind (metrics). */
-    pending(): Promise<{ kind: 'webhook' | 'email'; count: number; oldestMs: number | undefined }[]>;
+    pending(): Promise<{ kind: DeliveryKind; count: number; oldestMs: number | undefined }[]>;
   };
   oauthProviders: {
     get(organizationId: string, id: string): Promise<OauthProviderRow | undefined>;

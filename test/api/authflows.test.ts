@@ -519,6 +519,30 @@ describe('mail delivery: retries, refusals and restarts', () => {
     }
   });
 
+  it('a login e-mail is not held up behind webhook deliveries to a receiver that never answers', async () => {
+    // Any root user names webhook addresses (with sub-organizations, an application's end users);
+    // deliveries to one that never answers take WEBHOOK_TIMEOUT_MS each. The e-mails of the login
+    // flows (one-time codes live 30 s to 10 minutes) must not queue behind them.
+    const smtp4 = await flakySmtp();
+    const hanging = http.createServer(() => undefined);
+    await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', () => r()));
+    const t = await startTestServer({ smtpUrl: `smtp://127.0.0.1:${smtp4.port}`, webhookTimeoutMs: 5000, webhookRetryMs: 60_000 } as never);
+    try {
+      await userWithEmail(t, 'prompt@example.com');
+      await t.sdk.setOrganizationFeature({ name: 'FEATURE_NAME_WEBHOOK', value: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/hook` } as any);
+      // more announced activities than the dispatcher has delivery slots
+      await Promise.all(Array.from({ length: 16 }, () => t.sdk.createUserTag({ userTagName: uniqueName('busy'), userIds: [] })));
+      await sleep(200);
+      expect((await mailAuth(t, 'prompt@example.com')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+      expect(await waitFor(() => smtp4.got.length === 1, 3000), 'the e-mail within 3 s').toBe(true);
+    } finally {
+      hanging.closeAllConnections();
+      await t.stop();
+      await new Promise<void>((r) => { hanging.close(() => r()); });
+      await smtp4.close();
+    }
+  });
+
   it('a message queued while the SMTP server is down is sent after a restart', async () => {
     const probe = await flakySmtp();
     const port = probe.port;

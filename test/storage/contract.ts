@@ -580,6 +580,11 @@ export function storageContract(target: ContractTarget): void {
           expect((await tx.webhooks.due(15, 10)).map((d) => d.id)).toEqual([d1.id]);
           expect((await tx.webhooks.due(25, 10)).map((d) => d.id)).toEqual([d1.id, d2.id]);
           expect(await tx.webhooks.nextDueMs()).toBe(10);
+          // each kind on its own (the dispatcher's two lanes)
+          expect((await tx.webhooks.due(25, 10, 'email')).map((d) => d.id)).toEqual([d2.id]);
+          expect((await tx.webhooks.due(25, 10, 'webhook')).map((d) => d.id)).toEqual([d1.id]);
+          expect(await tx.webhooks.nextDueMs('email')).toBe(20);
+          expect(await tx.webhooks.nextDueMs('webhook')).toBe(10);
           expect((await tx.webhooks.pending()).sort((a, b) => a.kind.localeCompare(b.kind))).toEqual([
             { kind: 'email', count: 1, oldestMs: 20 }, { kind: 'webhook', count: 1, oldestMs: 10 }]);
           expect(await tx.webhooks.endpoints(o.id)).toEqual([endpoint]);
