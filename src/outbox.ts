@@ -41,6 +41,8 @@ export class Outbox<R extends { id: string }> {
   /** Resolves when the look for due rows under way (if any) has ended. */
   #pumped: Promise<void> = Promise.resolve();
   #again = false;
+  /** The last look found due rows still under way here (their lease ended before their work): their end kicks. */
+  #overdueHere = false;
   #closed = false;
   #timer: NodeJS.Timeout | undefined;
 
@@ -75,8 +77,9 @@ export class Outbox<R extends { id: string }> {
         const room = this.opts.maxInFlight - this.#inFlight.size;
         if (room <= 0) break; // a row that ends kicks again
         const now = Date.now();
+        this.#overdueHere = false;
         for (const row of await this.rows.due(now, room)) {
-          if (this.#inFlight.has(row.id)) continue;
+          if (this.#inFlight.has(row.id)) { this.#overdueHere = true; continue; }
           const until = now + this.opts.leaseMs;
           if (!await this.rows.claim(row, until)) continue;
           if (this.#closed) {
@@ -119,7 +122,10 @@ export class Outbox<R extends { id: string }> {
     }
     if (this.#closed) return;
     if (this.#timer) clearTimeout(this.#timer);
-    const wait = next === undefined ? this.opts.pollMs : Math.min(Math.max(0, next - Date.now()), this.opts.pollMs);
+    // A due row that is under way here would fire the timer at once, turn after turn, until its work
+    // ends (which kicks anyway): then the next look is after pollMs.
+    const dueIn = next === undefined ? undefined : next - Date.now();
+    const wait = dueIn === undefined || (dueIn <= 0 && this.#overdueHere) ? this.opts.pollMs : Math.min(Math.max(0, dueIn), this.opts.pollMs);
     this.#timer = setTimeout(() => { this.#timer = undefined; this.kick(); }, wait);
     this.#timer.unref();
   }

@@ -120,3 +120,36 @@ describe('Outbox.close while a row is being claimed', () => {
     }
   });
 });
+
+describe('Outbox when a row outlives its lease in its own process', () => {
+  it('does not look at the store again and again while that row is still under way here (it is not taken twice either)', async () => {
+    const dir = freshDataDir();
+    const db = openSqliteDb(join(dir, 'outbox.sqlite'), { synchronous: 'NORMAL' });
+    try {
+      const now = Date.now();
+      await db.write((tx) => tx.webhooks.enqueue({ id: 'long', organizationId: 'o', activityId: 'a', eventType: 'ACTIVITY_UPDATES', url: 'https://example.invalid/h', body: '{}', attempts: 0, nextAttemptMs: now - 1, createdMs: now }));
+      let looks = 0;
+      const started: string[] = [];
+      let finish: (() => void) | undefined;
+      const outbox = new Outbox<WebhookDeliveryRow>(db, {
+        due: (t, limit) => { looks++; return db.read((tx) => tx.webhooks.due(t, limit)); },
+        claim: (r, until) => db.write((tx) => tx.webhooks.claim(r.id, r.nextAttemptMs, until)),
+        nextDueMs: () => db.read((tx) => tx.webhooks.nextDueMs()),
+        release: async (r, until) => { await db.write((tx) => tx.webhooks.claim(r.id, until, Date.now())); },
+      }, (r) => { started.push(r.id); return new Promise<void>((res) => { finish = res; }); }, createLogger('silent'), { what: 'test', maxInFlight: 4, leaseMs: 50, pollMs: 1_000 });
+      outbox.kick();
+      for (let i = 0; i < 200 && started.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      const before = looks;
+      // the lease (50 ms) ends while the work goes on for 600 ms more
+      await new Promise((r) => setTimeout(r, 600));
+      expect(started).toEqual(['long']);
+      // a look every pollMs (1 s) at most, not one per turn of the event loop
+      expect(looks - before).toBeLessThanOrEqual(2);
+      finish?.();
+      await outbox.close();
+    } finally {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
