@@ -32,8 +32,8 @@
  *   address is `mailto:` go to the SMTP server with the same claims, retries and backoff.
  */
 import { randomUUID } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import { DestinationRefused, guardedLookup, isPublicAddress, type WebhookDestinations } from './domain/destinations.js';
 import type { Logger } from './log.js';
@@ -324,6 +324,16 @@ const BAD_PORTS = new Set([
 ]);
 
 /**
+ * Kept-alive connections, one pool per rule: a connection opened where any address is allowed (a
+ * server with WEBHOOK_DESTINATIONS=any in the same process) is never reused by a delivery that
+ * only public addresses may receive, which would skip guardedLookup.
+ */
+const AGENTS: Record<WebhookDestinations, { http: HttpAgent; https: HttpsAgent }> = {
+  public: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) },
+  any: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) },
+};
+
+/**
  * POSTs `body` to `url` and answers the response's status (its body read and dropped; redirects
  * are not followed). Under `public`, an address given as an IP must be public, and a host name is
  * connected to at an address guardedLookup checked.
@@ -341,6 +351,7 @@ function post(url: string, body: Buffer, headers: Record<string, string>, signal
   return new Promise<number>((resolve, reject) => {
     const req = request(u, {
       method: 'POST', signal, headers: { ...headers, 'Content-Length': String(body.length) },
+      agent: u.protocol === 'https:' ? AGENTS[rule].https : AGENTS[rule].http,
       ...(rule === 'public' && isIP(host) === 0 ? { lookup: guardedLookup } : {}),
     }, (res) => {
       res.on('error', fail);
