@@ -132,7 +132,6 @@ export const importSecrets: SubmitOperation<{ secrets: ImportSecret[] }, { secre
     return { secrets };
   },
   async authorize(p, intent, store, services) {
-    requireKeyAdmin(p, 'import secrets');
     for (const [i, s] of intent.secrets.entries()) {
       if (s.name !== undefined && await store.orgSecrets.byName(p.organization.id, s.name)) {
         throw invalidArgument(`secrets[${i}].name: a secret named ${s.name.slice(0, 100)} exists`, [{ field: `secrets[${i}].name`, description: 'must be unique in the organization' }]);
@@ -140,6 +139,7 @@ export const importSecrets: SubmitOperation<{ secrets: ImportSecret[] }, { secre
     }
     // Dry run: every payload opens under a distinct pending target.
     for (const { sealed } of await openAll(store, services.vault, p.organization.id, intent.secrets, Date.now(), () => 'dry-run')) sealed.fill(0);
+    requireKeyAdmin(p, 'import secrets');
   },
   async execute(ctx, intent) {
     const { tx, organization, nowMs } = ctx;

@@ -1,0 +1,45 @@
+// An operation's rules (what the state allows, limits, lock-out, what must exist, what the server
+// can send) hold for a user whom a policy or the root quorum admits, not only for root users. A
+// non-root user's authorize throws at the permission rule and the policies decide instead
+// (activities/consensus.ts): a rule checked after that permission rule was skipped for such a user.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMember, startTestServer, submitBody, uniqueName, type Member, type TestServer } from '../server/harness.js';
+import { QUERY, SUBMIT } from '../server/checks.js';
+import { encryptSecretToBundle } from '@turnkey/crypto';
+
+let ts: TestServer;
+let mia: Member;
+beforeAll(async () => {
+  ts = await startTestServer();
+  mia = await createMember(ts, uniqueName('mia'));
+  // mia may do whatever a policy can allow
+  await ts.sdk.createPolicy({ policyName: uniqueName('mia does anything'), effect: 'EFFECT_ALLOW', notes: '', consensus: `approvers.any(u, u.id == '${mia.id}')`, condition: "activity.type != ''" } as any);
+});
+afterAll(async () => { await ts?.stop(); });
+
+const SUITE = 'TRANSPORT_ENCRYPTION_SUITE_ENCLAVE_ENCRYPT_V1';
+const as = (key: Member['key'] | undefined) => (op: string, type: string, parameters: object) =>
+  ts.raw(SUBMIT(op), submitBody(type, ts.orgId, parameters), key ? { key } : {});
+const asRoot = as(undefined);
+const asMia = (op: string, type: string, parameters: object) => as(mia.key)(op, type, parameters);
+const status = (r: { json: any }) => r.json?.activity?.status as string | undefined;
+const summary = (r: { status: number; text: string }) => `${r.status} ${r.text.slice(0, 200)}`;
+const fields = (r: { json: any }) => (r.json?.details ?? []).flatMap((d: any) => d.fieldViolations ?? []).map((f: any) => f.field);
+
+describe('import_secrets', () => {
+  // guards: import_secrets refuses a name the organization already uses, whoever asks (not a 500 from the database)
+  it('import_secrets by a user a policy admits refuses a taken name with a 400 naming the field', async () => {
+    const signer = ts.server.bootstrap.signerPublicKey!;
+    const init = await asRoot('init_import_secrets', 'ACTIVITY_TYPE_INIT_IMPORT_SECRETS', { encryptionSuite: SUITE, numSecrets: 2 });
+    const [a, b] = init.json.activity.result.initImportSecretsResult.enclaveTargetMessages as string[];
+    const seal = (plaintext: string, ingressTargetBundle: string) => encryptSecretToBundle({ plaintext, ingressTargetBundle, organizationId: ts.orgId, dangerouslyOverrideSignerPublicKey: signer });
+    const name = uniqueName('card');
+    const one = await seal('one', a!);
+    const first = await asRoot('import_secrets', 'ACTIVITY_TYPE_IMPORT_SECRETS', { secrets: [{ name, secretPayload: one.secretPayload, targetPublicKey: one.targetPublicKey, encryptionSuite: SUITE }] });
+    expect(status(first), first.text).toBe('ACTIVITY_STATUS_COMPLETED');
+    const two = await seal('two', b!);
+    const r = await asMia('import_secrets', 'ACTIVITY_TYPE_IMPORT_SECRETS', { secrets: [{ name, secretPayload: two.secretPayload, targetPublicKey: two.targetPublicKey, encryptionSuite: SUITE }] });
+    expect(r.status, `mia: ${summary(r)}`).toBe(400);
+    expect(fields(r)).toContain('secrets[0].name');
+  });
+});
