@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMember, startTestServer, submitBody, uniqueName, type Member, type TestServer } from '../server/harness.js';
 import { QUERY, SUBMIT } from '../server/checks.js';
 import { encryptSecretToBundle } from '@turnkey/crypto';
+import { MAX_ENDPOINTS } from '../../src/activities/handlers/webhookEndpoints.js';
 
 let ts: TestServer;
 let mia: Member;
@@ -41,5 +42,19 @@ describe('import_secrets', () => {
     const r = await asMia('import_secrets', 'ACTIVITY_TYPE_IMPORT_SECRETS', { secrets: [{ name, secretPayload: two.secretPayload, targetPublicKey: two.targetPublicKey, encryptionSuite: SUITE }] });
     expect(r.status, `mia: ${summary(r)}`).toBe(400);
     expect(fields(r)).toContain('secrets[0].name');
+  });
+});
+
+describe('create_webhook_endpoint', () => {
+  // guards: an organization has at most MAX_ENDPOINTS webhook endpoints, whoever adds one
+  it('create_webhook_endpoint by a user a policy admits stops at the endpoint limit', async () => {
+    const add = (by: typeof asRoot) => by('create_webhook_endpoint', 'ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT', { url: 'http://127.0.0.1:9/hook', name: uniqueName('hook'), subscriptions: [] });
+    for (let i = 0; i < MAX_ENDPOINTS; i++) expect(status(await add(asRoot))).toBe('ACTIVITY_STATUS_COMPLETED');
+    const root = await add(asRoot);
+    expect(root.status, `a root user: ${summary(root)}`).toBe(400);
+    const r = await add(asMia);
+    expect(r.status, `mia: ${summary(r)}`).toBe(400);
+    const list = await ts.raw(QUERY('list_webhook_endpoints'), JSON.stringify({ organizationId: ts.orgId }));
+    expect(list.json.webhookEndpoints).toHaveLength(MAX_ENDPOINTS);
   });
 });

@@ -70,10 +70,10 @@ export const createWebhookEndpoint: SubmitOperation<CreateEndpoint, { endpointId
   },
   async authorize(p, intent, store, services) {
     allowedDestination(intent.url, services.webhookDestinations, 'url');
-    requireRoot(p, 'manage webhook endpoints');
     if ((await store.webhooks.endpoints(p.organization.id)).length >= MAX_ENDPOINTS) {
       throw failedPrecondition(`an organization has at most ${MAX_ENDPOINTS} webhook endpoints`);
     }
+    requireRoot(p, 'manage webhook endpoints');
   },
   async execute(ctx, intent) {
     const row: WebhookEndpointRow = {
@@ -105,8 +105,8 @@ export const updateWebhookEndpoint: SubmitOperation<UpdateEndpoint, { endpointId
   },
   async authorize(p, intent, store, services) {
     allowedDestination(intent.url, services.webhookDestinations, 'url');
-    requireRoot(p, 'manage webhook endpoints');
     await requireEndpoint(store, p.organization.id, intent.endpointId);
+    requireRoot(p, 'manage webhook endpoints');
   },
   async execute(ctx, intent) {
     const e = await requireEndpoint(ctx.tx, ctx.organization.id, intent.endpointId);
@@ -129,8 +129,8 @@ export const deleteWebhookEndpoint: SubmitOperation<{ endpointId: string }, { en
     return { endpointId: endpointId! };
   },
   async authorize(p, intent, store) {
-    requireRoot(p, 'manage webhook endpoints');
     await requireEndpoint(store, p.organization.id, intent.endpointId);
+    requireRoot(p, 'manage webhook endpoints');
   },
   async execute(ctx, intent) {
     if (!await ctx.tx.webhooks.deleteEndpoint(ctx.organization.id, intent.endpointId)) {
