@@ -58,3 +58,25 @@ describe('create_webhook_endpoint', () => {
     expect(list.json.webhookEndpoints).toHaveLength(MAX_ENDPOINTS);
   });
 });
+
+describe('IP allowlists', () => {
+  // guards: an allowlist that would shut out the request that sets it is refused, whoever sets it
+  it('set_ip_allowlist by a user the root quorum admits is refused when it would shut that user out', async () => {
+    const ivy = await createMember(ts, uniqueName('ivy'));
+    const r = await as(ivy.key)('set_ip_allowlist', 'ACTIVITY_TYPE_SET_IP_ALLOWLIST', { publicKey: ivy.key.publicKey, rules: [{ cidr: '10.0.0.0/8', label: 'elsewhere' }] });
+    // only the root quorum can admit it: it approves what it is shown
+    if (status(r) === 'ACTIVITY_STATUS_CONSENSUS_NEEDED') await asRoot('approve_activity', 'ACTIVITY_TYPE_APPROVE_ACTIVITY', { fingerprint: r.json.activity.fingerprint });
+    const whoami = await ts.raw(QUERY('whoami'), JSON.stringify({ organizationId: ts.orgId }), { key: ivy.key });
+    expect(whoami.status, 'ivy is shut out by the allowlist it asked for').toBe(200);
+    expect(r.status, `ivy: ${summary(r)}`).toBe(400);
+    expect(fields(r)).toContain('rules');
+  });
+
+  // guards: remove_ip_allowlist of a list that does not exist is a 404, whoever asks (not an activity that waits for approvals)
+  it('remove_ip_allowlist of no list by a non-root user is a 404', async () => {
+    const root = await asRoot('remove_ip_allowlist', 'ACTIVITY_TYPE_REMOVE_IP_ALLOWLIST', {});
+    expect(root.status, `a root user: ${summary(root)}`).toBe(404);
+    const r = await asMia('remove_ip_allowlist', 'ACTIVITY_TYPE_REMOVE_IP_ALLOWLIST', {});
+    expect(r.status, `mia: ${summary(r)}`).toBe(404);
+  });
+});

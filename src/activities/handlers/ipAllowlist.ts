@@ -97,12 +97,12 @@ export const setIpAllowlist: SubmitOperation<SetIntent, Record<string, never>> =
     };
   },
   async authorize(p, i, store) {
-    requireRoot(p, 'set IP allowlists');
     const next = await nextList(store, p.organization.id, i, Date.now());
     if (!await requesterStillAdmitted(store, p, next)) {
       throw invalidArgument(`rules: this allowlist would refuse the request that sets it (from ${p.clientAddress}); add a rule that covers it`,
         [{ field: 'rules', description: `must admit the requester's own address ${p.clientAddress}` }]);
     }
+    requireRoot(p, 'set IP allowlists');
   },
   async execute(ctx, i) {
     await ctx.tx.ipAllowlists.set(await nextList(ctx.tx, ctx.organization.id, i, ctx.nowMs));
@@ -121,10 +121,10 @@ export const removeIpAllowlist: SubmitOperation<{ publicKey?: string }, Record<s
     return publicKey !== undefined ? { publicKey } : {};
   },
   async authorize(p, i, store) {
-    requireRoot(p, 'remove IP allowlists');
     if (!await store.ipAllowlists.get(p.organization.id, i.publicKey?.toLowerCase() ?? '')) {
       throw notFound(i.publicKey === undefined ? 'the organization has no IP allowlist' : 'that API key has no IP allowlist', 'IP_ALLOWLIST_NOT_FOUND');
     }
+    requireRoot(p, 'remove IP allowlists');
   },
   async execute(ctx, i) {
     await ctx.tx.ipAllowlists.remove(ctx.organization.id, i.publicKey?.toLowerCase() ?? '');
