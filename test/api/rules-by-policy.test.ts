@@ -7,6 +7,7 @@ import { createMember, startTestServer, submitBody, uniqueName, type Member, typ
 import { QUERY, SUBMIT } from '../server/checks.js';
 import { encryptSecretToBundle } from '@turnkey/crypto';
 import { MAX_ENDPOINTS } from '../../src/activities/handlers/webhookEndpoints.js';
+import { erc20Abi } from 'viem';
 
 let ts: TestServer;
 let mia: Member;
@@ -19,6 +20,7 @@ beforeAll(async () => {
 afterAll(async () => { await ts?.stop(); });
 
 const SUITE = 'TRANSPORT_ENCRYPTION_SUITE_ENCLAVE_ENCRYPT_V1';
+const TOKEN = '0x6B175474E89094C44Da98b954EedeAC495271d0F';
 const as = (key: Member['key'] | undefined) => (op: string, type: string, parameters: object) =>
   ts.raw(SUBMIT(op), submitBody(type, ts.orgId, parameters), key ? { key } : {});
 const asRoot = as(undefined);
@@ -77,6 +79,30 @@ describe('IP allowlists', () => {
     const root = await asRoot('remove_ip_allowlist', 'ACTIVITY_TYPE_REMOVE_IP_ALLOWLIST', {});
     expect(root.status, `a root user: ${summary(root)}`).toBe(404);
     const r = await asMia('remove_ip_allowlist', 'ACTIVITY_TYPE_REMOVE_IP_ALLOWLIST', {});
+    expect(r.status, `mia: ${summary(r)}`).toBe(404);
+  });
+});
+
+describe('smart contract interfaces', () => {
+  // guards: one interface per contract address, whoever adds it (not a 500 from the database)
+  it('create_smart_contract_interface by a user a policy admits refuses a second interface for an address', async () => {
+    const params = { smartContractAddress: TOKEN, smartContractInterface: JSON.stringify(erc20Abi), type: 'SMART_CONTRACT_INTERFACE_TYPE_ETHEREUM', label: 'DAI' };
+    const first = await asRoot('create_smart_contract_interface', 'ACTIVITY_TYPE_CREATE_SMART_CONTRACT_INTERFACE', params);
+    expect(status(first), first.text).toBe('ACTIVITY_STATUS_COMPLETED');
+    const root = await asRoot('create_smart_contract_interface', 'ACTIVITY_TYPE_CREATE_SMART_CONTRACT_INTERFACE', params);
+    expect(root.status, `a root user: ${summary(root)}`).toBe(409);
+    const r = await asMia('create_smart_contract_interface', 'ACTIVITY_TYPE_CREATE_SMART_CONTRACT_INTERFACE', params);
+    expect(r.status, `mia: ${summary(r)}`).toBe(409);
+    const list = await ts.raw(QUERY('list_smart_contract_interfaces'), JSON.stringify({ organizationId: ts.orgId }));
+    expect(list.json.smartContractInterfaces.filter((i: any) => i.smartContractAddress === TOKEN)).toHaveLength(1);
+  });
+
+  // guards: deleting an interface that does not exist is a 404, whoever asks (not a completed activity that deleted nothing)
+  it('delete_smart_contract_interface of no interface by a user a policy admits is a 404', async () => {
+    const params = { smartContractInterfaceId: '00000000-0000-4000-8000-000000000000' };
+    const root = await asRoot('delete_smart_contract_interface', 'ACTIVITY_TYPE_DELETE_SMART_CONTRACT_INTERFACE', params);
+    expect(root.status, `a root user: ${summary(root)}`).toBe(404);
+    const r = await asMia('delete_smart_contract_interface', 'ACTIVITY_TYPE_DELETE_SMART_CONTRACT_INTERFACE', params);
     expect(r.status, `mia: ${summary(r)}`).toBe(404);
   });
 });

@@ -105,8 +105,8 @@ export const deleteSmartContractInterface: SubmitOperation<{ smartContractInterf
     return { smartContractInterfaceId: id! };
   },
   async authorize(p, i, store) {
-    requireRoot(p, 'manage smart contract interfaces');
     await requireInterface(store, p.organization.id, i.smartContractInterfaceId);
+    requireRoot(p, 'manage smart contract interfaces');
   },
   async execute(ctx, i) {
     await ctx.tx.contractInterfaces.delete(ctx.organization.id, i.smartContractInterfaceId);
