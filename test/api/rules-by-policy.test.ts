@@ -106,3 +106,22 @@ describe('smart contract interfaces', () => {
     expect(r.status, `mia: ${summary(r)}`).toBe(404);
   });
 });
+
+describe('invitations', () => {
+  // guards: an invitation's sender is a user of the organization, whoever invites
+  it('create_invitations by a user a policy admits refuses an unknown sender and stores no invitation', async () => {
+    const params = { invitations: [{ receiverUserName: 'x', receiverUserEmail: 'x@example.com', receiverUserTags: [], accessType: 'ACCESS_TYPE_API', senderUserId: 'no-such-user' }] };
+    const root = await asRoot('create_invitations', 'ACTIVITY_TYPE_CREATE_INVITATIONS', params);
+    expect(root.status, `a root user: ${summary(root)}`).toBe(404);
+    const r = await asMia('create_invitations', 'ACTIVITY_TYPE_CREATE_INVITATIONS', params);
+    expect(r.status, `an invitation from nobody was stored: ${summary(r)}`).toBe(404);
+  });
+
+  // guards: deleting an invitation that does not exist is a 404, whoever asks (not a completed activity that deleted nothing)
+  it('delete_invitation of no invitation by a user a policy admits is a 404', async () => {
+    const root = await asRoot('delete_invitation', 'ACTIVITY_TYPE_DELETE_INVITATION', { invitationId: 'no-such-invitation' });
+    expect(root.status, `a root user: ${summary(root)}`).toBe(404);
+    const r = await asMia('delete_invitation', 'ACTIVITY_TYPE_DELETE_INVITATION', { invitationId: 'no-such-invitation' });
+    expect(r.status, `mia: ${summary(r)}`).toBe(404);
+  });
+});

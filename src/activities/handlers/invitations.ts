@@ -46,11 +46,11 @@ export const createInvitations: SubmitOperation<{ invitations: NewInvitation[] }
     return { invitations };
   },
   async authorize(p, intent, store) {
-    requireRoot(p, 'invite users');
     for (const inv of intent.invitations) {
       if (!await store.users.get(p.organization.id, inv.senderUserId)) throw notFound(`senderUserId: user ${inv.senderUserId.slice(0, 100)} not found in this organization`, 'USER_NOT_FOUND');
       await requireTags(store, p.organization.id, inv.receiverUserTags, 'TAG_TYPE_USER');
     }
+    requireRoot(p, 'invite users');
   },
   async execute(ctx, intent) {
     const invitationIds: string[] = [];
@@ -78,8 +78,8 @@ export const deleteInvitation: SubmitOperation<{ invitationId: string }, { invit
     return { invitationId: invitationId! };
   },
   async authorize(p, intent, store) {
-    requireRoot(p, 'delete invitations');
     if (!await store.invitations.get(p.organization.id, intent.invitationId)) throw notFound(`invitation ${intent.invitationId.slice(0, 100)} not found`, 'INVITATION_NOT_FOUND');
+    requireRoot(p, 'delete invitations');
   },
   async execute(ctx, intent) {
     await ctx.tx.invitations.delete(ctx.organization.id, intent.invitationId);
