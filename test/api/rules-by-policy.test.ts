@@ -125,3 +125,16 @@ describe('invitations', () => {
     expect(r.status, `mia: ${summary(r)}`).toBe(404);
   });
 });
+
+describe('authentication flows', () => {
+  // guards: init_otp refuses text messages and, on a server that sends no e-mail, e-mail codes, whoever asks
+  it('init_otp by a user a policy admits refuses SMS codes, and e-mail codes on a server that sends no e-mail', async () => {
+    for (const otpType of ['OTP_TYPE_SMS', 'OTP_TYPE_EMAIL']) {
+      const params = { otpType, contact: otpType === 'OTP_TYPE_SMS' ? '+15555550100' : 'someone@example.com', appName: 'W' };
+      const root = await asRoot('init_otp', 'ACTIVITY_TYPE_INIT_OTP_V2', params);
+      expect(root.status, `${otpType} by a root user: ${summary(root)}`).toBe(400);
+      const r = await asMia('init_otp', 'ACTIVITY_TYPE_INIT_OTP_V2', params);
+      expect(r.status, `${otpType} by mia: ${summary(r)}`).toBe(400);
+    }
+  });
+});

@@ -133,7 +133,7 @@ export const emailAuth: SubmitOperation<EmailAuth, { userId: string; apiKeyId: s
     v.done();
     return { email: email!, targetPublicKey: targetPublicKey!, emailCustomization, sender, ...common };
   },
-  authorize(p, _intent, _tx, services) { requireAuthFlowCaller(p, 'send e-mail authentication'); requireMail(services.auth); },
+  authorize(p, _intent, _tx, services) { requireMail(services.auth); requireAuthFlowCaller(p, 'send e-mail authentication'); },
   async execute(ctx, intent) {
     await requireFlowEnabled(ctx, 'disableEmailAuth', 'e-mail authentication');
     const user = await userByEmail(ctx, intent.email);
@@ -187,9 +187,9 @@ export function readInitOtp(params: Obj, opts: { v3: boolean; v1: boolean }): In
 
 /** Who may send codes, and only by e-mail. */
 export function authorizeInitOtp(p: Principal, intent: InitOtp, _tx: Tx, services: Services): void {
-  requireAuthFlowCaller(p, 'send one-time codes');
   if (intent.otpType === 'OTP_TYPE_SMS') throw failedPrecondition('this server sends no text messages: use OTP_TYPE_EMAIL');
   requireMail(services.auth);
+  requireAuthFlowCaller(p, 'send one-time codes');
 }
 
 /**
@@ -324,7 +324,7 @@ export const initUserEmailRecovery: SubmitOperation<InitRecovery, { userId: stri
     v.done();
     return { email: email!, targetPublicKey: targetPublicKey!, emailCustomization, sender, ...(expirationSeconds !== undefined ? { expirationSeconds } : {}) };
   },
-  authorize(p, _intent, _tx, services) { requireAuthFlowCaller(p, 'start e-mail recovery'); requireMail(services.auth); },
+  authorize(p, _intent, _tx, services) { requireMail(services.auth); requireAuthFlowCaller(p, 'start e-mail recovery'); },
   async execute(ctx, intent) {
     await requireFlowEnabled(ctx, 'disableEmailRecovery', 'e-mail recovery');
     const user = await userByEmail(ctx, intent.email);

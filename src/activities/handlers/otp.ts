@@ -119,8 +119,8 @@ export const verifyOtp: SubmitOperation<VerifyOtp, { verificationToken: string }
   // A bundle that cannot be read (not for the code's key, or not {"otp_code","public_key"}) is a
   // malformed request: refused (400), it stores nothing and uses up no attempt.
   async authorize(p, intent, tx, services, organization) {
-    requireAuthFlowCaller(p, 'check one-time codes');
     await codeAndKey(tx, services.vault, organization.id, intent);
+    requireAuthFlowCaller(p, 'check one-time codes');
   },
   locks: (intent) => [otpLock(intent.otpId)],
   async execute(ctx, intent) {
@@ -175,8 +175,8 @@ export const otpLogin: SubmitOperation<OtpLogin, { session: string }> = {
   },
   // A token or client signature that does not check out stores nothing.
   authorize(p, intent, _tx, services) {
-    requireAuthFlowCaller(p, 'log users in with a verification token');
     loginClaims(services.vault, undefined, intent, Date.now());
+    requireAuthFlowCaller(p, 'log users in with a verification token');
   },
   async execute(ctx, intent) {
     const { tx, organization, nowMs } = ctx;
