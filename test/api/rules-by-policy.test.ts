@@ -138,3 +138,19 @@ describe('authentication flows', () => {
     }
   });
 });
+
+describe('sub-organizations', () => {
+  // guards: a sign-up token that is not this server's, and deleting an organization that has no parent, are refused whoever asks (not a failed activity stored)
+  it('create_sub_organization with a bad sign-up token and delete_sub_organization of a top-level organization, by a user a policy admits, are refused as for a root user', async () => {
+    for (const [op, type, params] of [
+      ['create_sub_organization', 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7', { subOrganizationName: uniqueName('s'), rootQuorumThreshold: 1,
+        rootUsers: [{ userName: 'x', apiKeys: [], authenticators: [], oauthProviders: [] }], verificationToken: 'not.a.token' }],
+      ['delete_sub_organization', 'ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION', {}],
+    ] as const) {
+      const root = await asRoot(op, type, params);
+      expect(root.status, `${op} by a root user: ${summary(root)}`).toBe(400);
+      const r = await asMia(op, type, params);
+      expect(r.status, `${op} by mia: ${summary(r)}`).toBe(400);
+    }
+  });
+});

@@ -31,8 +31,8 @@ function initImport(kind: ImportTargetRow['kind'], type: string, path: string): 
       return { userId: userId! };
     },
     async authorize(p, intent, store) {
-      requireKeyAdmin(p, `start a ${kind === 'wallet' ? 'wallet' : 'private key'} import`);
       await requireUser(store, p.organization.id, intent.userId);
+      requireKeyAdmin(p, `start a ${kind === 'wallet' ? 'wallet' : 'private key'} import`);
     },
     async execute(ctx, intent) {
       const { tx, organization, nowMs } = ctx;
@@ -114,7 +114,6 @@ export const importWallet: SubmitOperation<ImportWallet, { walletId: string; add
     return { userId: userId!, walletName: walletName!, encryptedBundle: encryptedBundle!, accounts };
   },
   async authorize(p, intent, store, services) {
-    requireKeyAdmin(p, 'import wallets');
     const org = p.organization.id;
     await requireUser(store, org, intent.userId);
     await refuseDuplicates(store, org, undefined, intent.accounts);
@@ -122,6 +121,7 @@ export const importWallet: SubmitOperation<ImportWallet, { walletId: string; add
     // Dry run: the bundle must open under a pending target and hold a valid mnemonic.
     await withImportTarget(store, org, intent.userId, 'wallet', Date.now(), (t) =>
       vault.importWallet(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, ctxWallet(org, 'dry-run')));
+    requireKeyAdmin(p, 'import wallets');
   },
   // The mnemonic's PBKDF2 and the accounts' derivation run here, before the transaction (docs/server.md).
   async derive(ctx, intent, read): Promise<ImportWalletPlan> {
@@ -188,12 +188,12 @@ export const importPrivateKey: SubmitOperation<ImportPrivateKey, { privateKeyId:
     return { userId: userId!, privateKeyName: privateKeyName!, encryptedBundle: encryptedBundle!, curve: curve!, addressFormats };
   },
   async authorize(p, intent, store, services) {
-    requireKeyAdmin(p, 'import private keys');
     const org = p.organization.id;
     await requireUser(store, org, intent.userId);
     const vault = services.vault;
     await withImportTarget(store, org, intent.userId, 'private_key', Date.now(), (t) =>
       vault.importPrivateKey(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, curveId(intent.curve), ctxPrivateKey(org, 'dry-run')));
+    requireKeyAdmin(p, 'import private keys');
   },
   async execute(ctx: ExecContext, intent) {
     const { tx, organization, nowMs } = ctx;
@@ -230,8 +230,8 @@ export const exportWallet: SubmitOperation<{ walletId: string; targetPublicKey: 
     return { walletId: walletId!, targetPublicKey: targetPublicKey!, ...(language ? { language } : {}) };
   },
   async authorize(p, intent, store) {
-    requireKeyAdmin(p, 'export wallets');
     await requireWallet(store, p.organization.id, intent.walletId);
+    requireKeyAdmin(p, 'export wallets');
   },
   policyTargets: (intent) => ({ walletId: intent.walletId }),
   async execute(ctx, intent) {
@@ -255,8 +255,8 @@ export const exportPrivateKey: SubmitOperation<{ privateKeyId: string; targetPub
     return { privateKeyId: privateKeyId!, targetPublicKey: targetPublicKey! };
   },
   async authorize(p, intent, store) {
-    requireKeyAdmin(p, 'export private keys');
     await requirePrivateKey(store, p.organization.id, intent.privateKeyId);
+    requireKeyAdmin(p, 'export private keys');
   },
   policyTargets: (intent) => ({ privateKeyId: intent.privateKeyId }),
   async execute(ctx, intent) {
@@ -280,8 +280,8 @@ export const exportWalletAccount: SubmitOperation<{ address: string; targetPubli
     return { address: address!, targetPublicKey: targetPublicKey! };
   },
   async authorize(p, intent, store) {
-    requireKeyAdmin(p, 'export wallet accounts');
     if (!await store.keys.accounts.byAddress(p.organization.id, intent.address)) throw accountNotFound(intent.address);
+    requireKeyAdmin(p, 'export wallet accounts');
   },
   policyTargets: (intent) => ({ walletAccountAddress: intent.address }),
   async execute(ctx, intent) {

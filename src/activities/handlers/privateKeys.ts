@@ -38,8 +38,8 @@ export const createPrivateKeys: SubmitOperation<{ privateKeys: NewPrivateKey[] }
     return { privateKeys: out };
   },
   async authorize(p, intent, store) {
-    requireKeyAdmin(p, 'create private keys');
     for (const k of intent.privateKeys) await requireTags(store, p.organization.id, k.privateKeyTags, 'TAG_TYPE_PRIVATE_KEY');
+    requireKeyAdmin(p, 'create private keys');
   },
   // The keys are made before the transaction (no lock is held while they are).
   derive: (ctx, intent): KeysPlan => ({ organizationId: ctx.organization.id, keys: makeKeys(ctx.services.vault, ctx.organization.id, intent.privateKeys) }),
@@ -86,8 +86,8 @@ export const deletePrivateKeys: SubmitOperation<{ privateKeyIds: string[]; delet
     return { privateKeyIds: privateKeyIds!, ...(deleteWithoutExport !== undefined ? { deleteWithoutExport } : {}) };
   },
   async authorize(p, intent, store) {
-    requireKeyAdmin(p, 'delete private keys');
     await requireDeletablePrivateKeys(store, p.organization.id, intent.privateKeyIds, intent.deleteWithoutExport === true);
+    requireKeyAdmin(p, 'delete private keys');
   },
   // every key is a target: `private_key` is bound to each in turn (a DENY on any one denies the deletion)
   policyTargets: (intent) => intent.privateKeyIds.map((privateKeyId) => ({ privateKeyId })),

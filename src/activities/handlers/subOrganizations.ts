@@ -104,10 +104,10 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
   },
   external(intent, services) { return verifyUsersProviders(services, intent.rootUsers, 'rootUsers'); },
   async authorize(p, intent, store, services) {
-    requireRoot(p, 'create sub-organizations');
     await requireSubOrganizationRules(store, p.organization, intent);
     // A token that is not this server's, or not for this organization, stores nothing.
     if (intent.verificationToken !== undefined) signupClaims(services.vault, p.organization.id, intent, Date.now());
+    requireRoot(p, 'create sub-organizations');
   },
   // The new organization's id and its wallet's key material, made before the transaction.
   derive: (ctx, intent): SubOrganizationPlan => {
@@ -177,15 +177,16 @@ async function unexported(tx: Tx, organizationId: string): Promise<{ wallets: nu
 }
 
 async function checkDeletable(p: Principal, tx: Tx, deleteWithoutExport: boolean | undefined): Promise<void> {
-  requireRoot(p, 'delete the sub-organization');
   if (p.organization.parentId === null) {
     throw failedPrecondition(`organization ${p.organization.id} has no parent organization: only a sub-organization can be deleted`);
   }
-  if (deleteWithoutExport === true) return;
-  const n = await unexported(tx, p.organization.id);
-  if (n.wallets > 0 || n.privateKeys > 0) {
-    throw failedPrecondition(`the sub-organization holds ${n.wallets} wallet(s) and ${n.privateKeys} private key(s) that were never exported; export them first or set deleteWithoutExport to true`);
+  if (deleteWithoutExport !== true) {
+    const n = await unexported(tx, p.organization.id);
+    if (n.wallets > 0 || n.privateKeys > 0) {
+      throw failedPrecondition(`the sub-organization holds ${n.wallets} wallet(s) and ${n.privateKeys} private key(s) that were never exported; export them first or set deleteWithoutExport to true`);
+    }
   }
+  requireRoot(p, 'delete the sub-organization');
 }
 
 export const deleteSubOrganization: SubmitOperation<{ deleteWithoutExport?: boolean }, { subOrganizationUuid: string }> = {

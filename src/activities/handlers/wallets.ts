@@ -93,8 +93,8 @@ export const createWallet: SubmitOperation<CreateWallet, { walletId: string; add
     return { walletName: walletName!, accounts, mnemonicLength };
   },
   async authorize(p, intent, store) {
-    requireKeyAdmin(p, 'create wallets');
     await refuseDuplicates(store, p.organization.id, undefined, intent.accounts);
+    requireKeyAdmin(p, 'create wallets');
   },
   derive: (ctx, intent) => planWallet(ctx.services.vault, ctx.organization.id, intent),
   async execute(ctx, intent) {
@@ -147,9 +147,9 @@ export const createWalletAccounts: SubmitOperation<CreateAccounts, { addresses: 
   // a wallet's new accounts one request at a time (across nodes): none is stored twice
   locks: (intent) => [{ name: 'wallet-accounts', key: intent.walletId }],
   async authorize(p, intent, store) {
-    requireKeyAdmin(p, 'create wallet accounts');
     await requireWallet(store, p.organization.id, intent.walletId);
     if (intent.persist !== false) await refuseDuplicates(store, p.organization.id, intent.walletId, intent.accounts);
+    requireKeyAdmin(p, 'create wallet accounts');
   },
   policyTargets: (intent) => ({ walletId: intent.walletId }),
   async derive(ctx, intent, read) {
@@ -176,8 +176,8 @@ export const updateWallet: SubmitOperation<{ walletId: string; walletName?: stri
     return { walletId: walletId!, ...(walletName !== undefined ? { walletName } : {}) };
   },
   async authorize(p, intent, store) {
-    requireKeyAdmin(p, 'update wallets');
     await requireWallet(store, p.organization.id, intent.walletId);
+    requireKeyAdmin(p, 'update wallets');
   },
   policyTargets: (intent) => ({ walletId: intent.walletId }),
   async execute(ctx, intent) {
@@ -199,8 +199,8 @@ export const deleteWallets: SubmitOperation<{ walletIds: string[]; deleteWithout
     return { walletIds: walletIds!, ...(deleteWithoutExport !== undefined ? { deleteWithoutExport } : {}) };
   },
   async authorize(p, intent, store) {
-    requireKeyAdmin(p, 'delete wallets');
     await requireDeletableWallets(store, p.organization.id, intent.walletIds, intent.deleteWithoutExport === true);
+    requireKeyAdmin(p, 'delete wallets');
   },
   policyTargets: (intent) => ({ walletIds: intent.walletIds, ...(intent.walletIds.length === 1 ? { walletId: intent.walletIds[0] } : {}) }),
   // The rules again here: a user whom a policy admits passes authorize at its permission rule, before them.
@@ -223,8 +223,8 @@ export const deleteWalletAccounts: SubmitOperation<{ walletAccountIds: string[];
     return { walletAccountIds: walletAccountIds!, ...(deleteWithoutExport !== undefined ? { deleteWithoutExport } : {}) };
   },
   async authorize(p, intent, store) {
-    requireKeyAdmin(p, 'delete wallet accounts');
     await requireDeletableAccounts(store, p.organization.id, intent.walletAccountIds, intent.deleteWithoutExport === true);
+    requireKeyAdmin(p, 'delete wallet accounts');
   },
   // every account is a target: `wallet_account` and its `wallet` are bound to each in turn (a DENY on any one denies the deletion)
   policyTargets(intent) {
