@@ -80,6 +80,10 @@ export interface SubmitOperation<I = unknown, R = unknown> {
    * Throws PermissionDenied (nothing is stored). Reads only. Other errors it throws (validation
    * against the state) are the reply, and store nothing either. `organization`: the one the
    * request addresses (a parent's caller has its own as principal.organization).
+   * The operation's rules come first and its permission rule (requireRoot, requireKeyAdmin …)
+   * last: when that rule denies a user of the organization, the policies or the root quorum
+   * decide instead (consensus.ts), and a rule checked after it would never be checked for the
+   * users they admit (test/activities/rules-before-permission.test.ts walks every operation).
    */
   authorize(principal: Principal, intent: I, tx: Tx, services: Services, organization: OrganizationRow): void | Promise<void>;
   /** Runs inside the activity transaction; an ApiError thrown here marks the activity FAILED. */
