@@ -686,7 +686,11 @@ export type LockName =
   /** one organization's tags of one kind (keyed by both): a unique name is checked, then written */
   | 'tags'
   /** one organization's smart contract interfaces (keyed by its id): one per contract address */
-  | 'contract-interfaces';
+  | 'contract-interfaces'
+  /** one organization's secrets (keyed by its id): a unique name is checked, then written */
+  | 'secrets'
+  /** one organization's webhook endpoints (keyed by its id): their count is checked, then written */
+  | 'webhook-endpoints';
 
 /** One transaction: the repositories, plus what a unit of work adds. */
 export interface Tx extends Repositories {

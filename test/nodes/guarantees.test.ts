@@ -24,7 +24,7 @@ import { erc20Abi, keccak256, parseTransaction, recoverTransactionAddress, type 
 import { p256 } from '@noble/curves/nist.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { encryptOtpCodeToBundle, encryptPrivateKeyToBundle, encryptWalletToBundle, generateP256KeyPair } from '@turnkey/crypto';
+import { encryptOtpCodeToBundle, encryptPrivateKeyToBundle, encryptSecretToBundle, encryptWalletToBundle, generateP256KeyPair } from '@turnkey/crypto';
 import type { RunningServer } from '../../src/server.js';
 import { startNodes, type Fleet } from './nodes.js';
 import { freshDatabase, missingPostgres, postgresAvailable } from '../storage/pgcluster.js';
@@ -408,6 +408,30 @@ describe.runIf(available)('guarantees across three nodes on one PostgreSQL', () 
     }
     const stored: any = await sdk(2).getWalletAccounts({ walletId: w.walletId, paginationOptions: { limit: '100' } } as any);
     expect(stored.accounts.map((a: any) => a.path).sort()).toEqual([0, 1, 2, 3, 4].map((r) => `m/44'/60'/0'/0/${r}`));
+
+    // a secret's name, with three import targets (one per node)
+    const submit = async (i: number, op: string, type: string, parameters: unknown): Promise<Outcome> => {
+      const r = await rawRequest(nodes[i]!.url, `/public/v1/submit/${op}`, submitBody(type, orgId, parameters, String(Date.now() + i)), { key: root });
+      return r.status === 200 && r.json.activity?.status === 'ACTIVITY_STATUS_COMPLETED' ? { ok: true, r: r.json } : { ok: false, why: String(r.json?.message ?? r.text) };
+    };
+    for (let round = 0; round < 3; round++) {
+      const init: any = await submit(0, 'init_import_secrets', 'ACTIVITY_TYPE_INIT_IMPORT_SECRETS', { encryptionSuite: 'TRANSPORT_ENCRYPTION_SUITE_ENCLAVE_ENCRYPT_V1', numSecrets: 3 });
+      expect(init.ok, init.why).toBe(true);
+      const targets: string[] = init.r.activity.result.initImportSecretsResult.enclaveTargetMessages;
+      const name = uniqueName('secret');
+      exactlyOne(await Promise.all([0, 1, 2].map(async (i) => {
+        const sealed = await encryptSecretToBundle({ plaintext: `value ${i}`, ingressTargetBundle: targets[i]!, organizationId: orgId, dangerouslyOverrideSignerPublicKey: signer });
+        return submit(i, 'import_secrets', 'ACTIVITY_TYPE_IMPORT_SECRETS', { secrets: [{ name, secretPayload: sealed.secretPayload, targetPublicKey: sealed.targetPublicKey, encryptionSuite: 'TRANSPORT_ENCRYPTION_SUITE_ENCLAVE_ENCRYPT_V1', staticProperties: [] }] });
+      })), /exists/);
+    }
+
+    // the limit of webhook endpoints: one place left, three nodes take it at once
+    const have = ((await sdk(0).listWebhookEndpoints({} as any)) as any).webhookEndpoints.length;
+    for (let k = have; k < 19; k++) await sdk(k % 3).createWebhookEndpoint({ url: `https://hooks.example.com/${k}`, name: uniqueName('hook'), subscriptions: [] } as any);
+    exactlyOne(await Promise.all([0, 1, 2].map((i) => outcome(sdk(i).createWebhookEndpoint({ url: `https://hooks.example.com/last-${i}`, name: uniqueName('last'), subscriptions: [] } as any)))), /at most 20 webhook endpoints/);
+    const endpoints = ((await sdk(1).listWebhookEndpoints({} as any)) as any).webhookEndpoints;
+    expect(endpoints).toHaveLength(20);
+    for (const e of endpoints) if (e.url.startsWith('https://hooks.example.com/')) await sdk(2).deleteWebhookEndpoint({ endpointId: e.endpointId } as any);
   });
 
   it('6. an API key that expired is refused by every node on the very next request', async () => {

@@ -131,18 +131,18 @@ export const importSecrets: SubmitOperation<{ secrets: ImportSecret[] }, { secre
     v.done();
     return { secrets };
   },
+  // one organization's secrets one request at a time (across nodes): names stay unique
+  locks: (_intent, organizationId) => [{ name: 'secrets', key: organizationId }],
   async authorize(p, intent, store, services) {
-    for (const [i, s] of intent.secrets.entries()) {
-      if (s.name !== undefined && await store.orgSecrets.byName(p.organization.id, s.name)) {
-        throw invalidArgument(`secrets[${i}].name: a secret named ${s.name.slice(0, 100)} exists`, [{ field: `secrets[${i}].name`, description: 'must be unique in the organization' }]);
-      }
-    }
+    await refuseTakenNames(store, p.organization.id, intent.secrets);
     // Dry run: every payload opens under a distinct pending target.
     for (const { sealed } of await openAll(store, services.vault, p.organization.id, intent.secrets, Date.now(), () => 'dry-run')) sealed.fill(0);
     requireKeyAdmin(p, 'import secrets');
   },
   async execute(ctx, intent) {
     const { tx, organization, nowMs } = ctx;
+    // again under the lock: another node may have stored one of the names since authorize
+    await refuseTakenNames(tx, organization.id, intent.secrets);
     const ids = intent.secrets.map(() => ctx.newId());
     for (const [i, { target, sealed }] of (await openAll(tx, ctx.services.vault, organization.id, intent.secrets, nowMs, (i) => ids[i]!)).entries()) {
       const s = intent.secrets[i]!;
@@ -156,6 +156,15 @@ export const importSecrets: SubmitOperation<{ secrets: ImportSecret[] }, { secre
     return { secretIds: ids };
   },
 };
+
+/** A named secret's name is not taken in the organization (400 naming the field). */
+async function refuseTakenNames(tx: Tx, organizationId: string, secrets: { name?: string }[]): Promise<void> {
+  for (const [i, s] of secrets.entries()) {
+    if (s.name !== undefined && await tx.orgSecrets.byName(organizationId, s.name)) {
+      throw invalidArgument(`secrets[${i}].name: a secret named ${s.name.slice(0, 100)} exists`, [{ field: `secrets[${i}].name`, description: 'must be unique in the organization' }]);
+    }
+  }
+}
 
 // ---- export_secrets -----------------------------------------------------------------------------
 

@@ -68,14 +68,16 @@ export const createWebhookEndpoint: SubmitOperation<CreateEndpoint, { endpointId
     v.done();
     return { url: url!, name: name!, subscriptions };
   },
+  // one organization's new endpoints one request at a time (across nodes): the limit holds
+  locks: (_intent, organizationId) => [{ name: 'webhook-endpoints', key: organizationId }],
   async authorize(p, intent, store, services) {
     allowedDestination(intent.url, services.webhookDestinations, 'url');
-    if ((await store.webhooks.endpoints(p.organization.id)).length >= MAX_ENDPOINTS) {
-      throw failedPrecondition(`an organization has at most ${MAX_ENDPOINTS} webhook endpoints`);
-    }
+    await requireEndpointRoom(store, p.organization.id);
     requireRoot(p, 'manage webhook endpoints');
   },
   async execute(ctx, intent) {
+    // again under the lock: another node may have added one since authorize
+    await requireEndpointRoom(ctx.tx, ctx.organization.id);
     const row: WebhookEndpointRow = {
       id: ctx.newId(), organizationId: ctx.organization.id, url: intent.url, name: intent.name, isActive: true,
       subscriptions: intent.subscriptions, createdMs: ctx.nowMs, updatedMs: ctx.nowMs,
@@ -84,6 +86,12 @@ export const createWebhookEndpoint: SubmitOperation<CreateEndpoint, { endpointId
     return { endpointId: row.id, webhookEndpoint: endpointRecord(row) };
   },
 };
+
+async function requireEndpointRoom(tx: Tx, organizationId: string): Promise<void> {
+  if ((await tx.webhooks.endpoints(organizationId)).length >= MAX_ENDPOINTS) {
+    throw failedPrecondition(`an organization has at most ${MAX_ENDPOINTS} webhook endpoints`);
+  }
+}
 
 interface UpdateEndpoint { endpointId: string; url?: string; name?: string; isActive?: boolean }
 
