@@ -17,7 +17,7 @@
 import { TransactionNotFoundError, TransactionReceiptNotFoundError, type Hex } from 'viem';
 import type { Logger } from './log.js';
 import type { Db, SendTransactionRow } from './storage/types.js';
-import { isUnreachable, rpcReason, type Networks } from './chains/networks.js';
+import { isRateLimited, isUnreachable, rpcReason, type Networks } from './chains/networks.js';
 import { isSolana } from './chains/caip2.js';
 import { hexToBytes, parseSolanaTransaction } from './crypto/index.js';
 import { base58 } from '@scure/base';
@@ -117,8 +117,8 @@ export class Broadcaster {
         await network.send();
         return broadcasting;
       } catch (e) {
-        if (isUnreachable(e)) {
-          if (row.attempts + 1 >= MAX_SEND_ATTEMPTS) return failed(`the network's RPC endpoint did not answer after ${MAX_SEND_ATTEMPTS} attempts`);
+        if (isUnreachable(e) || isRateLimited(e)) {
+          if (row.attempts + 1 >= MAX_SEND_ATTEMPTS) return failed(`the network's RPC endpoint did not ${isUnreachable(e) ? 'answer' : 'take the transaction (rate limited)'} after ${MAX_SEND_ATTEMPTS} attempts`);
           return retry(row.attempts + 1);
         }
         // Sent before (a restart between the send and its record, or a send that timed out after it

@@ -91,6 +91,17 @@ export function rpcReason(e: unknown): string {
   return String(err.details || err.shortMessage || err.message || e).split('\n')[0]!.slice(0, 300);
 }
 
+/**
+ * Whether a node's answer says "not now" rather than "no": JSON-RPC -32005 (limit exceeded), as a
+ * rate-limited provider answers. A send answered so is tried again, not taken as refused.
+ */
+export function isRateLimited(e: unknown): boolean {
+  for (let x = e as { code?: unknown; name?: string; cause?: unknown } | undefined, i = 0; x && i < 6; x = x.cause as typeof x, i++) {
+    if (x.code === -32005 || x.name === 'LimitExceededRpcError') return true;
+  }
+  return false;
+}
+
 /** Whether an RPC failure is the transport's (timeout, connection, HTTP status) rather than the node's answer. */
 export function isUnreachable(e: unknown): boolean {
   if (e instanceof SolanaTransportError) return true;

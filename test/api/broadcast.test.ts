@@ -263,6 +263,31 @@ describe('eth_send_transaction', () => {
     }
   });
 
+  // guards: a rate-limited provider's "not now" to the send itself is tried again, not taken as the network refusing the transaction
+  it('a node that answers the send with -32005 (limit exceeded) for a while: the send is tried again and the transaction is INCLUDED, not FAILED', async () => {
+    let refused = 0;
+    const relay = await startRelay((body, res) => {
+      if (!body.includes('eth_sendRawTransaction') || refused >= 2) return false;
+      refused++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, error: { code: -32005, message: 'limit exceeded' } }));
+      return true;
+    });
+    const dataDir = ts.dataDir;
+    await ts.stop(true);
+    ts = await startTestServer({ ...serverOpts(), rpcUrls: [`${CHAIN}=${relay.url}`], dataDir });
+    try {
+      const r: any = await ts.sdk.ethSendTransaction({ from, caip2: CHAIN, calls: [{ to: RECIPIENT, value: '12', data: '0x' }] } as any);
+      const done = await until(ts, r.sendTransactionStatusId, ['INCLUDED', 'FAILED']);
+      expect(refused).toBe(2);
+      expect(done.txStatus, JSON.stringify(done)).toBe('INCLUDED');
+      expect((await rpc('eth_getTransactionReceipt', [done.eth.txHash])).status).toBe('0x1');
+    } finally {
+      await ts.stop(true);
+      await relay.close();
+      ts = await startTestServer({ ...serverOpts(), dataDir });
+    }
+  });
+
   it('refuses what kmas cannot send, with a 400 naming the field, and stores nothing', async () => {
     const pk: any = await ts.sdk.createPrivateKeys({ privateKeys: [{ privateKeyName: uniqueName('k'), curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] }] } as any);
     const ed: any = await ts.sdk.createWallet({ walletName: uniqueName('sol'), accounts: [{ curve: 'CURVE_ED25519', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/501'/0'/0'", addressFormat: 'ADDRESS_FORMAT_SOLANA' }] });
