@@ -5,7 +5,7 @@
  * Scenarios: stamped whoami, stamped submit (create_user_tag), stamped sign_raw_payload
  * (secp256k1, distinct payloads) and sign_raw_payloads ×100.
  *
- * Run (needs the compiled build: the pool's workers run dist/src/http/worker.js):
+ * Run (needs the compiled build: the pool's workers run dist/src/poolworker.js):
  *   npx tsc -p tsconfig.json && node dist/bench/profile-pool.js
  * Env: BENCH_POOL_WORKERS (default 2), BENCH_POOL_REQUESTS (per cell, default 2000),
  *      BENCH_POOL_CLIENTS (default "1,16"), BENCH_POOL_ROUNDS (default 2, median by requests/s),

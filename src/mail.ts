@@ -12,9 +12,9 @@ import path from 'node:path';
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { AtRestContext } from './crypto/atrest.js';
 import type { Vault } from './crypto/vault.js';
-import { utf8 } from './crypto/bytes.js';
+import { utf8 } from './encoding/bytes.js';
 import type { Tx, WebhookDeliveryRow } from './storage/types.js';
-import type { Outcome } from './webhooks.js';
+import type { Outcome } from './outbox.js';
 
 /** What queueing a message needs of an activity's context. */
 export interface MailContext { tx: Tx; services: { vault: Vault; kick: { deliveries(): void } } }

@@ -9,6 +9,9 @@
 import type { Logger } from './log.js';
 import type { Db } from './storage/types.js';
 
+/** What one attempt at a delivery row came to (a webhook POST, an e-mail). */
+export type Outcome = { kind: 'delivered' | 'retry' | 'refused'; reason: string };
+
 export interface LeasedRows<R extends { id: string }> {
   /** Rows due at nowMs, earliest first. */
   due(nowMs: number, limit: number): Promise<R[]>;

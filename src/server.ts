@@ -97,7 +97,7 @@ export async function startServer(opts: StartOptions | Config): Promise<RunningS
       await db.close();
       return startPoolServer(config, log, logSink, boot, entry);
     }
-    log.warn('WORKERS > 1 needs the compiled build (dist/src/http/worker.js); serving from this process', { workers: config.workers });
+    log.warn('WORKERS > 1 needs the compiled build (dist/src/poolworker.js); serving from this process', { workers: config.workers });
   }
   // Start-up is done (its commits were synced by SQLite): from now on the WAL is synced off the
   // event loop and replies wait for it (src/storage/sqliteUnit.ts WalSync).

@@ -37,11 +37,11 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import { DestinationRefused, guardedLookup, isPublicAddress, type WebhookDestinations } from './domain/destinations.js';
 import type { Logger } from './log.js';
-import { Outbox } from './outbox.js';
+import { Outbox, type Outcome } from './outbox.js';
 import { webhookDeliveries } from './metrics.js';
 import { txReference } from './chains/caip2.js';
 import type { Db, DeliveryKind, OrganizationRow, SendTransactionRow, Tx, WebhookDeliveryRow, WebhookEndpointRow } from './storage/types.js';
-import { bytesToHex, concatBytes, utf8 } from './crypto/bytes.js';
+import { bytesToHex, concatBytes, utf8 } from './encoding/bytes.js';
 import { sha256 } from './crypto/curves.js';
 import type { Mailer } from './mail.js';
 
@@ -177,8 +177,6 @@ export async function enqueueTransactionEvent(tx: Tx, kick: () => void, sent: Se
   });
   await enqueueEvents(tx, kick, urls, { organizationId: organization.id, activityId: sent.activityId, eventType: TRANSACTION_EVENT, body, createdMs: nowMs });
 }
-
-export type Outcome = { kind: 'delivered' | 'retry' | 'refused'; reason: string };
 
 export class WebhookDispatcher {
   readonly keyId: string;

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sha256 } from '../crypto/curves.js';
-import { bytesToHex } from '../crypto/bytes.js';
+import { bytesToHex } from '../encoding/bytes.js';
 import { ApiError, Grpc, failedPrecondition, invalidArgument, notFound, permissionDenied, TurnkeyMessage } from '../errors.js';
 import { timestamp } from '../domain/records.js';
 import type { Principal } from '../domain/principal.js';

@@ -99,6 +99,9 @@ export class Pipeline {
   readonly #contexts = new StampContexts();
   constructor(private readonly deps: PipelineDeps) {}
 
+  /** Whether the store answers (GET /readyz): http asks the pipeline, never the store. */
+  ready(): Promise<boolean> { return this.deps.db.isReady(); }
+
   /** A query: its reply object (with the specification's wrapper, replies.md). */
   async query(op: QueryOperation, r: Request, nowMs: number): Promise<Record<string, unknown>> {
     const { db, services } = this.deps;

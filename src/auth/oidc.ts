@@ -8,7 +8,7 @@
  */
 import { createRemoteJWKSet, decodeJwt, jwtVerify, type JWTPayload } from 'jose';
 import { ApiError, Grpc, invalidArgument } from '../errors.js';
-import { bytesToHex, utf8 } from '../crypto/bytes.js';
+import { bytesToHex, utf8 } from '../encoding/bytes.js';
 import { sha256 } from '../crypto/curves.js';
 
 /** What kmas keeps of a token: the identity a provider row stores. */

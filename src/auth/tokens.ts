@@ -11,7 +11,7 @@
  * Each token is usable once (Store.verificationTokens).
  */
 import { invalidArgument } from '../errors.js';
-import { hexToBytes, utf8 } from '../crypto/bytes.js';
+import { hexToBytes, utf8 } from '../encoding/bytes.js';
 import { sha256, verifyDigest } from '../crypto/curves.js';
 import { cryptoCall } from '../domain/keys.js';
 import type { Vault } from '../crypto/index.js';

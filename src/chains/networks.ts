@@ -6,7 +6,7 @@
 import { createPublicClient, http, type PublicClient } from 'viem';
 import { ApiError, Grpc, invalidArgument } from '../errors.js';
 import { evmChainId, isSolana } from './caip2.js';
-import { SolanaRpc, SolanaTransportError } from './solana.js';
+import { SolanaRpc, SolanaTransportError } from './solanaRpc.js';
 
 export { evmChainId } from './caip2.js';
 

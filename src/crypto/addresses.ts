@@ -6,10 +6,11 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { keccak_256, sha3_256 } from '@noble/hashes/sha3.js';
 import { blake2b } from '@noble/hashes/blake2.js';
 import { base32nopad, base58, base58xrp, bech32, bech32m, createBase58check } from '@scure/base';
-import { CryptoError } from './errors.js';
-import { bytesToHex, concatBytes, utf8 } from './bytes.js';
+import { CryptoError } from '../encoding/errors.js';
+import { bytesToHex, concatBytes, utf8 } from '../encoding/bytes.js';
 import { convertPublicKey, isValidPublicKey, publicKeyTweakAdd, type CurveId } from './curves.js';
 import { hash160 } from './hd.js';
+import { tronAddressOfRaw } from '../chains/tron.js';
 
 const b58c = createBase58check(sha256);
 
@@ -139,10 +140,6 @@ export function tronAddress(publicKey: Uint8Array): string {
   return tronAddressOfRaw(concatBytes(new Uint8Array([0x41]), keccak_256(unc.subarray(1)).subarray(12)));
 }
 
-/** A Tron address from its 21 raw bytes (0x41 ‖ 20-byte account), as transactions carry it. */
-export function tronAddressOfRaw(raw: Uint8Array): string {
-  return b58c.encode(raw);
-}
 
 export function cosmosAddress(publicKey: Uint8Array, prefix = 'cosmos'): string {
   const c = convertPublicKey('secp256k1', publicKey, true);

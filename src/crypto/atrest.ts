@@ -12,8 +12,8 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CryptoError } from './errors.js';
-import { bytesToHex, concatBytes, utf8, wipe } from './bytes.js';
+import { CryptoError } from '../encoding/errors.js';
+import { bytesToHex, concatBytes, utf8, wipe } from '../encoding/bytes.js';
 import { aes256GcmOpen, aes256GcmSeal, hkdfExpand, hkdfExtract } from './hpke.js';
 
 export const AT_REST_VERSION = 0x01;

@@ -6,8 +6,8 @@
  */
 import { sha256 as nobleSha256 } from '@noble/hashes/sha2.js';
 import { createBase58check } from '@scure/base';
-import { CryptoError } from './errors.js';
-import { bytesToHex, hexToBytes, utf8, wipe } from './bytes.js';
+import { CryptoError } from '../encoding/errors.js';
+import { bytesToHex, hexToBytes, utf8, wipe } from '../encoding/bytes.js';
 import {
   compactToDer,
   convertPublicKey,

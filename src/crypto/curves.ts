@@ -4,18 +4,14 @@
  */
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { core, CoreError, type CurveCore } from '../core/node.js';
-import { CryptoError, type CryptoErrorCode } from './errors.js';
+import { CryptoError, type CryptoErrorCode } from '../encoding/errors.js';
+import type { RecoverableSignature } from '../encoding/signature.js';
 
 export type EcdsaCurve = 'secp256k1' | 'p256';
 export type CurveId = EcdsaCurve | 'ed25519';
 export type ApiCurve = 'CURVE_SECP256K1' | 'CURVE_P256' | 'CURVE_ED25519';
 
-export interface RecoverableSignature {
-  /** 64 bytes r‖s, big-endian (low-s). */
-  signature: Uint8Array;
-  /** 0 | 1 (2 | 3 only if r ≥ n, astronomically rare). */
-  recovery: number;
-}
+export type { RecoverableSignature };
 
 const API_TO_ID: Record<ApiCurve, CurveId> = {
   CURVE_SECP256K1: 'secp256k1',

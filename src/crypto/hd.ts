@@ -10,8 +10,8 @@ import { ripemd160 } from '@noble/hashes/legacy.js';
 import { createBase58check } from '@scure/base';
 import * as bip39 from '@scure/bip39';
 import { wordlist as english } from '@scure/bip39/wordlists/english.js';
-import { CryptoError } from './errors.js';
-import { concatBytes, u32be, utf8, wipe } from './bytes.js';
+import { CryptoError } from '../encoding/errors.js';
+import { concatBytes, u32be, utf8, wipe } from '../encoding/bytes.js';
 import {
   getPublicKey,
   isValidPrivateKey,

@@ -7,8 +7,8 @@
 import { createCipheriv, createDecipheriv } from 'node:crypto';
 import { extract as hkdfExtractRaw, expand as hkdfExpandRaw } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { CryptoError } from './errors.js';
-import { concatBytes, utf8, wipe } from './bytes.js';
+import { CryptoError } from '../encoding/errors.js';
+import { concatBytes, utf8, wipe } from '../encoding/bytes.js';
 import { convertPublicKey, ecdh, generatePrivateKey, getPublicKey, isValidPrivateKey } from './curves.js';
 
 export const KEM_ID = 0x0010;

@@ -1,5 +1,5 @@
 // src/crypto: the only door to key material in the host. See each module for details.
-export * from './errors.js';
+export * from '../encoding/errors.js';
 export * from './curves.js';
 export * from './hd.js';
 export * from './addresses.js';
@@ -8,9 +8,7 @@ export * from './bundles.js';
 export * from './atrest.js';
 export * from './ethereum.js';
 export * from './payload.js';
-export * from './solana.js';
-export * from './tron.js';
 export * from './bitcoin.js';
 export * from './wallets.js';
 export * from './vault.js';
-export { bytesToHex, equalBytes, hexToBytes, wipe } from './bytes.js';
+export { bytesToHex, equalBytes, hexToBytes, wipe } from '../encoding/bytes.js';

@@ -11,10 +11,10 @@
  * Result: r, s = 64 lowercase hex (no 0x), v = "00"/"01" (Ed25519: R, S halves, v "00").
  */
 import { keccak_256 } from '@noble/hashes/sha3.js';
-import { CryptoError } from './errors.js';
-import { bytesToHex, hexToBytes, utf8 } from './bytes.js';
+import { CryptoError } from '../encoding/errors.js';
+import { bytesToHex, hexToBytes, utf8 } from '../encoding/bytes.js';
 import { sha256, signDigest, signDigests, signEd25519, type CurveId, type RecoverableSignature } from './curves.js';
-import { authorizationDigest, typedDataDigest } from './ethereum.js';
+import { authorizationDigest, typedDataDigest } from '../chains/ethereum.js';
 
 export const PAYLOAD_ENCODINGS = [
   'PAYLOAD_ENCODING_HEXADECIMAL',

@@ -3,13 +3,14 @@
  * with an opened key. The Vault runs jobs on the calling thread; the SignPool (signpool.ts) runs
  * the same jobs on worker threads. Both paths share this code, so they cannot drift apart.
  */
-import { CryptoError, type CryptoErrorCode } from './errors.js';
+import { CryptoError, type CryptoErrorCode } from '../encoding/errors.js';
 import { getPublicKey, signDigest, signEd25519, type CurveId } from './curves.js';
 import { signRawPayload, signRawPayloads, type RawPayloadRequest, type RawSignature } from './payload.js';
-import { parseUnsignedTransaction, serializeSignedTransaction, transactionSigningDigest } from './ethereum.js';
-import { parseSolanaTransaction, signSolanaTransaction } from './solana.js';
-import { parseTronRawData, serializeSignedTronTransaction, tronSigningDigest } from './tron.js';
-import { parsePsbt, signPsbt } from './bitcoin.js';
+import { parseUnsignedTransaction, serializeSignedTransaction, transactionSigningDigest } from '../chains/ethereum.js';
+import { parseSolanaTransaction, signSolanaTransaction } from '../chains/solana.js';
+import { parseTronRawData, serializeSignedTronTransaction, tronSigningDigest } from '../chains/tron.js';
+import { parsePsbt } from '../chains/bitcoin.js';
+import { signPsbt } from './bitcoin.js';
 
 export type SignJob =
   /** sign_raw_payload */

@@ -15,7 +15,7 @@
  * Workers run compiled JavaScript (dist/src/crypto/signworker.js): from sources (vitest) the pool
  * uses the built file; when none exists the pool has no threads.
  */
-import { CryptoError } from './errors.js';
+import { CryptoError } from '../encoding/errors.js';
 import type { AtRestContext } from './atrest.js';
 import type { RawSignature } from './payload.js';
 import { errorFromData, type SignJob, type SignJobResult } from './signjob.js';

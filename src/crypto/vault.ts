@@ -5,8 +5,8 @@
  * plaintext and returns only public results or newly sealed values. The master key and the
  * sealed bundle-signer key live inside the Vault instance.
  */
-import { CryptoError } from './errors.js';
-import { bytesToHex, utf8, wipe } from './bytes.js';
+import { CryptoError } from '../encoding/errors.js';
+import { bytesToHex, utf8, wipe } from '../encoding/bytes.js';
 import { generatePrivateKey, getPublicKey, sha256, signDigest, signEd25519, type CurveId } from './curves.js';
 import { deriveAtRestKey, openStored, sealWithAtRestKey, type AtRestContext } from './atrest.js';
 import { deriveFromSeed, generateMnemonic, mnemonicToSeed } from './hd.js';

@@ -2,8 +2,8 @@
  * Account-level helpers for the activity handlers: derive wallet accounts from a seed and
  * compute a private key's addresses, validating every field and naming it in errors.
  */
-import { CryptoError } from './errors.js';
-import { bytesToHex } from './bytes.js';
+import { CryptoError } from '../encoding/errors.js';
+import { bytesToHex } from '../encoding/bytes.js';
 import { curveFromApi, getPublicKey, type CurveId } from './curves.js';
 import { addressFromPublicKey, assertFormatFitsCurve } from './addresses.js';
 import { deriveFromSeed, parsePath } from './hd.js';

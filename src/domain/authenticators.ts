@@ -19,7 +19,7 @@
 import { X509Certificate, verify as nodeVerify } from 'node:crypto';
 import { decodeAttestationObject, decodeCredentialPublicKey, parseAuthenticatorData } from '@simplewebauthn/server/helpers';
 import { invalidArgument, TurnkeyMessage, unauthenticated } from '../errors.js';
-import { bytesToHex, concatBytes, equalBytes, utf8 } from '../crypto/bytes.js';
+import { bytesToHex, concatBytes, equalBytes, utf8 } from '../encoding/bytes.js';
 import { convertPublicKey, derToCompact, isValidPublicKey, sha256, verifyDigest } from '../crypto/curves.js';
 import type { AuthenticatorRow, Tx } from '../storage/types.js';
 import { MAX_NAME, type Validator } from './validate.js';

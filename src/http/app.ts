@@ -247,7 +247,7 @@ export function createApp(deps: AppDeps): express.Express {
   });
   app.get('/readyz', (req: Request, res: Response) => {
     const x = exchange(req, res, 'readyz');
-    db.isReady().then((ready) => {
+    pipeline.ready().then((ready) => {
       if (ready) send(x, 200, { status: 'ready' });
       else send(x, 503, { code: Grpc.UNAVAILABLE, message: 'storage is not available', details: [] });
     }, (e: unknown) => fail(x, e));

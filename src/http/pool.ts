@@ -3,7 +3,7 @@
  * the whole request path (HTTP, stamps, SQLite connection with its own group commit) in its own
  * process, so requests use every core. The primary creates DATA_DIR and the bootstrap state once,
  * then forks; workers open the same database (WAL; writers from different processes wait on
- * SQLite's busy timeout). Workers run the compiled JavaScript (dist/src/http/worker.js).
+ * SQLite's busy timeout). Workers run the compiled JavaScript (dist/src/poolworker.js).
  */
 import cluster, { type Worker } from 'node:cluster';
 import { existsSync } from 'node:fs';
@@ -30,12 +30,12 @@ export interface FailedMessage { type: 'kmas:failed'; message: string }
 export interface MetricsRequest { type: 'kmas:metrics'; id: number }
 export interface MetricsReply { type: 'kmas:metrics'; id: number; text?: string; error?: string }
 
-/** dist/src/http/worker.js next to this module, or (running from sources) the built copy; else undefined. */
+/** dist/src/poolworker.js beside this module's folder, or (running from sources) the built copy; else undefined. */
 export function workerEntry(): string | undefined {
   const here = dirname(fileURLToPath(import.meta.url));
-  const local = join(here, 'worker.js');
+  const local = join(here, '..', 'poolworker.js');
   if (existsSync(local)) return local;
-  const built = join(here, '..', '..', 'dist', 'src', 'http', 'worker.js');
+  const built = join(here, '..', '..', 'dist', 'src', 'poolworker.js');
   return existsSync(built) ? built : undefined;
 }
 

@@ -9,17 +9,17 @@
  * - `eth.eip_712` / `eth.eip_7702_authorization`: the typed data or authorization a
  *   sign_raw_payload signs (policy/ethViews.ts);
  * - `solana.tx` / `tron.tx`: the parsed Solana / Tron transaction of sign_transaction
- *   (src/crypto/solana.ts, tron.ts).
+ *   (src/chains/solana.ts, tron.ts).
  * A keyword the activity does not have is left unbound: a policy that uses it does not apply.
  */
 import type { Tx } from '../storage/types.js';
 import { ApiError, Grpc } from '../errors.js';
-import { parseUnsignedTransaction } from '../crypto/ethereum.js';
+import { parseUnsignedTransaction } from '../chains/ethereum.js';
 import { ethereumAddress } from '../crypto/addresses.js';
-import { hexToBytes } from '../crypto/bytes.js';
-import { parseSolanaTransaction, solanaPolicyView } from '../crypto/solana.js';
-import { parseTronRawData, tronPolicyView } from '../crypto/tron.js';
-import { bitcoinNetworkOf, bitcoinPolicyView, parsePsbt } from '../crypto/bitcoin.js';
+import { hexToBytes } from '../encoding/bytes.js';
+import { parseSolanaTransaction, solanaPolicyView } from '../chains/solana.js';
+import { parseTronRawData, tronPolicyView } from '../chains/tron.js';
+import { bitcoinNetworkOf, bitcoinPolicyView, parsePsbt } from '../chains/bitcoin.js';
 import type { Value } from './language.js';
 import { decodeCall } from './contracts.js';
 import { eip712View, eip7702View } from './ethViews.js';

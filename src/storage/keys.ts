@@ -5,8 +5,8 @@
  */
 import type Database from 'better-sqlite3';
 import type { RowCache } from './rowcache.js';
-import type { Sync } from './sqliteUnit.js';
-import { pageBySeq, type ListPage } from './paging.js';
+import type { Sync } from './sync.js';
+import type { ListPage, PageBySeq } from './paging.js';
 
 export interface AddressEntry { format: string; address: string }
 
@@ -242,7 +242,7 @@ const targetFrom = (r: Row): ImportTargetRow => ({
 });
 
 /** The SQLite implementation over the Store's better-sqlite3 handle (tables from KEYS_MIGRATION_SQL). */
-export function sqliteKeyStore(db: Database.Database, cache: RowCache): Sync<KeyStore> {
+export function sqliteKeyStore(db: Database.Database, cache: RowCache, pageBySeq: PageBySeq): Sync<KeyStore> {
   const q = (sql: string) => db.prepare<unknown[], Row>(sql);
   // Every signing request resolves its key (by id or address): those lookups are cached, and
   // every write of a key, wallet or account clears the cache (rowcache.ts).
@@ -298,8 +298,8 @@ export function sqliteKeyStore(db: Database.Database, cache: RowCache): Sync<Key
 
   function listAccounts(org: string, walletId: string | undefined, page: ListPage): WalletAccountRow[] | undefined {
     return walletId === undefined
-      ? pageBySeq(db, 'wallet_accounts', org, page)?.map(accountFrom)
-      : pageBySeq(db, 'wallet_accounts', org, page, ['wallet_id = ?'], [walletId])?.map(accountFrom);
+      ? pageBySeq('wallet_accounts', org, page)?.map(accountFrom)
+      : pageBySeq('wallet_accounts', org, page, ['wallet_id = ?'], [walletId])?.map(accountFrom);
   }
 
   return {

@@ -10,18 +10,8 @@ import { activityEntryText, entryTextOf, type EntryParts } from '../tlog/entry.j
 import { appendToFrontier, leafHashUtf8 } from '../tlog/merkle.js';
 import { utf8 } from '../tlog/hash.js';
 import { foldNodes } from './logNodes.js';
+import type { LaterEntry } from './types.js';
 
-/** An entry whose index is taken and whose content is its activity's row as stored: what sealing needs. */
-export interface LaterEntry {
-  index: number;
-  activityId: string;
-  /** the activity record's canonical JSON text, as its row stores it */
-  text: string;
-  createdMs: number;
-  updatedMs: number;
-  /** what the entry takes from the record, when it was made with the record (else the text is parsed) */
-  parts?: EntryParts;
-}
 
 /** A sealed entry: its row of log_entries (the entry's bytes and the nodes its append completed). */
 export interface SealedEntry {

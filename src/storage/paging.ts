@@ -10,24 +10,27 @@ export interface ListPage { limit: number; beforeId?: string; afterId?: string }
 
 type Row = Record<string, unknown>;
 
-// The cursor lookups, prepared once per connection and table.
-const seqStatements = new WeakMap<Database.Database, Map<string, Database.Statement<[string, string], { seq: number }>>>();
+/** One page of `table`; `filters` / `args` narrow it further (SQL conditions with their values). */
+export type PageBySeq = (table: string, organizationId: string, page: ListPage, filters?: string[], args?: unknown[]) => Row[] | undefined;
 
-function seqOf(db: Database.Database, table: string, organizationId: string, id: string): number | undefined {
-  let byTable = seqStatements.get(db);
-  if (!byTable) seqStatements.set(db, byTable = new Map());
-  let stmt = byTable.get(table);
-  if (!stmt) byTable.set(table, stmt = db.prepare<[string, string], { seq: number }>(`SELECT seq FROM ${table} WHERE organization_id = ? AND id = ?`));
-  return stmt.get(organizationId, id)?.seq;
+/** Pages over one connection; its cursor lookups are prepared once per table. */
+export function pagerOf(db: Database.Database): PageBySeq {
+  const seqStatements = new Map<string, Database.Statement<[string, string], { seq: number }>>();
+  const seqOf = (table: string, organizationId: string, id: string): number | undefined => {
+    let stmt = seqStatements.get(table);
+    if (!stmt) seqStatements.set(table, stmt = db.prepare<[string, string], { seq: number }>(`SELECT seq FROM ${table} WHERE organization_id = ? AND id = ?`));
+    return stmt.get(organizationId, id)?.seq;
+  };
+  return (table, organizationId, page, filters = [], args = []) => pageBySeq(db, seqOf, table, organizationId, page, filters, args);
 }
 
-/** One page of `table`; `filters` / `args` narrow it further (SQL conditions with their values). */
-export function pageBySeq(db: Database.Database, table: string, organizationId: string, page: ListPage, filters: string[] = [], args: unknown[] = []): Row[] | undefined {
+function pageBySeq(db: Database.Database, seqOf: (table: string, organizationId: string, id: string) => number | undefined,
+  table: string, organizationId: string, page: ListPage, filters: string[], args: unknown[]): Row[] | undefined {
   const where = ['organization_id = ?', ...filters];
   const values: unknown[] = [organizationId, ...args];
   for (const [cursor, op] of [[page.afterId, '<'], [page.beforeId, '>']] as const) {
     if (cursor === undefined) continue;
-    const seq = seqOf(db, table, organizationId, cursor);
+    const seq = seqOf(table, organizationId, cursor);
     if (seq === undefined) return undefined;
     where.push(`seq ${op} ?`);
     values.push(seq);

@@ -14,13 +14,14 @@ import type {
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
 import { RowCache } from './rowcache.js';
-import { pageBySeq } from './paging.js';
+import { pagerOf } from './paging.js';
 import type { SqliteSynchronous } from '../config.js';
-import { BUSY_TIMEOUT_MS, SqliteUnits, WalSync, type Sync } from './sqliteUnit.js';
+import { BUSY_TIMEOUT_MS, SqliteUnits, WalSync } from './sqliteUnit.js';
+import type { Sync } from './sync.js';
 import { LogHeads } from './logHeads.js';
 import { foldNodes, headFromNodes, logIndexesFrom, nodePlace } from './logNodes.js';
 import { headWithLater, LaterLog } from './logLater.js';
-import type { LaterEntry } from './logSeal.js';
+import type { LaterEntry } from './types.js';
 import { MAIL_ROW, SENDER_TURN } from './sharedSql.js';
 
 type Row = Record<string, unknown>;
@@ -163,7 +164,8 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
   migrate(db);
   // Rows read by every request (rowcache.ts has the rules that keep them correct).
   const cache = new RowCache(db);
-  const keys = sqliteKeyStore(db, cache);
+  const pageBySeq = pagerOf(db);
+  const keys = sqliteKeyStore(db, cache, pageBySeq);
 
   const q = <T = Row>(sql: string) => db.prepare<unknown[], T>(sql);
 
@@ -516,7 +518,7 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     orgSecrets: {
       get: (org, id) => { const r = s.osGet.get(org, id) as Row | undefined; return r ? secretFrom(r) : undefined; },
       byName: (org, name) => { const r = s.osByName.get(org, name) as Row | undefined; return r ? secretFrom(r) : undefined; },
-      list: (org, page) => pageBySeq(db, 'org_secrets', org, page)?.map(secretFrom),
+      list: (org, page) => pageBySeq('org_secrets', org, page)?.map(secretFrom),
       insert: (r) => { s.osInsert.run(r.id, r.organizationId, r.name, JSON.stringify(r.staticProperties), Buffer.from(r.sealed), r.createdMs); },
     },
     contractInterfaces: {
@@ -736,7 +738,7 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
       where.push(`type IN (${lq.types.map(() => '?').join(', ')})`);
       args.push(...lq.types);
     }
-    return pageBySeq(db, 'activities', lq.organizationId, lq, where, args)?.map(activityFrom);
+    return pageBySeq('activities', lq.organizationId, lq, where, args)?.map(activityFrom);
   }
 
   const units = new SqliteUnits(db, repos, {

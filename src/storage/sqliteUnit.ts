@@ -16,12 +16,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type Database from 'better-sqlite3';
 import type { LockName, Repositories, Tx } from './types.js';
+import type { Sync } from './sync.js';
 import { dbCommitDuration, dbSyncDuration, secondsSince } from '../metrics.js';
 
-/** The synchronous form of a repository interface (what the SQLite adapter implements). */
-export type Sync<T> = {
-  [K in keyof T]: T[K] extends (...a: infer A) => Promise<infer R> ? (...a: A) => R : Sync<T[K]>;
-};
 
 /** Runs async units one after another (a promise chain). */
 export class Turns {

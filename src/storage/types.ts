@@ -4,7 +4,6 @@
  * SQLite adapter lives in sqlite.ts. Times are milliseconds since the epoch.
  */
 import type { KeyStore } from './keys.js';
-import type { LaterEntry } from './logSeal.js';
 import type { EntryParts } from '../tlog/entry.js';
 
 export type ApiKeyCurve = 'API_KEY_CURVE_P256' | 'API_KEY_CURVE_SECP256K1' | 'API_KEY_CURVE_ED25519';
@@ -353,6 +352,18 @@ export interface LogHeadRow {
    * oldest first; frontier and root are then those of the entries before them. Empty or absent: all sealed.
    */
   later?: readonly LaterEntry[];
+}
+
+/** An entry whose index is taken and whose content is its activity's row as stored: what sealing needs. */
+export interface LaterEntry {
+  index: number;
+  activityId: string;
+  /** the activity record's canonical JSON text, as its row stores it */
+  text: string;
+  createdMs: number;
+  updatedMs: number;
+  /** what the entry takes from the record, when it was made with the record (else the text is parsed) */
+  parts?: EntryParts;
 }
 
 /** One leaf of the log: the entry's canonical bytes (src/tlog/entry.ts). */

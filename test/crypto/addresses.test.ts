@@ -18,7 +18,7 @@ import {
 } from '../../src/crypto/addresses.js';
 import { deriveFromSeed, mnemonicToSeed } from '../../src/crypto/hd.js';
 import { getPublicKey, type CurveId } from '../../src/crypto/curves.js';
-import { CryptoError } from '../../src/crypto/errors.js';
+import { CryptoError } from '../../src/encoding/errors.js';
 import { hex, loadVector, unhex } from './helpers.js';
 
 const err = (fn: () => unknown): CryptoError | undefined => {

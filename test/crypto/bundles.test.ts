@@ -24,7 +24,7 @@ import {
   verifyEnvelope,
 } from '../../src/crypto/bundles.js';
 import { generateMnemonic } from '../../src/crypto/hd.js';
-import { CryptoError } from '../../src/crypto/errors.js';
+import { CryptoError } from '../../src/encoding/errors.js';
 import { hex, loadVector, unhex } from './helpers.js';
 
 const code = async (fn: () => unknown) => {

@@ -3,7 +3,7 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { p256 } from '@noble/curves/nist.js';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import * as curves from '../../src/crypto/curves.js';
-import { CryptoError } from '../../src/crypto/errors.js';
+import { CryptoError } from '../../src/encoding/errors.js';
 import { code, hex, loadVector, unhex } from './helpers.js';
 
 const noble = { secp256k1, p256 } as const;

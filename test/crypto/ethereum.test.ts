@@ -9,11 +9,12 @@ import {
   type TransactionSerializable,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { personalMessageDigest, signEthereumTransaction, typedDataDigest } from '../../src/crypto/ethereum.js';
+import { personalMessageDigest, typedDataDigest } from '../../src/chains/ethereum.js';
+import { signEthereumTransaction } from '../../src/crypto/ethereum.js';
 import { signRawPayload } from '../../src/crypto/payload.js';
 import { ethereumAddress } from '../../src/crypto/addresses.js';
 import { getPublicKey } from '../../src/crypto/curves.js';
-import { CryptoError } from '../../src/crypto/errors.js';
+import { CryptoError } from '../../src/encoding/errors.js';
 import { hex } from './helpers.js';
 
 const sk = secp256k1.utils.randomSecretKey();

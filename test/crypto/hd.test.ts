@@ -23,7 +23,7 @@ import {
   validateMnemonic,
   MNEMONIC_WORD_COUNTS,
 } from '../../src/crypto/hd.js';
-import { CryptoError } from '../../src/crypto/errors.js';
+import { CryptoError } from '../../src/encoding/errors.js';
 import { hex, loadVector, unhex } from './helpers.js';
 
 const code = (fn: () => unknown): string | undefined => {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join, dirname } from 'node:path';
-import { CryptoError } from '../../src/crypto/errors.js';
+import { CryptoError } from '../../src/encoding/errors.js';
 
 const VECTORS = join(dirname(fileURLToPath(import.meta.url)), '..', 'vectors');
 

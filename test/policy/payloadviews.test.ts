@@ -1,5 +1,5 @@
 // A DENY policy must see what is signed. The policy views of a sign request (policy/scope.ts,
-// policy/ethViews.ts, crypto/solana.ts) read a payload as the signer and the chain read it:
+// policy/ethViews.ts, chains/solana.ts) read a payload as the signer and the chain read it:
 // EIP-712 ints as viem encodes them (BigInt of the JSON value: "0X10", " 10" and 1e21 included),
 // an EIP-7702 authorization's `contractAddress` as its address, Solana transfers whose instruction
 // data carries bytes after its fields (the programs ignore them). What a view still cannot read is
@@ -14,7 +14,7 @@ import { Keypair, SystemProgram, Transaction, TransactionInstruction } from '@so
 import { createTransferInstruction } from '@solana/spl-token';
 import { decide } from '../../src/policy/decide.js';
 import { conditionScope, type PolicyTargets } from '../../src/policy/scope.js';
-import { typedDataDigest, authorizationDigest } from '../../src/crypto/ethereum.js';
+import { typedDataDigest, authorizationDigest } from '../../src/chains/ethereum.js';
 import { openSqliteDb } from '../../src/storage/sqlite.js';
 import type { Db, OrganizationRow, PolicyRow } from '../../src/storage/types.js';
 

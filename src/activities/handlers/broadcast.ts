@@ -27,7 +27,8 @@ import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js'
 import { Validator, type Obj } from '../../domain/validate.js';
 import { requireKeyAdmin } from './keyParams.js';
 import type { PolicyTargets } from '../../policy/scope.js';
-import { equalBytes, hexToBytes, parseSolanaTransaction, solanaSignerSlot, withRecentBlockhash, type SolanaTransaction } from '../../crypto/index.js';
+import { equalBytes, hexToBytes } from '../../crypto/index.js';
+import { parseSolanaTransaction, solanaSignerSlot, withRecentBlockhash, type SolanaTransaction } from '../../chains/solana.js';
 import { isSolana, normalizeCaip2, txReference } from '../../chains/caip2.js';
 import { base58 } from '@scure/base';
 

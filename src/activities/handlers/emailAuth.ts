@@ -17,7 +17,7 @@ import { failedPrecondition, notFound, permissionDenied } from '../../errors.js'
 import { isRoot, type Principal } from '../../domain/principal.js';
 import { requireUser } from '../../domain/apiKeys.js';
 import { readAuthenticatorParams, registerAuthenticators, type AuthenticatorParams } from '../../domain/authenticators.js';
-import { utf8, wipe } from '../../crypto/bytes.js';
+import { utf8, wipe } from '../../encoding/bytes.js';
 import { CREDENTIAL, MAX_ISSUED_KEY_SECONDS, issueBundledKey, requireMail } from '../../auth/services.js';
 import { composeMail, enqueueMail } from '../../mail.js';
 import type { AtRestContext } from '../../crypto/atrest.js';

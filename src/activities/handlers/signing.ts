@@ -6,9 +6,12 @@
  */
 import { invalidArgument } from '../../errors.js';
 import {
-  HASH_FUNCTIONS, PAYLOAD_ENCODINGS, equalBytes, hexToBytes, inputsOf, parsePsbt, parseSolanaTransaction, parseTronRawData, parseUnsignedTransaction, preparePayload, solanaSignerSlot,
-  type CurveId, type RawSignature,
+  HASH_FUNCTIONS, PAYLOAD_ENCODINGS, equalBytes, hexToBytes, preparePayload, type CurveId, type RawSignature,
 } from '../../crypto/index.js';
+import { parseUnsignedTransaction } from '../../chains/ethereum.js';
+import { parseSolanaTransaction, solanaSignerSlot } from '../../chains/solana.js';
+import { parseTronRawData } from '../../chains/tron.js';
+import { inputsOf, parsePsbt } from '../../chains/bitcoin.js';
 import { cryptoCall, resolveSigningKey, type SigningKey } from '../../domain/keys.js';
 import type { Tx } from '../../storage/types.js';
 import { keysFor, type ExecContext, type PrepareContext, type SubmitOperation } from '../types.js';

@@ -12,10 +12,11 @@
  * (Tron would read the last copy) is refused too, so the view is what Tron executes.
  */
 import { sha256 } from '@noble/hashes/sha2.js';
-import { bytesToHex, concatBytes, hexToBytes } from './bytes.js';
-import { CryptoError } from './errors.js';
-import { tronAddressOfRaw } from './addresses.js';
-import type { RecoverableSignature } from './curves.js';
+import { createBase58check } from '@scure/base';
+import { bytesToHex, concatBytes, hexToBytes } from '../encoding/bytes.js';
+import { CryptoError } from '../encoding/errors.js';
+import type { RecoverableSignature } from '../encoding/signature.js';
+import type { View } from './view.js';
 
 /** Contract types by their protobuf enum number (java-tron's Transaction.Contract.ContractType). */
 const CONTRACT_TYPES: Record<number, string> = {
@@ -80,6 +81,13 @@ const ALL_SINGULAR = new Set(['TransferContract', 'TransferAssetContract', 'Trig
   'UnDelegateResourceContract', 'FreezeBalanceV2Contract', 'UnfreezeBalanceV2Contract']);
 /** int64 fields (negative numbers are sent as 10-byte two's complement) */
 const int64 = (f: Field | undefined): bigint => (f === undefined ? 0n : BigInt.asIntN(64, f.int));
+
+const b58c = createBase58check(sha256);
+
+/** A Tron address from its 21 raw bytes (0x41 ‖ 20-byte account), as transactions carry it. */
+export function tronAddressOfRaw(raw: Uint8Array): string {
+  return b58c.encode(raw);
+}
 
 /** An address field of a contract: base58 for the usual 21 bytes, hex otherwise, '' when absent. */
 function addressText(bytes: Uint8Array | undefined): string {
@@ -161,7 +169,6 @@ export function serializeSignedTronTransaction(tx: TronRawData, sig: Recoverable
 
 // ---- the policy view (`tron.tx`) ------------------------------------------------------------
 
-type View = { [k: string]: View } | View[] | string | bigint | boolean;
 
 /** One contract as Turnkey's TronContract struct: the fields its type has, the rest zero or ''. */
 function contractView(c: TronContract): { [k: string]: View } {

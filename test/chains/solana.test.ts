@@ -1,4 +1,4 @@
-// Solana transactions (src/crypto/solana.ts) against @solana/web3.js and @solana/spl-token as the
+// Solana transactions (src/chains/solana.ts) against @solana/web3.js and @solana/spl-token as the
 // second implementation: the parser reads what web3.js serializes (legacy and v0, with address
 // lookup tables), the signature lands in the right slot and verifies, the policy view names the
 // transfers the instruction builders made, and malformed bytes are refused.
@@ -14,8 +14,8 @@ import {
 } from '@solana/spl-token';
 import {
   parseSolanaTransaction, signSolanaTransaction, solanaPolicyView, solanaSignerSlot, ADDRESS_TABLE_LOOKUP,
-} from '../../src/crypto/solana.js';
-import { hex, unhex, err } from './helpers.js';
+} from '../../src/chains/solana.js';
+import { hex, unhex, err } from '../crypto/helpers.js';
 
 const blockhash = () => Keypair.generate().publicKey.toBase58();
 const key = () => Keypair.generate().publicKey;

@@ -1,10 +1,10 @@
-/** Entry of a pool worker (pool.ts): serves with the configuration the primary sends. */
+/** Entry of a pool worker (http/pool.ts): serves with the configuration the primary sends. */
 import cluster from 'node:cluster';
-import { startServer, type RunningServer } from '../server.js';
-import type { FailedMessage, HelloMessage, ReadyMessage, StartMessage, StopMessage } from './pool.js';
+import { startServer, type RunningServer } from './server.js';
+import type { FailedMessage, HelloMessage, ReadyMessage, StartMessage, StopMessage } from './http/pool.js';
 
 if (!cluster.isWorker) {
-  process.stderr.write('kmas: src/http/worker.js runs only as a pool worker (WORKERS > 1)\n');
+  process.stderr.write('kmas: src/poolworker.js runs only as a pool worker (WORKERS > 1)\n');
   process.exit(2);
 }
 

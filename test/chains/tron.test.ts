@@ -1,4 +1,4 @@
-// Tron transactions (src/crypto/tron.ts) against TronWeb as the second implementation: the raw
+// Tron transactions (src/chains/tron.ts) against TronWeb as the second implementation: the raw
 // data TronWeb serializes parses into the fields TronWeb's JSON has, kmas's signature equals
 // TronWeb's own (RFC 6979 on both sides) and its signed Transaction protobuf decodes with
 // TronWeb's generated protobuf classes; bytes that are not a Tron transaction are refused.
@@ -7,8 +7,8 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { TronWeb, utils as tronUtils } from 'tronweb';
 import { signDigest } from '../../src/crypto/curves.js';
-import { parseTronRawData, serializeSignedTronTransaction, tronPolicyView, tronSigningDigest } from '../../src/crypto/tron.js';
-import { hex, unhex, err } from './helpers.js';
+import { parseTronRawData, serializeSignedTronTransaction, tronPolicyView, tronSigningDigest } from '../../src/chains/tron.js';
+import { hex, unhex, err } from '../crypto/helpers.js';
 
 const require = createRequire(import.meta.url);
 // TronWeb's generated protobuf classes (not in its package exports: loaded by file)
