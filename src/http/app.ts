@@ -203,7 +203,7 @@ export function createApp(deps: AppDeps): express.Express {
     const op = req.params.op as string;
     const known = kind === 'query' ? registry.query(op) : kind === 'submit' ? registry.submit(op) : undefined;
     const x = exchange(req, res, known ? `${kind}/${op}` : 'unknown');
-    readBody(req, config.bodyLimit, (err, raw) => {
+    readBody(req, res, config.bodyLimit, (err, raw) => {
       if (err) { fail(x, err); return; }
       inProgress++;
       route(x, kind, op, raw!).then((reply) => send(x, 200, reply), (e: unknown) => fail(x, e)).finally(done);
@@ -354,10 +354,14 @@ export function createHttpServer(app: express.Express): http.Server {
     (Outgoing as unknown as (this: ServerResponse, req: IncomingMessage, options?: unknown) => void).call(this, req, options);
   }
   Response.prototype = app.response;
-  return http.createServer({
+  const listener = requestListener(app);
+  const server = http.createServer({
     IncomingMessage: Request as unknown as typeof IncomingMessage,
     ServerResponse: Response as unknown as typeof ServerResponse,
-  }, requestListener(app));
+  }, listener);
+  // Expect: 100-continue goes to the app too, not answered by node:http: readBody sends 100 Continue only for a body it will read
+  server.on('checkContinue', listener);
+  return server;
 }
 
 /**
@@ -406,20 +410,31 @@ function headerValue(req: IncomingMessage, name: string): string | undefined {
 const tooLarge = () => new ApiError(Grpc.RESOURCE_EXHAUSTED, 'request body is larger than the server accepts', { httpStatus: 413, turnkeyErrorCode: 'REQUEST_TOO_LARGE' });
 const unreadable = () => invalidArgument('the request body could not be read or decoded');
 
+/** node:http's test of an Expect header asking for 100 Continue. */
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
+
 /**
  * Reads the whole body (at most `limit` bytes after decoding). Content-Encoding identity, gzip,
  * deflate and br are accepted (as body-parser did); others → 415. After a refusal the rest of the
- * request is read off before answering, so the connection stays usable.
+ * request is read off before answering, so the connection stays usable. A client that sent
+ * `Expect: 100-continue` gets 100 Continue only once the body is going to be read: a refusal
+ * before that (a declared length over the limit, an encoding not accepted) is answered at once,
+ * and node:http closes the connection after it, since that body never comes.
  */
-function readBody(req: IncomingMessage, limit: number, cb: (err: ApiError | undefined, body?: Buffer) => void): void {
+function readBody(req: IncomingMessage, res: ServerResponse, limit: number, cb: (err: ApiError | undefined, body?: Buffer) => void): void {
   const te = req.headers['transfer-encoding'];
   const cl = req.headers['content-length'];
   if (te === undefined && (cl === undefined || Number.isNaN(Number(cl)))) { cb(undefined, Buffer.alloc(0)); return; }
+  const awaitsContinue = CONTINUE.test(req.headers.expect ?? '');
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   let source: Readable;
   let inflater: Transform | undefined;
   if (encoding === 'identity') {
-    if (cl !== undefined && Number(cl) > limit) { drain(req, () => cb(tooLarge())); return; }
+    if (cl !== undefined && Number(cl) > limit) {
+      if (awaitsContinue) cb(tooLarge());
+      else drain(req, () => cb(tooLarge()));
+      return;
+    }
     source = req;
   } else if (encoding === 'gzip' || encoding === 'deflate' || encoding === 'br') {
     const z = encoding === 'gzip' ? zlib.createGunzip() : encoding === 'deflate' ? zlib.createInflate() : zlib.createBrotliDecompress();
@@ -429,6 +444,7 @@ function readBody(req: IncomingMessage, limit: number, cb: (err: ApiError | unde
     cb(new ApiError(Grpc.INVALID_ARGUMENT, 'unsupported content encoding', { httpStatus: 415, turnkeyErrorCode: 'REQUEST_INVALID' }));
     return;
   }
+  if (awaitsContinue) res.writeContinue();
   const chunks: Buffer[] = [];
   let length = 0;
   let finished = false;

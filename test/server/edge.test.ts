@@ -146,3 +146,49 @@ describe('robustness', () => {
     slow.destroy();
   });
 });
+
+/**
+ * One exchange over a fresh TCP connection straight to the server: writes `head`, then calls
+ * `more` with what arrived each time something does (it may write the body); resolves with all
+ * that arrived once the server closes the connection or `ms` have passed.
+ */
+async function exchangeRaw(head: string, more: (sock: import('node:net').Socket, got: string) => void, ms: number): Promise<{ got: string; closedByServer: boolean; elapsedMs: number }> {
+  const net = await import('node:net');
+  const u = new URL(ts.directUrl);
+  const t0 = Date.now();
+  return await new Promise((resolve) => {
+    const sock = net.connect(Number(u.port), u.hostname);
+    let got = '';
+    const end = (closedByServer: boolean) => { clearTimeout(timer); sock.destroy(); resolve({ got, closedByServer, elapsedMs: Date.now() - t0 }); };
+    const timer = setTimeout(() => end(false), ms);
+    sock.on('data', (d: Buffer) => { got += d.toString('latin1'); more(sock, got); });
+    sock.on('end', () => end(true));
+    sock.on('error', () => end(true));
+    sock.write(head);
+  });
+}
+
+describe('Expect: 100-continue', () => {
+  it('a declared Content-Length over BODY_LIMIT is answered 413 at once: no 100 Continue, no upload read, the connection closed', async () => {
+    const declared = 50 * 1024 * 1024;
+    const r = await exchangeRaw(`POST ${QUERY('whoami')} HTTP/1.1\r\nHost: kmas\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\nExpect: 100-continue\r\n\r\n`, () => {}, 10_000);
+    expect(r.got, 'no 100 Continue for a body the server will refuse').not.toMatch(/^HTTP\/1\.1 100/);
+    expect(r.got.slice(0, 40), `answered within the wait: ${JSON.stringify(r.got.slice(0, 200))}`).toMatch(/^HTTP\/1\.1 413 /);
+    const body = JSON.parse(r.got.slice(r.got.indexOf('\r\n\r\n') + 4));
+    expect(body).toMatchObject({ code: 8, message: expect.any(String), details: expect.any(Array) });
+    expect(r.closedByServer, 'the server closes the connection: the client never sends the body it announced').toBe(true);
+    expect(r.elapsedMs).toBeLessThan(5_000);
+  });
+
+  it('a body within the limit gets 100 Continue, then the reply', async () => {
+    const body = whoBody();
+    let sent = false;
+    const r = await exchangeRaw(
+      `POST ${QUERY('whoami')} HTTP/1.1\r\nHost: kmas\r\nContent-Type: application/json\r\nX-Stamp: ${stampFor(body, ts.rootKey)}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+      (sock, got) => { if (!sent && /^HTTP\/1\.1 100 Continue\r\n\r\n/.test(got)) { sent = true; sock.write(body); } },
+      10_000,
+    );
+    expect(r.got).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+    expect(JSON.parse(r.got.slice(r.got.lastIndexOf('\r\n\r\n') + 4))).toMatchObject({ organizationId: ts.orgId });
+  });
+});
