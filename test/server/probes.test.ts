@@ -212,6 +212,22 @@ describe('odd values', () => {
     expect(wrong, 'a body that is not in its declared Content-Encoding is bad input').toEqual([]);
   });
 
+  it('a tiny, empty or truncated compressed body is a 400 at once (not held until the request timeout), and stores nothing', async () => {
+    const { gzipSync, deflateSync, brotliCompressSync } = await import('node:zlib');
+    const plain = Buffer.from(submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', ts.orgId, { userTagName: uniqueName('zip'), userIds: [] }));
+    const whole = { gzip: gzipSync(plain), deflate: deflateSync(plain), br: brotliCompressSync(plain) };
+    const before = await newestActivityId(ts);
+    for (const [enc, z] of Object.entries(whole)) {
+      for (const body of [Buffer.alloc(0), z.subarray(0, 1), z.subarray(0, 3), z.subarray(0, z.length - 2)]) {
+        const t0 = Date.now();
+        const r = await ts.raw(SUBMIT('create_user_tag'), body, { headers: { 'Content-Encoding': enc } });
+        checkError(r, 400, `${enc}, ${body.length} of ${z.length} bytes`);
+        expect(Date.now() - t0, `${enc}, ${body.length} bytes: answered at once`).toBeLessThan(5_000);
+      }
+    }
+    expect(await newestActivityId(ts)).toBe(before);
+  });
+
   it('a body starting with a UTF-8 BOM is answered without a 5xx', async () => {
     const r = await ts.raw(QUERY('whoami'), '\ufeff' + JSON.stringify({ organizationId: ts.orgId }));
     expect(r.status, r.text).toBeLessThan(500);
