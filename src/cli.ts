@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { packageRoot } from './paths.js';
 import { ConfigError, loadConfig, settingsHelp } from './config.js';
-import { createLogger } from './log.js';
+import { createLogger, exitOnUncaught, type Logger } from './log.js';
 import { generateP256ApiKeyPair } from './domain/keypair.js';
 // The server, the stores and the bootstrap are imported by the commands that use them: `kmas log
 // verify`, `api-key` and `--help` start without loading them.
@@ -118,7 +118,11 @@ export async function main(argv: string[], env: Record<string, string | undefine
       case 'serve': {
         serving = true;
         const config = loadConfig({ env, argv: rest });
+        // until the server's own log exists, its lines go where start-up errors go
+        let serverLog: Logger | undefined;
+        exitOnUncaught(() => serverLog ?? createLogger(config.logLevel, (l) => process.stderr.write(l)));
         const running = await (await server()).startServer(config);
+        serverLog = running.log;
         let stopping = false;
         const stop = (signal: string) => {
           if (stopping) return;

@@ -38,3 +38,31 @@ export function createLogger(level: LogLevel, write: (line: string) => void = (l
     error: (m, f) => { p.error(f ?? {}, m); },
   };
 }
+
+/** The exit code of a serving process that met an error nothing caught (sysexits' EX_SOFTWARE). */
+export const UNCAUGHT_EXIT_CODE = 70;
+
+/**
+ * For a process that serves (`kmas serve`, a pool worker): an exception nothing caught, or a
+ * rejected promise nobody handles, is a bug whose damage cannot be bounded (a transaction, a lock
+ * or a reply may be left half done), so the process does not go on serving. It writes one error
+ * line to `log()` (the error's name and message, no stack trace: the log's rule) and exits with
+ * UNCAUGHT_EXIT_CODE for its supervisor (systemd, Kubernetes, the pool's primary) to start it
+ * again. Acknowledged writes are durable already; requests in flight get no reply and may be sent
+ * again (an identical body is one activity).
+ */
+export function exitOnUncaught(log: () => Logger): void {
+  let exiting = false;
+  const exit = (kind: 'uncaughtException' | 'unhandledRejection', e: unknown) => {
+    if (exiting) return;
+    exiting = true;
+    const error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    try {
+      log().error('an error nothing caught: exiting for the supervisor to restart the process', { kind, error: error.length > 300 ? `${error.slice(0, 300)}…` : error });
+    } finally {
+      process.exit(UNCAUGHT_EXIT_CODE);
+    }
+  };
+  process.on('uncaughtException', (e) => exit('uncaughtException', e));
+  process.on('unhandledRejection', (e) => exit('unhandledRejection', e));
+}

@@ -2,6 +2,7 @@
 import cluster from 'node:cluster';
 import { startServer, type RunningServer } from './server.js';
 import type { FailedMessage, HelloMessage, ReadyMessage, StartMessage, StopMessage } from './http/pool.js';
+import { createLogger, exitOnUncaught } from './log.js';
 
 if (!cluster.isWorker) {
   process.stderr.write('kmas: src/poolworker.js runs only as a pool worker (WORKERS > 1)\n');
@@ -10,6 +11,8 @@ if (!cluster.isWorker) {
 
 let running: RunningServer | undefined;
 let stopping = false;
+// the primary logs the exit and starts a replacement (pool.ts)
+exitOnUncaught(() => running?.log ?? createLogger('info', (l) => process.stderr.write(l)));
 
 async function stop(code: number): Promise<void> {
   if (stopping) return;

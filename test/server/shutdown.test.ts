@@ -4,7 +4,10 @@
 // are stored: none was cut off mid-commit, none half-stored.
 import { describe, it, expect } from 'vitest';
 import http from 'node:http';
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { ensureBuilt, spawnServe } from './build.js';
 import { freshDataDir, startTestServer, stampFor, submitBody, uniqueName, rootOf } from './harness.js';
 import { SUBMIT } from './checks.js';
@@ -97,4 +100,44 @@ describe('SIGTERM', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 120_000);
+});
+
+describe('an error nothing caught, in a serving process', () => {
+  // Loaded into `kmas serve` with --import: on SIGUSR2 it throws from a callback, or rejects a
+  // promise nobody awaits — what a bug in kmas or a library would do while it serves.
+  const FAULT = `process.on('SIGUSR2', () => {
+  if (process.env.KMAS_TEST_FAULT === 'exception') setImmediate(() => { throw new Error('stray fault of a test'); });
+  else void Promise.reject(new Error('stray fault of a test'));
+});\n`;
+
+  for (const fault of ['rejection', 'exception'] as const) {
+    it(`an unhandled ${fault}: one JSON error line naming it (no stack trace), then exit 70 for the supervisor to restart`, async (ctx) => {
+      const why = ensureBuilt();
+      if (why) ctx.skip(why);
+      const dataDir = freshDataDir();
+      const faultDir = mkdtempSync(join(tmpdir(), 'kmas-fault-'));
+      try {
+        const preload = join(faultDir, 'fault.mjs');
+        writeFileSync(preload, FAULT);
+        const serve = await spawnServe(dataDir, { env: { KMAS_TEST_FAULT: fault, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${pathToFileURL(preload).href}`.trim() } });
+        expect((await fetch(serve.url + '/healthz')).status).toBe(200);
+        const exited = new Promise<number | null>((r) => serve.child.once('exit', (code) => r(code)));
+        serve.child.kill('SIGUSR2');
+        const code = await Promise.race([exited, new Promise<'running'>((r) => setTimeout(() => r('running'), 15_000))]);
+        if (code === 'running') await serve.stop('SIGKILL');
+        await new Promise((r) => setTimeout(r, 100));
+        const out = serve.output();
+        expect(out, 'no stack trace').not.toMatch(/\n\s+at /);
+        const lines = out.split('\n').filter((l) => l.trim() !== '');
+        for (const l of lines) expect(() => JSON.parse(l), `not a JSON line: ${l.slice(0, 200)}`).not.toThrow();
+        const last = JSON.parse(lines[lines.length - 1]!);
+        expect(last).toMatchObject({ level: 'error', kind: fault === 'rejection' ? 'unhandledRejection' : 'uncaughtException' });
+        expect(last.error).toBe('Error: stray fault of a test');
+        expect(code, out.slice(-1000)).toBe(70);
+      } finally {
+        rmSync(faultDir, { recursive: true, force: true });
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    }, 90_000);
+  }
 });
