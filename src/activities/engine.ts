@@ -12,7 +12,7 @@ import { timestamp } from '../domain/records.js';
 import type { Principal } from '../domain/principal.js';
 import type { ActivityRow, ApiKeyRow, Db, OrganizationRow, Tx, UserRow } from '../storage/types.js';
 import type { ExecContext, PrepareContext, QueryOperation, Services, SubmitOperation, TypeVersion } from './types.js';
-import { isExpired, type Resolution } from '../domain/credentials.js';
+import { isExpired, organizationIdOf, type Resolution } from '../domain/credentials.js';
 import { authorizeSubmit, castVoteRow, refusal, type Voucher } from './consensus.js';
 import type { Decision } from '../policy/decide.js';
 import type { StampCheck } from '../crypto/signpool.js';
@@ -58,7 +58,7 @@ export function parseEnvelope(op: SubmitOperation, body: Obj): Envelope {
       [{ field: 'type', description: `must be one of ${Object.keys(op.types).join(', ')}` }],
     );
   }
-  return { type: type as string, timestampMs: timestampMs as string, organizationId: organizationId as string, parameters: parameters as Obj };
+  return { type: type as string, timestampMs: timestampMs as string, organizationId: organizationIdOf(organizationId as string), parameters: parameters as Obj };
 }
 
 export function checkTimestamp(timestampMs: string, nowMs: number, windowMs: number, futureMs: number): void {

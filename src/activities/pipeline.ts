@@ -16,7 +16,7 @@ import { allowedOrigins, verifyWebauthnStamp, type WebauthnStamp } from '../doma
 import { verifyStamp, type Stamp } from '../crypto/stamp.js';
 import type { StampCheck } from '../crypto/signpool.js';
 import type { StampVerifier } from '../crypto/verifypool.js';
-import { resolvePrincipal, type Resolution } from '../domain/credentials.js';
+import { organizationIdOf, resolvePrincipal, type Resolution } from '../domain/credentials.js';
 import type { Obj } from '../domain/validate.js';
 import type { StampFailure } from '../metrics.js';
 import type { Principal } from '../domain/principal.js';
@@ -407,7 +407,7 @@ function nulAt(root: unknown): string | undefined {
 function namedOrganization(r: Request): string {
   try {
     const id = r.body().organizationId;
-    return typeof id === 'string' ? id : '';
+    return typeof id === 'string' ? organizationIdOf(id) : '';
   } catch {
     return '';
   }
@@ -432,6 +432,6 @@ function requireOrganizationId(body: Obj): string {
   if (typeof id !== 'string' || id === '') {
     throw invalidArgument('organizationId is required', [{ field: 'organizationId', description: 'is required (a non-empty string)' }]);
   }
-  return id;
+  return organizationIdOf(id);
 }
 

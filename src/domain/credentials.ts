@@ -11,6 +11,15 @@ export function isExpired(k: ApiKeyRow | AuthenticatorRow, nowMs: number): boole
 /** Organization ids are UUIDs (any version, either case). */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/**
+ * The organization a body's `organizationId` names: a UUID is case-insensitive on input (RFC 9562
+ * §4) and organizations are stored under the lower-case form they were issued in, so a UUID is
+ * taken in lower case; anything else as sent (refused below as malformed, or not found).
+ */
+export function organizationIdOf(sent: string): string {
+  return UUID.test(sent) ? sent.toLowerCase() : sent;
+}
+
 export interface Resolution { principal: Principal; organization: OrganizationRow }
 
 /**

@@ -192,3 +192,35 @@ describe('Expect: 100-continue', () => {
     expect(JSON.parse(r.got.slice(r.got.lastIndexOf('\r\n\r\n') + 4))).toMatchObject({ organizationId: ts.orgId });
   });
 });
+
+describe('organizationId spelling', () => {
+  it('a UUID organizationId in upper case names the same organization (RFC 9562: case-insensitive on input); replies carry the lower-case id', async () => {
+    const upper = ts.orgId.toUpperCase();
+    expect(upper).not.toBe(ts.orgId);
+    const who = await ts.raw(QUERY('whoami'), JSON.stringify({ organizationId: upper }));
+    expect(who.status, who.text).toBe(200);
+    expect(who.json.organizationId).toBe(ts.orgId);
+    const name = uniqueName('upper');
+    const body = submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', upper, { userTagName: name, userIds: [] });
+    const r = await ts.raw(SUBMIT('create_user_tag'), body);
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.activity.organizationId).toBe(ts.orgId);
+    expect(r.json.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    const tags: any = await ts.sdk.listUserTags();
+    expect(tags.userTags.filter((t: any) => t.tagName === name)).toHaveLength(1);
+    expect(await newestActivityId(ts)).toBe(r.json.activity.id);
+    // the same body again is the same activity
+    const again = await ts.raw(SUBMIT('create_user_tag'), body);
+    expect(again.json.activity.id).toBe(r.json.activity.id);
+  });
+
+  it('an organizationId that is no UUID is still 400, and an unknown UUID in any case 404, nothing stored', async () => {
+    const before = await newestActivityId(ts);
+    const unknown = '0000000A-0000-4000-8000-0000000000DD';
+    for (const [id, status] of [[`${ts.orgId}X`, 400], [unknown, 404], [unknown.toLowerCase(), 404]] as const) {
+      const r = await ts.raw(SUBMIT('create_user_tag'), submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', id, { userTagName: uniqueName('no'), userIds: [] }));
+      checkError(r, status, id);
+    }
+    expect(await newestActivityId(ts)).toBe(before);
+  });
+});
