@@ -4,6 +4,7 @@
  * src/crypto (AES-256-GCM under the master key); nothing here ever sees plaintext key material.
  */
 import type Database from 'better-sqlite3';
+import { bech32, bech32m } from '@scure/base';
 import type { RowCache } from './rowcache.js';
 import type { Sync } from './sync.js';
 import type { ListPage, PageBySeq } from './paging.js';
@@ -125,9 +126,23 @@ export interface KeyStore {
   };
 }
 
-/** 0x-hex (Ethereum-style) addresses are matched case-insensitively; others exactly. */
+const HEX_0X = /^0x[0-9a-fA-F]+$/;
+/** bare hex public keys: Ed25519 (32 bytes), SEC1 compressed (33) and uncompressed (65) */
+const HEX_KEY = /^(?:[0-9a-fA-F]{64}|[0-9a-fA-F]{66}|[0-9a-fA-F]{130})$/;
+
+/**
+ * The form an address is looked up in (signWith, get_wallet_account, list_suborgs, …). An address
+ * whose letter case means nothing is taken in lower case, the case kmas derives it in: hex (with
+ * 0x: Ethereum, whose mixed case is only the EIP-55 checksum, Sui, Aptos; bare: hex public keys)
+ * and bech32 / bech32m written all in upper case (BIP-173 and BIP-350 allow one case, either).
+ * Others match exactly: base58 and base32 (the case is part of the address), mixed-case bech32
+ * (invalid). Every stored key was derived in lower case, so stored keys are the same under this.
+ */
 export function addressKey(address: string): string {
-  return /^0x[0-9a-fA-F]{40}$/.test(address) ? address.toLowerCase() : address;
+  if (HEX_0X.test(address) || HEX_KEY.test(address)) return address.toLowerCase();
+  const lower = address.toLowerCase();
+  if (address !== lower && address === address.toUpperCase() && (bech32.decodeUnsafe(address) ?? bech32m.decodeUnsafe(address)) !== undefined) return lower;
+  return address;
 }
 
 /**
