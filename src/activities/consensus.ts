@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ApiError, Grpc, permissionDenied, TurnkeyMessage } from '../errors.js';
-import { isRoot, type Principal } from '../domain/principal.js';
+import { FixedRefusal, isRoot, type Principal } from '../domain/principal.js';
 import { userRecord, timestamp } from '../domain/records.js';
 import type { ApiKeyRow, AuthenticatorRow, OrganizationRow, Tx, UserRow, VoteRow } from '../storage/types.js';
 import { combineTargets, credentialValue, decide, userValue, type Decision } from '../policy/decide.js';
@@ -45,7 +45,7 @@ export async function authorizeSubmit(
   try {
     await op.authorize(principal, intent, tx, services, organization);
   } catch (e) {
-    if (!(e instanceof ApiError) || e.code !== Grpc.PERMISSION_DENIED) throw e;
+    if (!(e instanceof ApiError) || e.code !== Grpc.PERMISSION_DENIED || e instanceof FixedRefusal) throw e;
     fixedRules = false;
   }
   // The common case, without reading policies: a root user of a quorum of one.
@@ -87,7 +87,7 @@ export async function admitOutsideWork(
     try {
       await op.authorize(principal, intent, tx, services, organization);
     } catch (e) {
-      if (!(e instanceof ApiError) || e.code !== Grpc.PERMISSION_DENIED) throw e;
+      if (!(e instanceof ApiError) || e.code !== Grpc.PERMISSION_DENIED || e instanceof FixedRefusal) throw e;
     }
     return;
   }

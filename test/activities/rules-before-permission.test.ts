@@ -10,7 +10,7 @@
 // none of its permission rule is reached); the count of those judged keeps the walk honest.
 import { describe, expect, it } from 'vitest';
 import { defaultRegistry } from '../../src/activities/registry.js';
-import type { Principal } from '../../src/domain/principal.js';
+import { FixedRefusal, type Principal } from '../../src/domain/principal.js';
 import { ApiError, Grpc, permissionDenied } from '../../src/errors.js';
 import type { OrganizationRow } from '../../src/storage/types.js';
 import type { SubmitOperation } from '../../src/activities/types.js';
@@ -83,7 +83,8 @@ async function run(op: SubmitOperation, isRoot: boolean, { found, named }: Flavo
   return { log, error };
 }
 
-const denied = (e: unknown) => e instanceof ApiError && e.code === Grpc.PERMISSION_DENIED;
+// a FixedRefusal is a rule of the operation (no policy lifts it), not its permission rule
+const denied = (e: unknown) => e instanceof ApiError && e.code === Grpc.PERMISSION_DENIED && !(e instanceof FixedRefusal);
 
 /**
  * What the root user's authorize read that the non-root user's did not before it was denied, over

@@ -7,7 +7,8 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { decryptExportBundle, encryptPrivateKeyToBundle, encryptWalletToBundle, generateP256KeyPair } from '@turnkey/crypto';
 import { publicKeyToAddress } from 'viem/accounts';
-import { startTestServer, type TestServer, onSqlite } from '../server/harness.js';
+import { startTestServer, createMember, newestActivityId, submitBody, uniqueName, type TestServer, type Member, onSqlite } from '../server/harness.js';
+import { checkError } from '../server/checks.js';
 
 const wellKnown = JSON.parse(readFileSync(new URL('../vectors/ethereum/well_known.json', import.meta.url), 'utf8'));
 const MNEMONIC: string = wellKnown.bip44Mnemonic.mnemonic;
@@ -118,6 +119,69 @@ describe('import_wallet with the well-known test mnemonic', () => {
       exportBundle: exa.exportBundle, embeddedKey: kp2.privateKey, organizationId: ts.orgId, returnMnemonic: false, dangerouslyOverrideSignerPublicKey: signer,
     });
     expect(`0x${key}`).toBe(ACCOUNTS[2]!.privateKey);
+  });
+});
+
+describe('whose import: userId', () => {
+  // Two non-root users a policy lets import (any wallet or key, without approvals): the policy can
+  // say what they may do, not for whom, since an import's userId is no policy keyword.
+  let alice: Member;
+  let bob: Member;
+  let removePolicy: () => Promise<void>;
+  beforeAll(async () => {
+    alice = await createMember(ts, uniqueName('alice'));
+    bob = await createMember(ts, uniqueName('bob'));
+    const p: any = await ts.sdk.createPolicy({ policyName: uniqueName('imports'), effect: 'EFFECT_ALLOW', notes: '',
+      consensus: `approvers.any(user, user.id == '${alice.id}' || user.id == '${bob.id}')`, condition: "activity.action == 'IMPORT'" } as any);
+    removePolicy = async () => { await ts.sdk.deletePolicy({ policyId: p.policyId }); };
+  });
+  afterAll(async () => { await removePolicy?.(); });
+
+  const submit = (m: Member, path: string, type: string, parameters: object) =>
+    ts.raw(`/public/v1/submit/${path}`, submitBody(type, ts.orgId, parameters), { key: m.key });
+
+  it('a non-root user may not import with, nor start an import for, another user\'s userId: 403, nothing stored, that user\'s import target left for it', async () => {
+    const init = await submit(bob, 'init_import_wallet', 'ACTIVITY_TYPE_INIT_IMPORT_WALLET', { userId: bob.id });
+    expect(init.status, init.text).toBe(200);
+    const importBundle = init.json.activity.result.initImportWalletResult.importBundle;
+    // alice reads bob's import bundle (an activity of the organization) and encrypts a mnemonic of her own to it
+    const aliceMnemonic = 'test test test test test test test test test test test junk';
+    const hers = await encryptWalletToBundle({ mnemonic: aliceMnemonic, importBundle, userId: bob.id, organizationId: ts.orgId, dangerouslyOverrideSignerPublicKey: signer });
+    const before = await newestActivityId(ts);
+    const asBob = await submit(alice, 'import_wallet', 'ACTIVITY_TYPE_IMPORT_WALLET', { userId: bob.id, walletName: uniqueName('as-bob'), encryptedBundle: hers, accounts: [] });
+    checkError(asBob, 403, 'import_wallet as another user');
+    const forBob = await submit(alice, 'init_import_wallet', 'ACTIVITY_TYPE_INIT_IMPORT_WALLET', { userId: bob.id });
+    checkError(forBob, 403, 'init_import_wallet for another user');
+    const keyForBob = await submit(alice, 'init_import_private_key', 'ACTIVITY_TYPE_INIT_IMPORT_PRIVATE_KEY', { userId: bob.id });
+    checkError(keyForBob, 403, 'init_import_private_key for another user');
+    expect(await newestActivityId(ts)).toBe(before);
+    // bob's target is still his: his own import goes through
+    const his = await encryptWalletToBundle({ mnemonic: MNEMONIC, importBundle, userId: bob.id, organizationId: ts.orgId, dangerouslyOverrideSignerPublicKey: signer });
+    const own = await submit(bob, 'import_wallet', 'ACTIVITY_TYPE_IMPORT_WALLET', { userId: bob.id, walletName: uniqueName('bobs'), encryptedBundle: his, accounts: [] });
+    expect(own.status, own.text).toBe(200);
+    expect(own.json.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+  });
+
+  it('import_private_key as another user is refused the same way', async () => {
+    const init = await submit(bob, 'init_import_private_key', 'ACTIVITY_TYPE_INIT_IMPORT_PRIVATE_KEY', { userId: bob.id });
+    expect(init.status, init.text).toBe(200);
+    const encryptedBundle = await encryptPrivateKeyToBundle({ privateKey: ACCOUNTS[1]!.privateKey, keyFormat: 'HEXADECIMAL',
+      importBundle: init.json.activity.result.initImportPrivateKeyResult.importBundle, userId: bob.id, organizationId: ts.orgId, dangerouslyOverrideSignerPublicKey: signer });
+    const before = await newestActivityId(ts);
+    const asBob = await submit(alice, 'import_private_key', 'ACTIVITY_TYPE_IMPORT_PRIVATE_KEY',
+      { userId: bob.id, privateKeyName: uniqueName('as-bob'), encryptedBundle, curve: 'CURVE_SECP256K1', addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] });
+    checkError(asBob, 403, 'import_private_key as another user');
+    expect(await newestActivityId(ts)).toBe(before);
+  });
+
+  // guards: a user imports for itself under the policy; a root user may act for any user of the organization
+  it('a non-root user imports for itself; a root user may start and finish an import for another user', async () => {
+    const own = await submit(alice, 'init_import_wallet', 'ACTIVITY_TYPE_INIT_IMPORT_WALLET', { userId: alice.id });
+    expect(own.status, own.text).toBe(200);
+    const init = await ts.sdk.initImportWallet({ userId: alice.id });
+    const encryptedBundle = await encryptWalletToBundle({ mnemonic: MNEMONIC, importBundle: init.importBundle, userId: alice.id, organizationId: ts.orgId, dangerouslyOverrideSignerPublicKey: signer });
+    const r = await ts.sdk.importWallet({ userId: alice.id, walletName: uniqueName('for-alice'), encryptedBundle, accounts: [] });
+    expect(r.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
   });
 });
 

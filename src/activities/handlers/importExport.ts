@@ -10,6 +10,7 @@ import {
   requirePrivateKey, requireWallet, toApiError,
 } from '../../domain/keys.js';
 import { requireUser } from '../../domain/apiKeys.js';
+import { requireOwnImport } from '../../domain/principal.js';
 import type { Tx } from '../../storage/types.js';
 import type { ImportTargetRow, WalletRow } from '../../storage/keys.js';
 import { keysFor, type ExecContext, type SubmitOperation } from '../types.js';
@@ -32,6 +33,7 @@ function initImport(kind: ImportTargetRow['kind'], type: string, path: string): 
     },
     async authorize(p, intent, store) {
       await requireUser(store, p.organization.id, intent.userId);
+      requireOwnImport(p, intent.userId, `start a ${kind === 'wallet' ? 'wallet' : 'private key'} import`);
       requireKeyAdmin(p, `start a ${kind === 'wallet' ? 'wallet' : 'private key'} import`);
     },
     async execute(ctx, intent) {
@@ -116,6 +118,7 @@ export const importWallet: SubmitOperation<ImportWallet, { walletId: string; add
   async authorize(p, intent, store, services) {
     const org = p.organization.id;
     await requireUser(store, org, intent.userId);
+    requireOwnImport(p, intent.userId, 'import wallets');
     await refuseDuplicates(store, org, undefined, intent.accounts);
     const vault = services.vault;
     // Dry run: the bundle must open under a pending target and hold a valid mnemonic.
@@ -190,6 +193,7 @@ export const importPrivateKey: SubmitOperation<ImportPrivateKey, { privateKeyId:
   async authorize(p, intent, store, services) {
     const org = p.organization.id;
     await requireUser(store, org, intent.userId);
+    requireOwnImport(p, intent.userId, 'import private keys');
     const vault = services.vault;
     await withImportTarget(store, org, intent.userId, 'private_key', Date.now(), (t) =>
       vault.importPrivateKey(t.sealed, ctxImportTarget(org, t.id), intent.encryptedBundle, curveId(intent.curve), ctxPrivateKey(org, 'dry-run')));
