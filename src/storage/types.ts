@@ -692,7 +692,10 @@ export type LockName =
   | 'bootstrap'
   /** one organization's policies (keyed by its id): their count and unique names are checked, then written */
   | 'policies'
-  /** one wallet's accounts (keyed by its id): no account twice (curve, path, address format), then the insert */
+  /**
+   * one organization's wallet accounts (keyed by its id): no account twice (curve, path, address
+   * format), then the insert; their seq values thus drawn in commit order (cursors, paging.ts)
+   */
   | 'wallet-accounts'
   /** one organization's tags of one kind (keyed by both): a unique name is checked, then written */
   | 'tags'

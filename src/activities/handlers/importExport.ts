@@ -16,7 +16,7 @@ import type { ImportTargetRow, WalletRow } from '../../storage/keys.js';
 import { keysFor, type ExecContext, type SubmitOperation } from '../types.js';
 import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { readAccounts, readAddressFormats, readTargetPublicKey, requireKeyAdmin, type AccountParams } from './keyParams.js';
-import { addAccounts, planAccounts, refuseDuplicates, type AccountsPlan } from './wallets.js';
+import { accountsLock, addAccounts, planAccounts, refuseDuplicates, type AccountsPlan } from './wallets.js';
 
 // ---- init_import_* ---------------------------------------------------------------------------------
 
@@ -115,6 +115,7 @@ export const importWallet: SubmitOperation<ImportWallet, { walletId: string; add
     v.done();
     return { userId: userId!, walletName: walletName!, encryptedBundle: encryptedBundle!, accounts };
   },
+  locks: accountsLock,
   async authorize(p, intent, store, services) {
     const org = p.organization.id;
     await requireUser(store, org, intent.userId);

@@ -78,6 +78,14 @@ export async function refuseDuplicates(tx: Tx, organizationId: string, walletId:
   }
 }
 
+/**
+ * The lock of every request that adds accounts to an organization's wallets (LockName
+ * 'wallet-accounts'): their sequence values are drawn in the order they commit, which the
+ * list_wallet_accounts cursors need (a value drawn before another's but committed after it would
+ * be listed below rows a client already paged past).
+ */
+export const accountsLock = (_intent: unknown, organizationId: string) => [{ name: 'wallet-accounts' as const, key: organizationId }];
+
 export interface CreateWallet { walletName: string; accounts: AccountParams[]; mnemonicLength: number }
 
 export const createWallet: SubmitOperation<CreateWallet, { walletId: string; addresses: string[] }> = {
@@ -92,6 +100,7 @@ export const createWallet: SubmitOperation<CreateWallet, { walletId: string; add
     v.done();
     return { walletName: walletName!, accounts, mnemonicLength };
   },
+  locks: accountsLock,
   async authorize(p, intent, store) {
     await refuseDuplicates(store, p.organization.id, undefined, intent.accounts);
     requireKeyAdmin(p, 'create wallets');
@@ -144,8 +153,8 @@ export const createWalletAccounts: SubmitOperation<CreateAccounts, { addresses: 
     v.done();
     return { walletId: walletId!, accounts, ...(persist !== undefined ? { persist } : {}) };
   },
-  // a wallet's new accounts one request at a time (across nodes): none is stored twice
-  locks: (intent) => [{ name: 'wallet-accounts', key: intent.walletId }],
+  // one request at a time (across nodes): no account stored twice, and cursors see accounts in commit order
+  locks: accountsLock,
   async authorize(p, intent, store) {
     await requireWallet(store, p.organization.id, intent.walletId);
     if (intent.persist !== false) await refuseDuplicates(store, p.organization.id, intent.walletId, intent.accounts);
