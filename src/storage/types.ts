@@ -701,6 +701,11 @@ export type LockName =
   | 'tags'
   /** one organization's smart contract interfaces (keyed by its id): one per contract address */
   | 'contract-interfaces'
+  /**
+   * one organization's sub-organizations (keyed by the parent's id): a new one's created_ms, the
+   * list_suborgs order, is set past its newest sibling's, so that order is the commit order
+   */
+  | 'sub-organizations'
   /** one organization's secrets (keyed by its id): a unique name is checked, then written */
   | 'secrets'
   /** one organization's webhook endpoints (keyed by its id): their count is checked, then written */

@@ -5,12 +5,16 @@
 // none may appear below a row it has already seen. The interleaving is made with PostgreSQL's own
 // locks: a row lock a test connection holds on one wallet delays the account insert into that
 // wallet at its foreign-key check, after the insert drew its sequence value.
+// list_suborgs orders by creation time instead: a request's time is taken when it arrives, so a
+// sub-organization whose request waited (here: for its request lock, which the test holds) may
+// commit after one that arrived later.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import type { RunningServer } from '../../src/server.js';
 import { startNodes, type Fleet } from './nodes.js';
 import { freshDatabase, missingPostgres, postgresAvailable } from '../storage/pgcluster.js';
-import { rawRequest, sleep, submitBody, uniqueName, type RawReply } from '../server/harness.js';
+import { newP256Key, rawRequest, sleep, submitBody, uniqueName, type RawReply } from '../server/harness.js';
+import { fingerprintOf } from '../server/checks.js';
 
 const available = postgresAvailable();
 if (!available) missingPostgres('the multi-node paging test (test/nodes/paging.test.ts)');
@@ -100,6 +104,43 @@ describe.runIf(available)('cursor lists while two nodes commit out of sequence o
       await holder.query('ROLLBACK').catch(() => undefined);
       await holder.end();
       await Promise.allSettled([first, second]);
+    }
+  });
+
+  it('list_suborgs: what is newer than the newest sub-organization a client saw holds every one committed after it read', async () => {
+    const [a, b] = nodes as [RunningServer, RunningServer];
+    const subOrg = (name: string) => submitBody('ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7', fleet.orgId, {
+      subOrganizationName: name, rootQuorumThreshold: 1,
+      rootUsers: [{ userName: 'root', apiKeys: [{ apiKeyName: 'k', publicKey: newP256Key().publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [] }],
+    });
+    const create = async (n: RunningServer, body: string) => await rawRequest(n.url, '/public/v1/submit/create_sub_organization', body, { key: fleet.root });
+    const list = async (page: object): Promise<string[]> => (await query(b, 'list_suborgs', { paginationOptions: { limit: '100', ...page } })).organizationIds;
+    expect((await create(b, subOrg(uniqueName('s0')))).status).toBe(200);
+    const firstBody = subOrg(uniqueName('s1'));
+    const holder = new pg.Client({ connectionString: databaseUrl });
+    await holder.connect();
+    let first: Promise<RawReply> | undefined;
+    try {
+      await holder.query('BEGIN');
+      await holder.query("SELECT pg_advisory_xact_lock(hashtext('request'), hashtext($1))", [fingerprintOf(firstBody)]);
+      // arrives first on node A and waits for its request lock
+      first = create(a, firstBody);
+      await until('node A\'s request to wait', async () => await lockWaiters() >= 1);
+      await sleep(5);
+      // arrives later on node B and commits
+      const second = await create(b, subOrg(uniqueName('s2')));
+      expect(second.status, second.text).toBe(200);
+      const seen = await list({});
+      expect(seen[0]).toBe(second.json.activity.result.createSubOrganizationResultV7.subOrganizationId);
+      await holder.query('ROLLBACK');
+      const one = await first;
+      expect(one.status, one.text).toBe(200);
+      const newer = await list({ before: seen[0]! });
+      expect(newer, 'the sub-organization committed after the client read is newer than what it saw').toEqual([one.json.activity.result.createSubOrganizationResultV7.subOrganizationId]);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+      await Promise.allSettled([first]);
     }
   });
 });

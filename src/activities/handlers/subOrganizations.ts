@@ -103,6 +103,8 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
     };
   },
   external(intent, services) { return verifyUsersProviders(services, intent.rootUsers, 'rootUsers'); },
+  // one at a time per parent (across nodes): each is newer than every sibling committed before it
+  locks: (_intent, organizationId) => [{ name: 'sub-organizations', key: organizationId }],
   async authorize(p, intent, store, services) {
     await requireSubOrganizationRules(store, p.organization, intent);
     // A token that is not this server's, or not for this organization, stores nothing.
@@ -120,9 +122,10 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
     await requireSubOrganizationRules(tx, ctx.organization, intent);
     const plan = ctx.derived as SubOrganizationPlan | undefined;
     const id = plan?.subOrganizationId ?? ctx.newId();
+    const createdMs = await newestChildAfter(tx, ctx.organization.id, nowMs);
     await tx.organizations.insert({
       id, name: intent.subOrganizationName, parentId: ctx.organization.id,
-      rootQuorumThreshold: intent.rootQuorumThreshold, createdMs: nowMs, updatedMs: nowMs,
+      rootQuorumThreshold: intent.rootQuorumThreshold, createdMs, updatedMs: createdMs,
     });
     const rootUserIds: string[] = [];
     for (const [i, u] of intent.rootUsers.entries()) rootUserIds.push(await insertUser(ctx, id, u, true, `rootUsers[${i}]`));
@@ -132,6 +135,19 @@ export const createSubOrganization: SubmitOperation<CreateSubOrganization, Creat
     return { subOrganizationId: id, ...(wallet ? { wallet } : {}), rootUserIds };
   },
 };
+
+/**
+ * A new sub-organization's created_ms: the request's time, or 1 ms past the newest sibling's when
+ * that is not earlier. list_suborgs lists newest first by it, and its cursors need that to be the
+ * order sub-organizations commit in; the time a request arrived is not (one that waited may commit
+ * after one that arrived later, or on a node whose clock is ahead). Read under the parent's lock
+ * ('sub-organizations'), so the newest sibling is the last one committed.
+ */
+async function newestChildAfter(tx: Tx, parentId: string, nowMs: number): Promise<number> {
+  const [newest] = await tx.organizations.subOrgIds(parentId, undefined, { limit: 1 }) ?? [];
+  const sibling = newest === undefined ? undefined : await tx.organizations.get(newest);
+  return sibling === undefined ? nowMs : Math.max(nowMs, sibling.createdMs + 1);
+}
 
 /** One level deep (a sub-organization has none of its own); the wallet names no account twice. */
 async function requireSubOrganizationRules(tx: Tx, organization: OrganizationRow, intent: CreateSubOrganization): Promise<void> {
