@@ -89,9 +89,16 @@ export async function insertApiKeys(tx: Tx, organizationId: string, userId: stri
 }
 
 /**
+ * The lock (SubmitOperation.locks) of the operations that remove credentials or root users and
+ * then call assertRootStillReachable: two such changes on two nodes, each harmless alone, would
+ * otherwise each count the credential the other removes, and both commit.
+ */
+export const rootCredentialsLock = (_intent: unknown, organizationId: string) => [{ name: 'root-credentials' as const, key: organizationId }];
+
+/**
  * Refuses a change that would leave no root user holding an API key, a passkey or an OAuth
  * identity (the organization would be locked out). An API key that has expired (at `nowMs`) no
- * longer lets anyone in: it does not count.
+ * longer lets anyone in: it does not count. Its callers hold rootCredentialsLock.
  */
 export async function assertRootStillReachable(tx: Tx, organizationId: string, nowMs: number): Promise<void> {
   let reachable = 0;

@@ -708,6 +708,11 @@ export type LockName =
   | 'sub-organizations'
   /** one organization's secrets (keyed by its id): a unique name is checked, then written */
   | 'secrets'
+  /**
+   * one organization's root users and their credentials (keyed by its id): a change that could
+   * lock the organization out is made, then the root users who can still sign in are counted
+   */
+  | 'root-credentials'
   /** one organization's webhook endpoints (keyed by its id): their count is checked, then written */
   | 'webhook-endpoints';
 

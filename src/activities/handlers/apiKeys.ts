@@ -1,7 +1,7 @@
 /** create_api_keys, delete_api_keys, get_api_key, get_api_keys. */
 import { notFound } from '../../errors.js';
 import { requireSelfOrRoot } from '../../domain/principal.js';
-import { assertRootStillReachable, insertApiKeys, readApiKeyParams, requireUser, type ApiKeyParams } from '../../domain/apiKeys.js';
+import { assertRootStillReachable, insertApiKeys, rootCredentialsLock, readApiKeyParams, requireUser, type ApiKeyParams } from '../../domain/apiKeys.js';
 import { apiKeyRecord } from '../../domain/records.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { Validator } from '../../domain/validate.js';
@@ -39,6 +39,7 @@ export const deleteApiKeys: SubmitOperation<{ userId: string; apiKeyIds: string[
     v.done();
     return { userId: userId!, apiKeyIds: apiKeyIds! };
   },
+  locks: rootCredentialsLock,
   authorize(p, intent) { requireSelfOrRoot(p, intent.userId, 'delete API keys'); },
   async execute(ctx, intent) {
     const { tx, organization, nowMs } = ctx;

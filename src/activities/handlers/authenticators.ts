@@ -1,7 +1,7 @@
 /** create_authenticators, delete_authenticators; get_authenticator, get_authenticators (passkeys: src/domain/authenticators.ts). */
 import { notFound } from '../../errors.js';
 import { requireSelfOrRoot } from '../../domain/principal.js';
-import { assertRootStillReachable, requireUser } from '../../domain/apiKeys.js';
+import { assertRootStillReachable, requireUser, rootCredentialsLock } from '../../domain/apiKeys.js';
 import { readAuthenticatorParams, registerAuthenticators, type AuthenticatorParams } from '../../domain/authenticators.js';
 import { authenticatorRecord } from '../../domain/records.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
@@ -38,6 +38,7 @@ export const deleteAuthenticators: SubmitOperation<{ userId: string; authenticat
     v.done();
     return { userId: userId!, authenticatorIds: authenticatorIds! };
   },
+  locks: rootCredentialsLock,
   authorize(p, intent) { requireSelfOrRoot(p, intent.userId, 'delete passkeys'); },
   async execute(ctx, intent) {
     const { tx, organization, nowMs } = ctx;

@@ -13,7 +13,7 @@
  */
 import { alreadyExists, invalidArgument, notFound, permissionDenied } from '../../errors.js';
 import { isRoot, requireSelfOrRoot, type Principal } from '../../domain/principal.js';
-import { assertRootStillReachable, normalizePublicKey, requireUser } from '../../domain/apiKeys.js';
+import { assertRootStillReachable, normalizePublicKey, requireUser, rootCredentialsLock } from '../../domain/apiKeys.js';
 import { oauthProviderRecord } from '../../domain/records.js';
 import { CREDENTIAL, MAX_ISSUED_KEY_SECONDS, issueBundledKey, issueSession, stampingApiKey } from '../../auth/services.js';
 import type { OidcIdentity } from '../../auth/oidc.js';
@@ -164,6 +164,7 @@ export const deleteOauthProviders: SubmitOperation<DeleteProviders, { providerId
     v.done();
     return { userId: userId!, providerIds: [...new Set(providerIds)] };
   },
+  locks: rootCredentialsLock,
   authorize(p, intent) { requireSelfOrRoot(p, intent.userId, 'remove OAuth providers'); },
   async execute(ctx, intent) {
     await requireUser(ctx.tx, ctx.organization.id, intent.userId);

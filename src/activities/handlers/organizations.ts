@@ -2,7 +2,7 @@
 import { featuresRecord, quorumRecord, tagRecord, userRecords } from '../../domain/records.js';
 import { privateKeyRecords, walletRecord } from '../../domain/keys.js';
 import { requireRoot } from '../../domain/principal.js';
-import { assertRootStillReachable, requireUser } from '../../domain/apiKeys.js';
+import { assertRootStillReachable, requireUser, rootCredentialsLock } from '../../domain/apiKeys.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes as utf8 } from '@noble/hashes/utils.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
@@ -87,6 +87,7 @@ export const updateRootQuorum: SubmitOperation<{ threshold: number; userIds: str
     v.done();
     return { threshold: threshold!, userIds };
   },
+  locks: rootCredentialsLock,
   authorize(p) { requireRoot(p, 'change the root quorum'); },
   async execute(ctx, intent) {
     const { tx, organization, nowMs } = ctx;

@@ -1,7 +1,7 @@
 /** create_users, delete_users, update_user, list_users, get_user. */
 import { ApiError, Grpc, failedPrecondition, notFound, permissionDenied } from '../../errors.js';
 import { isRoot, requireRoot, requireSelfOrRoot } from '../../domain/principal.js';
-import { insertApiKeys, readApiKeyParams, requireUser, type ApiKeyParams } from '../../domain/apiKeys.js';
+import { insertApiKeys, readApiKeyParams, requireUser, rootCredentialsLock, type ApiKeyParams } from '../../domain/apiKeys.js';
 import type { ApiKeyCurve } from '../../storage/types.js';
 import { readAuthenticatorParams, registerAuthenticators, type AuthenticatorParams } from '../../domain/authenticators.js';
 import { userRecord, userRecords } from '../../domain/records.js';
@@ -160,6 +160,8 @@ export const deleteUsers: SubmitOperation<{ userIds: string[] }, { userIds: stri
     v.done();
     return { userIds: userIds! };
   },
+  // a user made a root user meanwhile (update_root_quorum on another node) is seen as one here
+  locks: rootCredentialsLock,
   authorize(p) { requireRoot(p, 'delete users'); },
   async execute(ctx, intent) {
     const { tx, organization } = ctx;
