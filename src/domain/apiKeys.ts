@@ -72,6 +72,8 @@ export function readApiKeyParams(v: Validator, list: unknown[] | undefined, fiel
 export async function insertApiKeys(tx: Tx, organizationId: string, userId: string, keys: ApiKeyParams[], nowMs: number, newId: () => string): Promise<string[]> {
   const ids: string[] = [];
   for (const k of keys) {
+    // the lock logins take (auth/services.ts registerKey): a registration racing on another node commits first, and is found below
+    await tx.lock('public-key', `${organizationId}/${k.publicKey}`);
     if ((await tx.apiKeys.byPublicKey(k.publicKey)).some((r) => r.organizationId === organizationId)) {
       throw alreadyExists(`public key ${k.publicKey} is already registered in this organization`);
     }

@@ -225,6 +225,8 @@ export async function registerAuthenticators(tx: Tx, organizationId: string, use
   const ids: string[] = [];
   for (const [i, p] of list.entries()) {
     const c = verifyAttestation(p, origins, `${field}[${i}]`);
+    // one registration of the credential racing on another node commits first, and is found below (not the unique index: a 500)
+    await tx.lock('credential', `${organizationId}/passkey/${c.credentialId}`);
     if ((await tx.authenticators.byCredentialId(c.credentialId)).some((a) => a.organizationId === organizationId)) {
       throw invalidArgument(`${field}[${i}]: this passkey is already registered in the organization`,
         [{ field: `${field}[${i}].attestation.credentialId`, description: 'is already registered in this organization' }]);

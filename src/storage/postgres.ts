@@ -247,7 +247,7 @@ interface Pending {
  * are sent with it, in one message. A lock that guards work outside the database (sender-nonce:
  * a network node is asked for the nonce) is taken at once.
  */
-const LOCKS_SENT_WITH_NEXT: ReadonlySet<LockName> = new Set<LockName>(['request', 'approval', 'one-time-code', 'public-key']);
+const LOCKS_SENT_WITH_NEXT: ReadonlySet<LockName> = new Set<LockName>(['request', 'approval', 'one-time-code', 'public-key', 'credential']);
 
 /** A statement that only reads unless it locks (LOCKING). */
 const SELECT = /^\s*SELECT\b/i;

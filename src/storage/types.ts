@@ -688,6 +688,11 @@ export type LockName =
    * replaces or inserts one, after the login before it has committed
    */
   | 'public-key'
+  /**
+   * one passkey (credential id) or OAuth identity in one organization (keyed by both): whether it
+   * is registered is read, then it is inserted (an API key's public key: `public-key`)
+   */
+  | 'credential'
   /** start-up: creating the root organization and the server's keys */
   | 'bootstrap'
   /** one organization's policies (keyed by its id): their count and unique names are checked, then written */

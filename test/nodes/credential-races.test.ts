@@ -55,4 +55,31 @@ describe.runIf(available)('user and credential management raced on three nodes',
     }
     expect(outcomes.filter((o) => o.startsWith('0 ')), outcomes.join('\n')).toEqual([]);
   });
+
+  // Guards: a new API key, passkey or OAuth identity registered at once on three nodes is read and inserted under a lock (no unique-index violation as a 500).
+  it('one new API key, passkey or OAuth identity registered at once on three nodes: one registration, the others refused with a 4xx, never a 500', async () => {
+    const bad: string[] = [];
+    const registered: string[] = [];
+    const kinds = ['create_api_keys', 'create_authenticators', 'create_oauth_providers'] as const;
+    for (let round = 0; round < 9; round++) {
+      const kind = kinds[round % 3]!;
+      const key = newP256Key();
+      const params = new SoftPasskey().params();
+      const claims = { iss: 'https://accounts.example.com', sub: uniqueName('sub'), aud: 'app' };
+      const users: string[] = [];
+      for (let i = 0; i < 3; i++) users.push(((await sdk(0).createUsers({ users: [{ userName: uniqueName('u'), apiKeys: [], authenticators: [], oauthProviders: [], userTags: [] }] } as any)) as any).userIds[0]);
+      const now = Date.now();
+      const rs = await Promise.all([0, 1, 2].map((i) => (kind === 'create_api_keys'
+        ? submit(i, root, orgId, kind, 'ACTIVITY_TYPE_CREATE_API_KEYS_V2', { userId: users[i], apiKeys: [{ apiKeyName: 'k', publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }] }, now + i)
+        : kind === 'create_authenticators'
+          ? submit(i, root, orgId, kind, 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2', { userId: users[i], authenticators: [params] }, now + i)
+          : submit(i, root, orgId, kind, 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2', { userId: users[i], oauthProviders: [{ providerName: 'p', oidcClaims: claims }] }, now + i))));
+      for (const r of rs) if (r.status >= 500) bad.push(`${kind}: ${r.status} ${r.text.slice(0, 120)}`);
+      const all: any = await sdk(1).getUsers({ organizationId: orgId } as any);
+      const ours = all.users.filter((u: any) => users.includes(u.userId));
+      registered.push(`${kind}: ${ours.reduce((n: number, u: any) => n + u.apiKeys.length + u.authenticators.length + u.oauthProviders.length, 0)}`);
+    }
+    expect(bad).toEqual([]);
+    expect(registered, 'registrations per round').toEqual([...Array(9).keys()].map((i) => `${kinds[i % 3]}: 1`));
+  });
 });

@@ -75,6 +75,8 @@ export async function insertProviders(ctx: ExecContext, organizationId: string, 
     const c = p.oidcClaims;
     const id = c ? { issuer: c.iss, audience: c.aud, subject: c.sub } : verified?.get(p.oidcToken!);
     if (!id) throw invalidArgument('an OAuth provider\'s token was not verified');
+    // one link of the identity racing on another node commits first, and is found below (not the unique constraint: a 500)
+    await ctx.tx.lock('credential', `${organizationId}/oauth/${JSON.stringify([id.issuer, id.audience, id.subject])}`);
     const taken = await ctx.tx.oauthProviders.byIdentity(organizationId, id.issuer, id.audience, id.subject);
     if (taken) throw alreadyExists(`this OAuth identity is already linked to user ${taken.userId}`);
     const providerId = ctx.newId();
