@@ -90,3 +90,15 @@ export async function checkClientAddress(
     ? `the client address could not be evaluated against the IP allowlist ${whose}`
     : `requests from ${normalizeAddress(address)!.address} are not in the IP allowlist ${whose}`, 'IP_NOT_ALLOWED');
 }
+
+/**
+ * Gives the new API keys `publicKeys` of the organization the own list of the API key `of` (the
+ * one that asked for them), if it has one: else a key limited to some addresses could make, from
+ * there, a key usable anywhere (auth/services.ts registerKey does the same for sessions).
+ */
+export async function passOnOwnAllowlist(tx: Tx, organizationId: string, of: string | undefined, publicKeys: string[], nowMs: number): Promise<void> {
+  if (of === undefined) return;
+  const list = await tx.ipAllowlists.get(organizationId, of.toLowerCase());
+  if (!list) return;
+  for (const pk of publicKeys) await tx.ipAllowlists.set({ ...list, publicKey: pk.toLowerCase(), createdMs: nowMs, updatedMs: nowMs });
+}

@@ -9,6 +9,7 @@ import { QUERY, SUBMIT } from '../server/checks.js';
 
 let ts: TestServer;
 let bot: RawKey;
+let botUserId: string;
 const from = (address: string) => ({ headers: { 'X-Forwarded-For': address } });
 const whoami = async (key: RawKey, address: string) => (await ts.raw(QUERY('whoami'), JSON.stringify({ organizationId: ts.orgId }), { key, ...from(address) })).status;
 const login = (key: RawKey, publicKey: string, address: string) =>
@@ -17,7 +18,8 @@ const login = (key: RawKey, publicKey: string, address: string) =>
 beforeAll(async () => {
   ts = await startTestServer({ trustProxy: ['loopback'] });
   bot = newP256Key();
-  await ts.sdk.createUsers({ users: [{ userName: uniqueName('office bot'), apiKeys: [{ apiKeyName: 'bot', publicKey: bot.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
+  const u: any = await ts.sdk.createUsers({ users: [{ userName: uniqueName('office bot'), apiKeys: [{ apiKeyName: 'bot', publicKey: bot.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] } as any);
+  botUserId = u.userIds[0];
   // the bot's key is for the office's addresses only
   await ts.sdk.setIpAllowlist({ publicKey: bot.publicKey, rules: [{ cidr: '203.0.113.0/24', label: 'office' }] } as any);
 });
@@ -41,6 +43,18 @@ describe('keys made by a key with an IP allowlist of its own', () => {
     const made: any = await ts.sdk.getApiKey({ apiKeyId: keyId } as any);
     const { allowlist }: any = await ts.sdk.getIpAllowlist({ publicKey: made.apiKey.credential.publicKey } as any);
     expect(allowlist.rules.map((x: any) => x.cidr)).toEqual(['203.0.113.0/24']);
+  });
+
+  // guards: create_api_keys gives the keys a key with a list of its own makes that list, as sessions get it
+  it('an API key it makes for its own user with create_api_keys too', async () => {
+    const made = newP256Key();
+    const r = await ts.raw(SUBMIT('create_api_keys'), submitBody('ACTIVITY_TYPE_CREATE_API_KEYS_V2', ts.orgId, {
+      userId: botUserId, apiKeys: [{ apiKeyName: 'anywhere', publicKey: made.publicKey, curveType: 'API_KEY_CURVE_P256' }],
+    }), { key: bot, ...from('203.0.113.5') });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.activity.status, r.text).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(await whoami(made, '203.0.113.9')).toBe(200);
+    expect(await whoami(made, '198.51.100.7'), 'a key the office-only key made works from outside the office').toBe(403);
   });
 
   it('a key logged in with again keeps its own list', async () => {

@@ -3,6 +3,8 @@ import { notFound } from '../../errors.js';
 import { requireSelfOrRoot } from '../../domain/principal.js';
 import { assertRootStillReachable, insertApiKeys, rootCredentialsLock, readApiKeyParams, requireUser, type ApiKeyParams } from '../../domain/apiKeys.js';
 import { apiKeyRecord } from '../../domain/records.js';
+import { passOnOwnAllowlist } from '../../domain/ipAllowlist.js';
+import { stampingApiKey } from '../../auth/services.js';
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { Validator } from '../../domain/validate.js';
 
@@ -24,7 +26,9 @@ export const createApiKeys: SubmitOperation<{ apiKeys: ApiKeyParams[]; userId: s
   authorize(p, intent) { requireSelfOrRoot(p, intent.userId, 'create API keys'); },
   async execute(ctx, intent) {
     await requireUser(ctx.tx, ctx.organization.id, intent.userId);
-    return { apiKeyIds: await insertApiKeys(ctx.tx, ctx.organization.id, intent.userId, intent.apiKeys, ctx.nowMs, ctx.newId) };
+    const apiKeyIds = await insertApiKeys(ctx.tx, ctx.organization.id, intent.userId, intent.apiKeys, ctx.nowMs, ctx.newId);
+    await passOnOwnAllowlist(ctx.tx, ctx.organization.id, stampingApiKey(ctx.principal.credential), intent.apiKeys.map((k) => k.publicKey), ctx.nowMs);
+    return { apiKeyIds };
   },
 };
 
