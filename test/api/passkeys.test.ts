@@ -108,6 +108,32 @@ describe('passkeys', () => {
     }
   });
 
+  // guards: FEATURE_NAME_WEBAUTHN_ORIGINS takes origins only (an entry no clientDataJSON origin can equal shut every passkey out)
+  it('FEATURE_NAME_WEBAUTHN_ORIGINS refuses an entry that is no origin (400 naming value) and keeps what was set', async () => {
+    const pk = new SoftPasskey();
+    await ts.sdk.createAuthenticators({ userId: ts.rootUserId, authenticators: [pk.params()] } as any);
+    const body = JSON.stringify({ organizationId: ts.orgId });
+    const set = (value: string) => ts.raw('/public/v1/submit/set_organization_feature', submitBody('ACTIVITY_TYPE_SET_ORGANIZATION_FEATURE', ts.orgId, { name: 'FEATURE_NAME_WEBAUTHN_ORIGINS', value }));
+    try {
+      for (const value of ['wallet.example.com', 'https://wallet.example.com/', 'https://wallet.example.com/login', 'https://Wallet.example.com', 'https://wallet.example.com,wallet.example.com']) {
+        const r = await set(value);
+        expect(r.status, `${value}: ${r.text}`).toBe(400);
+        expect(fieldsOf(r)).toEqual(['value']);
+        const configs: any = await ts.sdk.getOrganizationConfigs({ organizationId: ts.orgId });
+        expect(configs.configs.features.find((f: any) => f.name === 'FEATURE_NAME_WEBAUTHN_ORIGINS'), value).toBeUndefined();
+        expect((await raw('/public/v1/query/whoami', body, pk.stamp(body))).status, `the passkey still stamps after ${value}`).toBe(200);
+      }
+      for (const value of ['https://wallet.example.com http://localhost:3000', 'https://wallet.example.com, android:apk-key-hash:Gx4ZlUt_hIqVVvQx0O6Pdlwz1W1Fy8kXbB3Lx9f5s8A']) {
+        const r = await set(value);
+        expect(r.status, `${value}: ${r.text}`).toBe(200);
+        expect(r.json.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+      }
+      expect((await raw('/public/v1/query/whoami', body, pk.stamp(body))).status).toBe(200);
+    } finally {
+      await ts.sdk.removeOrganizationFeature({ name: 'FEATURE_NAME_WEBAUTHN_ORIGINS' } as any).catch(() => undefined);
+    }
+  });
+
   it('users and sub-organization root users created with a passkey act with it; deleting the last credential of a quorum fails', async () => {
     const pk = new SoftPasskey();
     const u: any = await ts.sdk.createUsers({ users: [{ userName: uniqueName('passkey-user'), apiKeys: [], authenticators: [pk.params()], oauthProviders: [], userTags: [] }] } as any);

@@ -16,6 +16,18 @@ export function isHttpUrl(s: string): boolean {
   } catch { return false; }
 }
 
+/**
+ * An origin as a browser writes it into clientDataJSON (scheme, lowercase host, port when not the
+ * default; no path), or an Android app's (android:apk-key-hash:…): anything else never equals one.
+ */
+export function isWebauthnOrigin(s: string): boolean {
+  if (/^android:apk-key-hash:[A-Za-z0-9_-]+$/.test(s)) return true;
+  try {
+    const u = new URL(s);
+    return (u.protocol === 'https:' || u.protocol === 'http:') && u.origin === s;
+  } catch { return false; }
+}
+
 /** 400 naming `field` when WEBHOOK_DESTINATIONS rules `url` out (checked before the caller's rights: the same answer for all). */
 export function allowedDestination(url: string | undefined, rule: WebhookDestinations, field: string): void {
   const why = url === undefined ? undefined : refusedDestination(url, rule);
@@ -34,6 +46,12 @@ export const setOrganizationFeature: SubmitOperation<{ name: FeatureName; value:
     let value = params.value === undefined || params.value === null ? '' : v.string(params, 'value', 'value', { max: 4096 });
     if (name === 'FEATURE_NAME_WEBHOOK' && value !== undefined && !isHttpUrl(value)) {
       v.fail('value', 'FEATURE_NAME_WEBHOOK needs an http(s) URL');
+      value = undefined;
+    }
+    // split as authenticators.ts allowedOrigins splits it: an entry that is no origin would refuse every passkey
+    const notOrigin = name === 'FEATURE_NAME_WEBAUTHN_ORIGINS' && value !== undefined ? value.split(/[\s,]+/).find((x) => x !== '' && !isWebauthnOrigin(x)) : undefined;
+    if (notOrigin !== undefined) {
+      v.fail('value', `FEATURE_NAME_WEBAUTHN_ORIGINS lists origins such as https://wallet.example.com (no path, lowercase host); ${notOrigin.slice(0, 100)} is none`);
       value = undefined;
     }
     v.done();
