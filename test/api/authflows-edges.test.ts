@@ -158,3 +158,47 @@ describe('bad inputs are 4xx {code, message, details}, not 500', () => {
     expect(res.json.details.flatMap((d: any) => d.fieldViolations ?? []).map((f: any) => f.field)).toContain('clientSignature');
   });
 });
+
+describe('update_user_email with a verification token', () => {
+  // guards: update_user_email spends verify_otp's token and marks the new address verified (it was ignored)
+  it('marks the new address verified (list_verified_suborgs finds it); a used token or one for another address is a 400 that changes nothing', async () => {
+    const oldEmail = `${uniqueName('old')}@example.com`.toLowerCase();
+    const newEmail = `${uniqueName('new')}@example.com`.toLowerCase();
+    const key = clientKey();
+    const r: any = await ts.sdk.createSubOrganization({
+      subOrganizationName: uniqueName('app-user'), rootQuorumThreshold: 1,
+      rootUsers: [{ userName: 'alice', userEmail: oldEmail, authenticators: [], oauthProviders: [], apiKeys: [{ apiKeyName: 'k', publicKey: key.publicKey, curveType: 'API_KEY_CURVE_P256' }] }],
+    } as any);
+    expect(r.activity.status, JSON.stringify(r.activity.failure)).toBe('ACTIVITY_STATUS_COMPLETED');
+    const subId = r.subOrganizationId as string;
+    const userId = r.rootUserIds[0] as string;
+    const update = (userEmail: string, verificationToken: string) => ts.raw('/public/v1/submit/update_user_email', JSON.stringify({
+      type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL', timestampMs: String(Date.now()), organizationId: subId, parameters: { userId, userEmail, verificationToken },
+    }), { key: key.pair });
+    const emailOf = async () => ((await ts.sdk.getUser({ organizationId: subId, userId } as any)) as any).user.userEmail;
+
+    const token = await boundToken(newEmail, clientKey());
+    // a token for another address than the one set
+    const wrong = await update(`${uniqueName('other')}@example.com`.toLowerCase(), token);
+    expect(wrong.status, wrong.text).toBe(400);
+    expect(wrong.json.details.flatMap((d: any) => (d.fieldViolations ?? []).map((v: any) => v.field))).toContain('verificationToken');
+    expect(await emailOf()).toBe(oldEmail);
+
+    const ok = await update(newEmail, token);
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.json.activity.status, ok.text).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(await emailOf()).toBe(newEmail);
+    const verified: any = await ts.sdk.getVerifiedSubOrgIds({ filterType: 'EMAIL', filterValue: newEmail } as any);
+    expect(verified.organizationIds, 'the address the token proved is verified').toEqual([subId]);
+
+    // the token is spent: used again it is refused (FAILED, as otp_login refuses a spent one)
+    const again = await update(newEmail, token);
+    expect(again.status, again.text).toBe(200);
+    expect(again.json.activity.status, again.text).toBe('ACTIVITY_STATUS_FAILED');
+    expect(again.json.activity.failure.message).toMatch(/already used/);
+    expect(await emailOf()).toBe(newEmail);
+    // a token that is no token at all
+    const junk = await update(oldEmail, 'not.a.token');
+    expect(junk.status, junk.text).toBe(400);
+  });
+});

@@ -1,11 +1,12 @@
 /** create_users, delete_users, update_user, list_users, get_user. */
-import { ApiError, Grpc, failedPrecondition, notFound, permissionDenied } from '../../errors.js';
-import { isRoot, requireRoot, requireSelfOrRoot } from '../../domain/principal.js';
+import { ApiError, Grpc, failedPrecondition, invalidArgument, notFound, permissionDenied } from '../../errors.js';
+import { isRoot, requireRoot, requireSelfOrRoot, type Principal } from '../../domain/principal.js';
 import { insertApiKeys, readApiKeyParams, requireUser, rootCredentialsLock, type ApiKeyParams } from '../../domain/apiKeys.js';
 import type { ApiKeyCurve } from '../../storage/types.js';
 import { readAuthenticatorParams, registerAuthenticators, type AuthenticatorParams } from '../../domain/authenticators.js';
 import { userRecord, userRecords } from '../../domain/records.js';
-import type { Tx } from '../../storage/types.js';
+import type { OrganizationRow, Tx } from '../../storage/types.js';
+import { readVerificationToken, spendVerificationToken, type VerificationClaims } from '../../auth/tokens.js';
 import type { OidcIdentity } from '../../auth/oidc.js';
 import { insertProviders, readProviderParams, verifyProviderTokens, type ProviderParams } from './oauth.js';
 import { keysFor, type ExecContext, type Services, type QueryOperation, type SubmitOperation } from '../types.js';
@@ -182,7 +183,7 @@ export const deleteUsers: SubmitOperation<{ userIds: string[] }, { userIds: stri
   },
 };
 
-interface UpdateUser { userId: string; userName?: string; userEmail?: string; userPhoneNumber?: string; userTagIds?: string[] }
+interface UpdateUser { userId: string; userName?: string; userEmail?: string; userPhoneNumber?: string; userTagIds?: string[]; verificationToken?: string }
 
 function sameSet(a: string[], b: string[]): boolean {
   if (a.length !== b.length) return false;
@@ -209,7 +210,7 @@ async function applyUserUpdate(tx: Tx, organizationId: string, u: UpdateUser, no
   return { userId: u.userId };
 }
 
-function readUserUpdate(v: Validator, params: Obj, fields: { name?: boolean; email?: boolean; phone?: boolean; tags?: boolean }, required: Partial<Record<'name' | 'email' | 'phone', boolean>> = {}): UpdateUser {
+function readUserUpdate(v: Validator, params: Obj, fields: { name?: boolean; email?: boolean; phone?: boolean; tags?: boolean; token?: boolean }, required: Partial<Record<'name' | 'email' | 'phone', boolean>> = {}): UpdateUser {
   const userId = v.string(params, 'userId', 'userId', { required: true, max: 100 });
   const out: UpdateUser = { userId: userId ?? '' };
   if (fields.name) {
@@ -236,10 +237,47 @@ function readUserUpdate(v: Validator, params: Obj, fields: { name?: boolean; ema
     const t = v.stringArray(params, 'userTagIds', 'userTagIds');
     if (t !== undefined) out.userTagIds = t;
   }
+  if (fields.token) {
+    const t = v.string(params, 'verificationToken', 'verificationToken', { max: 8192 }) || undefined;
+    if (t !== undefined) out.verificationToken = t;
+  }
   return out;
 }
 
-async function authorizeUserUpdate(p: Parameters<typeof requireSelfOrRoot>[0], u: UpdateUser, tx: Tx): Promise<void> {
+/**
+ * The claims of update_user_email's / update_user_phone_number's verificationToken (verify_otp's,
+ * issued in this organization or its parent) once they prove the address being set; 400 otherwise.
+ */
+function contactClaims(vault: Services['vault'], organization: OrganizationRow, u: UpdateUser, nowMs: number): VerificationClaims | undefined {
+  if (u.verificationToken === undefined) return undefined;
+  const claims = readVerificationToken(vault, u.verificationToken, nowMs);
+  const bad = (description: string) => invalidArgument(`invalid verification token: ${description}`, [{ field: 'verificationToken', description }]);
+  if (claims.organization_id !== organization.id && claims.organization_id !== organization.parentId) throw bad('issued for another organization');
+  const proves = u.userEmail !== undefined
+    ? claims.verification_type === 'OTP_TYPE_EMAIL' && u.userEmail !== '' && claims.contact.toLowerCase() === u.userEmail.toLowerCase()
+    : claims.verification_type === 'OTP_TYPE_SMS' && u.userPhoneNumber !== '' && claims.contact === u.userPhoneNumber;
+  if (!proves) throw bad(`it verifies another ${u.userEmail !== undefined ? 'e-mail address' : 'phone number'} than the one set`);
+  return claims;
+}
+
+/** A token that does not check out is a 400 that stores nothing (a rule: before the permission rule). */
+async function authorizeVerifiedUpdate(p: Principal, u: UpdateUser, tx: Tx, services: Services, organization: OrganizationRow): Promise<void> {
+  contactClaims(services.vault, organization, u, Date.now());
+  await authorizeUserUpdate(p, u, tx);
+}
+
+/** With a verification token (spent once), the address set counts as verified (list_verified_suborgs), as Turnkey marks it. */
+async function applyVerifiedUpdate(ctx: ExecContext, u: UpdateUser): Promise<{ userId: string }> {
+  const claims = contactClaims(ctx.services.vault, ctx.organization, u, ctx.nowMs);
+  if (claims) await spendVerificationToken(ctx.tx, claims, ctx.nowMs);
+  const out = await applyUserUpdate(ctx.tx, ctx.organization.id, u, ctx.nowMs);
+  if (claims) {
+    await ctx.tx.verifiedContacts.mark(ctx.organization.id, u.userId, u.userEmail !== undefined ? 'EMAIL' : 'PHONE_NUMBER', (u.userEmail ?? u.userPhoneNumber)!, ctx.nowMs);
+  }
+  return out;
+}
+
+async function authorizeUserUpdate(p: Principal, u: UpdateUser, tx: Tx): Promise<void> {
   requireSelfOrRoot(p, u.userId, 'update a user');
   if (!isRoot(p) && u.userTagIds !== undefined) {
     const current = await tx.tags.tagsOf(u.userId, 'TAG_TYPE_USER');
@@ -281,13 +319,13 @@ export const updateUserEmail: SubmitOperation<UpdateUser, { userId: string }> = 
   types: { ACTIVITY_TYPE_UPDATE_USER_EMAIL: keysFor('ACTIVITY_TYPE_UPDATE_USER_EMAIL') },
   validate(params) {
     const v = new Validator();
-    const u = readUserUpdate(v, params, { email: true });
+    const u = readUserUpdate(v, params, { email: true, token: true });
     if (u.userEmail === undefined) v.fail('userEmail', 'is required');
     v.done();
     return u;
   },
-  authorize: authorizeUserUpdate,
-  execute: (ctx, u) => applyUserUpdate(ctx.tx, ctx.organization.id, u, ctx.nowMs),
+  authorize: authorizeVerifiedUpdate,
+  execute: applyVerifiedUpdate,
 };
 
 export const updateUserPhoneNumber: SubmitOperation<UpdateUser, { userId: string }> = {
@@ -296,13 +334,13 @@ export const updateUserPhoneNumber: SubmitOperation<UpdateUser, { userId: string
   types: { ACTIVITY_TYPE_UPDATE_USER_PHONE_NUMBER: keysFor('ACTIVITY_TYPE_UPDATE_USER_PHONE_NUMBER') },
   validate(params) {
     const v = new Validator();
-    const u = readUserUpdate(v, params, { phone: true });
+    const u = readUserUpdate(v, params, { phone: true, token: true });
     if (u.userPhoneNumber === undefined) v.fail('userPhoneNumber', 'is required');
     v.done();
     return u;
   },
-  authorize: authorizeUserUpdate,
-  execute: (ctx, u) => applyUserUpdate(ctx.tx, ctx.organization.id, u, ctx.nowMs),
+  authorize: authorizeVerifiedUpdate,
+  execute: applyVerifiedUpdate,
 };
 
 export const listUsers: QueryOperation<object> = {
