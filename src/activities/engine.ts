@@ -276,11 +276,20 @@ async function runOperation(
  * approve_activity / reject_activity: records the caller's vote on the activity awaiting consensus
  * that the fingerprint names, then decides again with every approver. Allowed → the activity runs
  * now, as its requester (COMPLETED or FAILED); an explicit deny → FAILED; a rejection by a root
- * user or by the requester → REJECTED. The reply is that activity as it now stands.
+ * user or by the requester → REJECTED. The reply is that activity as it now stands. The vote's own
+ * body sent again (its fingerprint, input.fingerprint, kept in vote_requests) gets the same: the
+ * activity as it now stands, with no second vote.
  */
 async function castVote(tx: Tx, input: SubmitInput, intent: { fingerprint: string }): Promise<SubmitOutcome> {
   const { services, op, principal, organization, nowMs, voucher } = input;
   if (principal.access !== 'member') throw permissionDenied('only users of the organization may vote on its activities');
+  // Looked for under the request's lock (requestLookup), as an activity's body is.
+  const sent = await tx.votes.request(input.fingerprint);
+  const voted = sent ? await tx.activities.get(sent.organizationId, sent.activityId) : undefined;
+  if (voted) {
+    const activity = reuse(voted, organization);
+    return { activity, activityJson: voted.recordJson ?? JSON.stringify(activity), reused: true };
+  }
   // Votes on one activity are counted one at a time (two approvals on two nodes run it once).
   await tx.lock('approval', intent.fingerprint);
   const pending = await tx.pending.byFingerprint(organization.id, intent.fingerprint);
@@ -363,6 +372,7 @@ async function castVote(tx: Tx, input: SubmitInput, intent: { fingerprint: strin
     appendActivity(tx, record, row.createdMs, nowMs, canonical),
   ]);
   await tx.activities.update({ ...row, status: record.status as string, updatedMs: nowMs, record, recordJson }, logIndex);
+  await tx.votes.insertRequest({ fingerprint: input.fingerprint, organizationId: organization.id, activityId: row.id, createdMs: nowMs });
   await enqueueActivityEvents(tx, services.kick.deliveries, urls, organization, row.id, recordJson, nowMs, logIndex);
   return { activity: record, activityJson: recordJson, reused: false };
 }

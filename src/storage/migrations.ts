@@ -518,4 +518,19 @@ export const MIGRATIONS: readonly Migration[] = [
       DROP TABLE log_heads;
     `,
   },
+  {
+    version: 30,
+    name: 'vote requests: the approve_activity / reject_activity bodies whose votes were cast, by fingerprint',
+    // A vote is not an activity, so the idempotency of activities by fingerprint did not cover it:
+    // the same bytes sent again were counted again (409) or, once the activity had settled, not
+    // found (404). The key is the body's fingerprint: one vote per body, whichever node takes it.
+    sql: `
+      CREATE TABLE vote_requests (
+        fingerprint TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL,
+        activity_id TEXT NOT NULL,
+        created_ms INTEGER NOT NULL
+      );
+    `,
+  },
 ];

@@ -549,6 +549,20 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       $$;
     `,
   },
+  {
+    version: 8,
+    name: 'vote requests: the approve_activity / reject_activity bodies whose votes were cast, by fingerprint (SQLite migration 30)',
+    // A vote is not an activity: the same bytes sent again were counted again (409) or, once the
+    // activity had settled, not found (404). One vote per body, whichever node takes it.
+    sql: `
+      CREATE TABLE vote_requests (
+        fingerprint ${T} PRIMARY KEY,
+        organization_id ${T} NOT NULL,
+        activity_id ${T} NOT NULL,
+        created_ms bigint NOT NULL
+      );
+    `,
+  },
 ];
 
 /** The session advisory lock held while migrating: (hashtext('kmas'), hashtext('schema_migrations')). */

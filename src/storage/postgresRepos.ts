@@ -8,7 +8,7 @@
 import type {
   ActivityListQuery, ActivityRow, ApiKeyRow, LogCheckpointRow, AuthenticatorRow, ContractInterfaceRow, FeatureRow, InvitationRow, IpAllowlistRow, IpAllowlistRule,
   OauthProviderRow, OrganizationRow, OtpRow, PendingActivityRow, PolicyEvaluationRow, PolicyRow, Repositories, SecretRow, SendTransactionRow,
-  SubOrgFilter, TagRow, TagType, UserRow, VoteRow, DeliveryKind, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription, LogHeadRow, StampContext,
+  SubOrgFilter, TagRow, TagType, UserRow, VoteRow, VoteRequestRow, DeliveryKind, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription, LogHeadRow, StampContext,
 } from './types.js';
 import { PATH_SQL, addressKey, canonicalPath, type AddressEntry, type ImportTargetRow, type KeyStore, type ListPage, type PrivateKeyRow, type WalletAccountRow, type WalletRow } from './keys.js';
 
@@ -141,6 +141,9 @@ const voteFrom = (r: Row): VoteRow => ({
   id: str(r.id), activityId: str(r.activity_id), organizationId: str(r.organization_id),
   userId: str(r.user_id), selection: r.selection as VoteRow['selection'],
   record: JSON.parse(str(r.record)) as Record<string, unknown>, createdMs: num(r.created_ms),
+});
+const voteRequestFrom = (r: Row): VoteRequestRow => ({
+  fingerprint: str(r.fingerprint), organizationId: str(r.organization_id), activityId: str(r.activity_id), createdMs: num(r.created_ms),
 });
 const evaluationFrom = (r: Row): PolicyEvaluationRow => ({
   id: str(r.id), activityId: str(r.activity_id), organizationId: str(r.organization_id), voteId: str(r.vote_id),
@@ -856,6 +859,9 @@ export function pgRepositories(q: Queries, caches?: NodeCaches): Repositories {
       list: (activityId) => many('SELECT * FROM votes WHERE activity_id = $1 ORDER BY created_ms, seq', [activityId], voteFrom),
       insert: (v) => exec('INSERT INTO votes (id, activity_id, organization_id, user_id, selection, record, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)',
         [v.id, v.activityId, v.organizationId, v.userId, v.selection, JSON.stringify(v.record), v.createdMs]),
+      request: (fp) => one('SELECT * FROM vote_requests WHERE fingerprint = $1', [fp], voteRequestFrom),
+      insertRequest: (v) => exec('INSERT INTO vote_requests (fingerprint, organization_id, activity_id, created_ms) VALUES ($1, $2, $3, $4)',
+        [v.fingerprint, v.organizationId, v.activityId, v.createdMs]),
     },
     policyEvaluations: {
       list: (activityId) => many('SELECT * FROM policy_evaluations WHERE activity_id = $1 ORDER BY seq', [activityId], evaluationFrom),

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type {
   Db, Repositories,
   SendTransactionRow,
-  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, ContractInterfaceRow, InvitationRow, SecretRow, FeatureRow, IpAllowlistRow, IpAllowlistRule, OauthProviderRow, OrganizationRow, OtpRow, Tx, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription, LogHeadRow,
+  PolicyRow, PendingActivityRow, PolicyEvaluationRow, VoteRow, VoteRequestRow, ActivityListQuery, ActivityRow, ApiKeyRow, AuthenticatorRow, ContractInterfaceRow, InvitationRow, SecretRow, FeatureRow, IpAllowlistRow, IpAllowlistRule, OauthProviderRow, OrganizationRow, OtpRow, Tx, SubOrgFilter, TagRow, TagType, UserRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookSubscription, LogHeadRow,
 } from './types.js';
 import { MIGRATIONS } from './migrations.js';
 import { sqliteKeyStore } from './keys.js';
@@ -115,6 +115,9 @@ const voteFrom = (r: Row): VoteRow => ({
   id: r.id as string, activityId: r.activity_id as string, organizationId: r.organization_id as string,
   userId: r.user_id as string, selection: r.selection as VoteRow['selection'],
   record: JSON.parse(r.record as string) as Record<string, unknown>, createdMs: r.created_ms as number,
+});
+const voteRequestFrom = (r: Row): VoteRequestRow => ({
+  fingerprint: r.fingerprint as string, organizationId: r.organization_id as string, activityId: r.activity_id as string, createdMs: r.created_ms as number,
 });
 const activityFrom = (r: Row): ActivityRow => ({
   id: r.id as string, organizationId: r.organization_id as string, type: r.type as string, status: r.status as string,
@@ -299,6 +302,8 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     penDelete: q('DELETE FROM pending_activities WHERE activity_id = ?'),
     voteList: q('SELECT * FROM votes WHERE activity_id = ? ORDER BY created_ms, rowid'),
     voteInsert: q('INSERT INTO votes (id, activity_id, organization_id, user_id, selection, record, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+    voteRequest: q('SELECT * FROM vote_requests WHERE fingerprint = ?'),
+    voteRequestInsert: q('INSERT INTO vote_requests (fingerprint, organization_id, activity_id, created_ms) VALUES (?, ?, ?, ?)'),
     pevList: q('SELECT * FROM policy_evaluations WHERE activity_id = ? ORDER BY seq'),
     pevInsert: q('INSERT INTO policy_evaluations (id, activity_id, organization_id, vote_id, evaluations, created_ms) VALUES (?, ?, ?, ?, ?, ?)'),
     // log_indexes: the new entry's index added to the list (storage/logNodes.ts), unless there is none
@@ -598,6 +603,8 @@ export function openSqliteDb(file: string, opts: SqliteStoreOptions = {}): Db {
     votes: {
       list: (activityId) => s.voteList.all(activityId).map(voteFrom),
       insert: (v) => { s.voteInsert.run(v.id, v.activityId, v.organizationId, v.userId, v.selection, JSON.stringify(v.record), v.createdMs); },
+      request: (fp) => { const r = s.voteRequest.get(fp); return r ? voteRequestFrom(r) : undefined; },
+      insertRequest: (v) => { s.voteRequestInsert.run(v.fingerprint, v.organizationId, v.activityId, v.createdMs); },
     },
     policyEvaluations: {
       list: (activityId) => s.pevList.all(activityId).map((r) => ({

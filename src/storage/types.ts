@@ -326,6 +326,17 @@ export interface VoteRow {
   createdMs: number;
 }
 
+/**
+ * An approve_activity / reject_activity body whose vote was cast, by the body's fingerprint: the
+ * same bytes sent again are answered with the activity it voted on, not counted again.
+ */
+export interface VoteRequestRow {
+  fingerprint: string;
+  organizationId: string;
+  activityId: string;
+  createdMs: number;
+}
+
 /** How the policies evaluated when an activity was decided (get_policy_evaluations). */
 export interface PolicyEvaluationRow {
   id: string;
@@ -609,6 +620,10 @@ export interface Repositories {
   votes: {
     list(activityId: string): Promise<VoteRow[]>;
     insert(row: VoteRow): Promise<void>;
+    /** The vote request a body with this fingerprint made, if one was cast. */
+    request(fingerprint: string): Promise<VoteRequestRow | undefined>;
+    /** Keeps a cast vote's request (the fingerprint is its key: a second one for the same bytes fails). */
+    insertRequest(row: VoteRequestRow): Promise<void>;
   };
   policyEvaluations: {
     list(activityId: string): Promise<PolicyEvaluationRow[]>;

@@ -2,8 +2,8 @@
 // one database and one master key. What one node does, the others see at once, and the guarantees
 // that span nodes hold because the database enforces them: the root organization is created once
 // by nodes starting together; an identical body sent to two nodes at once is one activity; two
-// approvals racing on two nodes run the activity once; a key deleted on one node is refused by the
-// next request to another.
+// approvals racing on two nodes run the activity once; one approval body sent to three nodes is one
+// vote; a key deleted on one node is refused by the next request to another.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -83,6 +83,27 @@ describe.runIf(available)('three nodes on one PostgreSQL', () => {
     }
   });
 
+  it('one approve_activity body sent to three nodes at once is one vote; every reply is the activity it settled', async () => {
+    const member = newP256Key();
+    await sdkClient(nodes[0]!.url, root, orgId).createUsers({ users: [{
+      userName: uniqueName('member'), apiKeys: [{ apiKeyName: 'k', publicKey: member.publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [],
+    }] } as any);
+    // a user no rule allows: the tag waits for the root user's approval
+    const name = uniqueName('voted-once');
+    const asked = await rawRequest(nodes[0]!.url, '/public/v1/submit/create_user_tag', submitBody('ACTIVITY_TYPE_CREATE_USER_TAG', orgId, { userTagName: name, userIds: [] }), { key: member });
+    expect(asked.json.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED');
+    const body = submitBody('ACTIVITY_TYPE_APPROVE_ACTIVITY', orgId, { fingerprint: asked.json.activity.fingerprint });
+    const replies = await Promise.all(nodes.map((n) => rawRequest(n.url, '/public/v1/submit/approve_activity', body, { key: root })));
+    expect(replies.map((r) => r.status), replies.map((r) => r.text).join('\n')).toEqual([200, 200, 200]);
+    expect(new Set(replies.map((r) => r.text)).size, 'the same reply from every node').toBe(1);
+    const final: any = await sdkClient(nodes[1]!.url, root, orgId).getActivity({ organizationId: orgId, activityId: asked.json.activity.id } as any);
+    expect(final.activity.votes.map((v: any) => v.userId), 'the request\'s vote and one approval').toEqual([asked.json.activity.votes[0].userId, rootUserId]);
+    expect(final.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
+    expect(replies[0]!.json.activity).toEqual(final.activity);
+    const tags: any = await sdkClient(nodes[2]!.url, root, orgId).listUserTags({ organizationId: orgId } as any);
+    expect(tags.userTags.filter((t: any) => t.tagName === name), 'the approved activity ran exactly once').toHaveLength(1);
+  });
+
   it('two approvals racing on two nodes run the waiting activity once', async () => {
     // a quorum of two root users: the bootstrap user and a second one
     const second = newP256Key();
@@ -110,4 +131,5 @@ describe.runIf(available)('three nodes on one PostgreSQL', () => {
     expect(final.activity.status).toBe('ACTIVITY_STATUS_COMPLETED');
     expect(final.activity.votes, 'the request and both approvals').toHaveLength(3);
   });
+
 });

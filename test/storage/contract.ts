@@ -413,6 +413,18 @@ export function storageContract(target: ContractTarget): void {
         await db.write(async (tx) => { await tx.pending.delete(a.id); expect(await tx.policies.delete(o.id, p.id)).toBe(true); });
         expect(await db.read((tx) => tx.pending.byFingerprint(o.id, a.fingerprint))).toBeUndefined();
       });
+
+      it('vote requests: by the body\'s fingerprint; one per fingerprint', async () => {
+        const { o } = await seed();
+        const request = { fingerprint: `sha256:${id()}`, organizationId: o.id, activityId: id(), createdMs: 2 };
+        await db.write((tx) => tx.votes.insertRequest(request));
+        await db.read(async (tx) => {
+          expect(await tx.votes.request(request.fingerprint)).toEqual(request);
+          expect(await tx.votes.request(`sha256:${id()}`)).toBeUndefined();
+        });
+        await expect(db.write((tx) => tx.votes.insertRequest({ ...request, activityId: id() }))).rejects.toThrow();
+        expect((await db.read((tx) => tx.votes.request(request.fingerprint)))!.activityId).toBe(request.activityId);
+      });
     });
 
     describe('activities', () => {
