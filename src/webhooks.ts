@@ -28,6 +28,10 @@
  *   it is opened for each signature only.
  * - Several server processes (WORKERS > 1) share the outbox: a process claims a row (moves its
  *   next attempt past the request's timeout) before sending it, so only one sends it.
+ * - An address that changed: the transaction that deletes, pauses or moves an endpoint (or changes
+ *   FEATURE_NAME_WEBHOOK) moves the events waiting for the old address to the new one, or drops
+ *   them (readdressDeliveries); and a row is claimed only while its address is still one its event
+ *   goes to (an event queued by a transaction that read the addresses before the change).
  * - The same outbox carries the e-mails of the authentication flows (src/mail.ts): rows whose
  *   address is `mailto:` go to the SMTP server with the same claims, retries and backoff.
  */
@@ -99,6 +103,14 @@ function subscribed(endpoints: WebhookEndpointRow[], eventType: string, into: Se
   }
 }
 
+/** The addresses of the organization's endpoints and of its parent's subscribed to eventType. */
+async function subscribedAddresses(tx: Tx, organization: Pick<OrganizationRow, 'id' | 'parentId'>, eventType: string): Promise<Set<string>> {
+  const urls = new Set<string>();
+  await endpointAddresses(tx, organization.id, eventType, urls);
+  if (organization.parentId !== null) await endpointAddresses(tx, organization.parentId, eventType, urls);
+  return urls;
+}
+
 /** The addresses an organization sends activity events to: its FEATURE_NAME_WEBHOOK and its endpoints subscribed to ACTIVITY_UPDATES. */
 async function activityAddresses(tx: Tx, organizationId: string, into: Set<string>): Promise<void> {
   const { feature, endpoints } = await tx.webhooks.activityTargets(organizationId, WEBHOOK_FEATURE);
@@ -154,9 +166,7 @@ export async function enqueueActivityEvents(
 export async function enqueueTransactionEvent(tx: Tx, kick: () => void, sent: SendTransactionRow, nowMs: number): Promise<void> {
   const organization = await tx.organizations.get(sent.organizationId);
   if (!organization) return;
-  const urls = new Set<string>();
-  await endpointAddresses(tx, organization.id, TRANSACTION_EVENT, urls);
-  if (organization.parentId !== null) await endpointAddresses(tx, organization.parentId, TRANSACTION_EVENT, urls);
+  const urls = await subscribedAddresses(tx, organization, TRANSACTION_EVENT);
   if (urls.size === 0) return;
   const body = JSON.stringify({
     type: 'transaction:status',
@@ -178,6 +188,46 @@ export async function enqueueTransactionEvent(tx: Tx, kick: () => void, sent: Se
   await enqueueEvents(tx, kick, urls, { organizationId: organization.id, activityId: sent.activityId, eventType: TRANSACTION_EVENT, body, createdMs: nowMs });
 }
 
+/** The addresses an event of the organization goes to now (as it would be queued now). */
+function eventAddresses(tx: Tx, organization: Pick<OrganizationRow, 'id' | 'parentId'>, eventType: string): Promise<Set<string>> {
+  return (eventType || ACTIVITY_EVENT) === ACTIVITY_EVENT ? activityEventAddresses(tx, organization) : subscribedAddresses(tx, organization, eventType);
+}
+
+/** Whether a waiting webhook event still goes to its row's address (its organization gone: no). */
+async function stillAddressed(tx: Tx, row: WebhookDeliveryRow): Promise<boolean> {
+  const organization = await tx.organizations.get(row.organizationId);
+  return organization !== undefined && (await eventAddresses(tx, organization, row.eventType)).has(row.url);
+}
+
+/**
+ * In the transaction that changes where the organization's events go (an endpoint deleted, paused
+ * or moved; FEATURE_NAME_WEBHOOK changed or removed), after the change: each event of the
+ * organization or of its sub-organizations waiting for `oldUrl` that no longer goes there moves to
+ * `newUrl` if it goes there now (same event id, attempts and schedule), else it is dropped — also
+ * when the same event already waits for `newUrl` (another address there): it is not sent twice.
+ */
+export async function readdressDeliveries(tx: Tx, organizationId: string, oldUrl: string, newUrl?: string): Promise<void> {
+  const rows = await tx.webhooks.addressedTo(oldUrl);
+  if (rows.length === 0) return;
+  const waiting = newUrl !== undefined && newUrl !== oldUrl ? await tx.webhooks.addressedTo(newUrl) : [];
+  // the addresses of each (organization, event type) now; undefined: not an event this change touches
+  const now = new Map<string, Set<string> | undefined>();
+  for (const row of rows) {
+    const key = `${row.organizationId}\u0000${row.eventType}`;
+    if (!now.has(key)) {
+      const organization = await tx.organizations.get(row.organizationId);
+      // the same address may be another organization's too: its events are not this change's
+      const ours = organization !== undefined && (organization.id === organizationId || organization.parentId === organizationId);
+      now.set(key, ours ? await eventAddresses(tx, organization, row.eventType) : undefined);
+    }
+    const addresses = now.get(key);
+    if (addresses === undefined || addresses.has(oldUrl)) continue;
+    const twin = waiting.some((w) => w.organizationId === row.organizationId && w.eventType === row.eventType && w.body === row.body);
+    if (newUrl !== undefined && addresses.has(newUrl) && !twin) await tx.webhooks.readdress(row.id, newUrl);
+    else await tx.webhooks.remove(row.id);
+  }
+}
+
 export class WebhookDispatcher {
   readonly keyId: string;
   readonly #abort = new AbortController();
@@ -195,7 +245,7 @@ export class WebhookDispatcher {
     this.keyId = webhookKeyId(publicKeyHex);
     const lane = (kind: DeliveryKind, maxInFlight: number) => new Outbox<WebhookDeliveryRow>(db, {
       due: (now, limit) => db.read((tx) => tx.webhooks.due(now, limit, kind)),
-      claim: (row, until) => db.write((tx) => tx.webhooks.claim(row.id, row.nextAttemptMs, until)),
+      claim: (row, until) => this.#claim(row, until),
       nextDueMs: () => db.read((tx) => tx.webhooks.nextDueMs(kind)),
       release: async (row, until) => { await db.write((tx) => tx.webhooks.claim(row.id, until, Date.now())); },
     }, (row) => this.#deliver(row), log, { what: kind === 'email' ? 'e-mail dispatch' : 'webhook dispatch', maxInFlight, leaseMs: 2 * opts.timeoutMs + 1_000, pollMs: opts.pollMs });
@@ -206,6 +256,28 @@ export class WebhookDispatcher {
 
   /** Looks for due deliveries soon (after the current turn, whose commit may still be open). */
   kick(): void { for (const o of this.#outboxes) o.kick(); }
+
+  /**
+   * Takes a due row unless another process did, or it was readdressed since it was read; a webhook
+   * event whose address it no longer goes to is dropped instead (in the claim's transaction).
+   */
+  async #claim(row: WebhookDeliveryRow, until: number): Promise<boolean> {
+    let dropped = false;
+    const taken = await this.db.write(async (tx) => {
+      dropped = false;
+      if (!await tx.webhooks.claim(row.id, row.nextAttemptMs, until, row.url)) return false;
+      if (isMail(row) || await stillAddressed(tx, row)) return true;
+      await tx.webhooks.remove(row.id);
+      dropped = true;
+      return false;
+    });
+    if (dropped) {
+      this.log.info('webhook event dropped: its address no longer receives it', {
+        eventId: row.id, activityId: row.activityId, organizationId: row.organizationId, receiver: originOf(row.url), attempts: row.attempts,
+      });
+    }
+    return taken;
+  }
 
   async #deliver(row: WebhookDeliveryRow): Promise<void> {
     const attempt = row.attempts + 1;

@@ -802,7 +802,11 @@ export function pgRepositories(q: Queries, caches?: NodeCaches): Repositories {
       enqueue: (w) => exec('INSERT INTO webhook_deliveries (id, organization_id, activity_id, event_type, url, body, attempts, next_attempt_ms, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
         [w.id, w.organizationId, w.activityId, w.eventType, w.url, w.body, w.attempts, w.nextAttemptMs, w.createdMs]),
       due: (nowMs, limit, kind) => many(`SELECT * FROM webhook_deliveries WHERE next_attempt_ms <= $1${ofKind(kind, 'AND')} ORDER BY next_attempt_ms, created_ms LIMIT $2`, [nowMs, limit], deliveryFrom),
-      claim: (id, dueMs, untilMs) => changed('UPDATE webhook_deliveries SET next_attempt_ms = $1 WHERE id = $2 AND next_attempt_ms = $3', [untilMs, id, dueMs]),
+      claim: (id, dueMs, untilMs, url) => (url === undefined
+        ? changed('UPDATE webhook_deliveries SET next_attempt_ms = $1 WHERE id = $2 AND next_attempt_ms = $3', [untilMs, id, dueMs])
+        : changed('UPDATE webhook_deliveries SET next_attempt_ms = $1 WHERE id = $2 AND next_attempt_ms = $3 AND url = $4', [untilMs, id, dueMs, url])),
+      addressedTo: (url) => many(`SELECT * FROM webhook_deliveries WHERE url = $1${ofKind('webhook', 'AND')} ORDER BY created_ms, id`, [url], deliveryFrom),
+      readdress: (id, url) => exec('UPDATE webhook_deliveries SET url = $1 WHERE id = $2', [url, id]),
       remove: (id) => exec('DELETE FROM webhook_deliveries WHERE id = $1', [id]),
       retryAt: (id, attempts, nextMs) => exec('UPDATE webhook_deliveries SET attempts = $1, next_attempt_ms = $2 WHERE id = $3', [attempts, nextMs, id]),
       nextDueMs: async (kind) => numOrNull((await q.get(`SELECT MIN(next_attempt_ms) AS ms FROM webhook_deliveries${ofKind(kind, 'WHERE')}`))?.ms) ?? undefined,

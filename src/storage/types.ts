@@ -563,9 +563,14 @@ export interface Repositories {
     due(nowMs: number, limit: number, kind?: DeliveryKind): Promise<WebhookDeliveryRow[]>;
     /**
      * Takes a due delivery for this process: moves its next attempt to untilMs unless another
-     * process (or an earlier call) already moved it. true when taken.
+     * process (or an earlier call) already moved it, or (`url` given) it was readdressed since.
+     * true when taken.
      */
-    claim(id: string, dueMs: number, untilMs: number): Promise<boolean>;
+    claim(id: string, dueMs: number, untilMs: number, url?: string): Promise<boolean>;
+    /** The webhook deliveries waiting for `url`, oldest first (a scan: asked only when an address changes). */
+    addressedTo(url: string): Promise<WebhookDeliveryRow[]>;
+    /** Moves a waiting delivery to another address (its event id, attempts and schedule kept). */
+    readdress(id: string, url: string): Promise<void>;
     /** Delivered or given up: the row goes. */
     remove(id: string): Promise<void>;
     retryAt(id: string, attempts: number, nextAttemptMs: number): Promise<void>;
@@ -733,7 +738,10 @@ export type LockName =
    * lock the organization out is made, then the root users who can still sign in are counted
    */
   | 'root-credentials'
-  /** one organization's webhook endpoints (keyed by its id): their count is checked, then written */
+  /**
+   * one organization's webhook endpoints (keyed by its id): their count is checked, then written;
+   * a change reads the endpoint and moves the deliveries waiting for its old address
+   */
   | 'webhook-endpoints';
 
 /** One transaction: the repositories, plus what a unit of work adds. */

@@ -15,18 +15,21 @@ import { checkAwaitsConsensus } from './checks.js';
 
 interface Received { headers: http.IncomingHttpHeaders; body: Buffer; path: string }
 
-/** A webhook receiver: records every request; answers with the next status of `replies` (then 200). */
+/** A webhook receiver: records every request; answers with the next status of `replies` (then `statusOf`'s, or 200). */
 class Receiver {
   readonly got: Received[] = [];
   replies: (number | 'hang')[] = [];
+  /** The status of a request once `replies` is empty. */
+  statusOf: (r: Received) => number = () => 200;
   /** Delay before each reply (ms). */
   delayMs = 0;
   #server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      this.got.push({ headers: req.headers, body: Buffer.concat(chunks), path: req.url ?? '' });
-      const r = this.replies.shift() ?? 200;
+      const got = { headers: req.headers, body: Buffer.concat(chunks), path: req.url ?? '' };
+      this.got.push(got);
+      const r = this.replies.shift() ?? this.statusOf(got);
       if (r === 'hang') return;
       if (this.delayMs > 0) { setTimeout(() => { res.writeHead(r); res.end('ok'); }, this.delayMs); return; }
       if (r >= 300 && r < 400) res.writeHead(r, { Location: `${this.url}/elsewhere` });
@@ -77,6 +80,15 @@ const verify = (r: Received, body: Buffer = r.body) =>
 async function outbox(dataDir: string): Promise<number> {
   const db = await openDb(loadConfig({ overrides: { dataDir, ...await testStorage(dataDir) } }));
   try { return (await db.read((tx) => tx.webhooks.pending())).reduce((n, p) => n + p.count, 0); } finally { await db.close(); }
+}
+
+/** Polls `cond` every 25 ms until it holds; fails naming `what` after `ms`. */
+async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const t0 = Date.now();
+  while (!await cond()) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out after ${ms} ms waiting for: ${what}`);
+    await sleep(25);
+  }
 }
 
 describe('webhooks', () => {
@@ -326,6 +338,78 @@ describe('webhook endpoints (create_webhook_endpoint & co.)', () => {
     checkAwaitsConsensus(waits, 'non-root create_webhook_endpoint');
     expect((await ep.sdk.listWebhookEndpoints({} as any) as any).webhookEndpoints).toHaveLength(before);
   });
+});
+
+describe('retries of an endpoint that changed', () => {
+  // guards: the retries queued for an endpoint go nowhere once it is deleted or paused, and to its new address once it moved
+  it('an event waiting for a retry is not sent to an endpoint deleted or paused since, and goes to the new address of one that moved, or of FEATURE_NAME_WEBHOOK (same event id)', async () => {
+    const rx4 = await new Receiver().start();
+    // a retry 2.5 s after a 503: the addresses change well before it
+    const t = await startTestServer({ webhookRetryMs: 2500 });
+    try {
+      const create = async (path: string) => ((await t.sdk.createWebhookEndpoint({ url: `${rx4.url}${path}`, name: path, subscriptions: [{ eventType: 'ACTIVITY_UPDATES' }] } as any)) as any).endpointId as string;
+      const deleted = await create('/deleted');
+      const moved = await create('/moved');
+      const paused = await create('/paused');
+      await t.sdk.setOrganizationFeature({ name: 'FEATURE_NAME_WEBHOOK', value: `${rx4.url}/feature` } as any);
+      // the three creations' own events (1 + 2 + 3) and the feature's (4), delivered
+      await rx4.waitFor(10);
+      await until('the outbox empty', async () => await outbox(t.dataDir) === 0);
+      // create_wallet events fail at the four addresses (a retry waits); everything else is taken
+      const isWallet = (r: Received) => JSON.parse(r.body.toString('utf8')).type === 'ACTIVITY_TYPE_CREATE_WALLET';
+      rx4.statusOf = (r) => (isWallet(r) && !['/new', '/feature-new'].includes(r.path) ? 503 : 200);
+      rx4.got.length = 0;
+      const w: any = await t.sdk.createWallet({ walletName: uniqueName('changed'), accounts: [] } as any);
+      const wallets = () => rx4.got.filter(isWallet);
+      await until('the first attempt at each address', () => wallets().length >= 4);
+      await t.sdk.deleteWebhookEndpoint({ endpointId: deleted } as any);
+      await t.sdk.updateWebhookEndpoint({ endpointId: moved, url: `${rx4.url}/new` } as any);
+      await t.sdk.updateWebhookEndpoint({ endpointId: paused, isActive: false } as any);
+      await t.sdk.setOrganizationFeature({ name: 'FEATURE_NAME_WEBHOOK', value: `${rx4.url}/feature-new` } as any);
+      // past the first retry (2.5 s after the first attempts; before the change, every one went to the old address)
+      await until('the retries at the new addresses', () => wallets().filter((r) => r.path.endsWith('new')).length >= 2, 8_000).catch(() => undefined);
+      await sleep(1_500);
+      const got = wallets();
+      expect(got.map((r) => r.path).sort()).toEqual(['/deleted', '/feature', '/feature-new', '/moved', '/new', '/paused']);
+      expect(got.every((r) => JSON.parse(r.body.toString('utf8')).id === w.activity.id)).toBe(true);
+      const eventId = (path: string) => got.find((r) => r.path === path)!.headers['x-turnkey-event-id'];
+      expect(eventId('/new')).toBe(eventId('/moved'));
+      expect(eventId('/feature-new')).toBe(eventId('/feature'));
+      expect(await outbox(t.dataDir)).toBe(0);
+    } finally {
+      await t.stop();
+      await rx4.close();
+    }
+  }, 30_000);
+
+  // guards: an event queued by a transaction that read the addresses before they changed (another node's) is not sent to an address its event no longer goes to
+  it('an event left waiting for an address its organization no longer sends to is dropped when it comes due, not sent', async () => {
+    const rx5 = await new Receiver().start();
+    const t = await startTestServer({ webhookRetryMs: 50, outboxPollMs: 100 });
+    try {
+      await t.sdk.createWebhookEndpoint({ url: `${rx5.url}/live`, name: 'live', subscriptions: [{ eventType: 'ACTIVITY_UPDATES' }] } as any);
+      await rx5.waitFor(1);
+      rx5.got.length = 0;
+      // two rows as a node that read the addresses before /gone was removed leaves them: one for
+      // the address still in use, one for the one gone
+      const db = await openDb(loadConfig({ overrides: { dataDir: t.dataDir, ...await testStorage(t.dataDir) } }));
+      try {
+        const now = Date.now();
+        await db.write(async (tx) => {
+          for (const path of ['/gone', '/live']) {
+            await tx.webhooks.enqueue({ id: crypto.randomUUID(), organizationId: t.orgId, activityId: 'late', eventType: 'ACTIVITY_UPDATES', url: `${rx5.url}${path}`, body: '{"id":"late"}', attempts: 0, nextAttemptMs: now, createdMs: now });
+          }
+        });
+      } finally { await db.close(); }
+      await rx5.waitFor(1);
+      await sleep(300);
+      expect(rx5.got.map((r) => r.path)).toEqual(['/live']);
+      expect(await outbox(t.dataDir)).toBe(0);
+    } finally {
+      await t.stop();
+      await rx5.close();
+    }
+  }, 30_000);
 });
 
 describe('webhook backlog', () => {

@@ -622,6 +622,23 @@ export function storageContract(target: ContractTarget): void {
         expect(await db.write((tx) => tx.webhooks.deleteEndpoint(o.id, endpoint.id))).toBe(true);
       });
 
+      it('webhook deliveries by address: listed (no e-mails), readdressed, claimed only at the address they were read with', async () => {
+        const { o } = await seed();
+        const url = `https://a.example/${id()}`;
+        const a = delivery(o.id, 10, { url });
+        const b = delivery(o.id, 5, { url, createdMs: 5 });
+        const mail = delivery(o.id, 10, { url: `mailto:${id()}@example.com` });
+        await db.write(async (tx) => { await tx.webhooks.enqueue(a); await tx.webhooks.enqueue(b); await tx.webhooks.enqueue(mail); });
+        expect((await db.read((tx) => tx.webhooks.addressedTo(url))).map((d) => d.id)).toEqual([b.id, a.id]);
+        expect(await db.read((tx) => tx.webhooks.addressedTo(mail.url))).toEqual([]);
+        const moved = `https://b.example/${id()}`;
+        await db.write((tx) => tx.webhooks.readdress(a.id, moved));
+        expect(await db.read((tx) => tx.webhooks.addressedTo(moved))).toEqual([{ ...a, url: moved }]);
+        expect(await db.write((tx) => tx.webhooks.claim(a.id, a.nextAttemptMs, 500, url))).toBe(false); // read before it moved
+        expect(await db.write((tx) => tx.webhooks.claim(a.id, a.nextAttemptMs, 500, moved))).toBe(true);
+        await db.write(async (tx) => { for (const d of [a, b, mail]) await tx.webhooks.remove(d.id); });
+      });
+
       it('sent transactions: due, claimed once, updated, nonces used per sender', async () => {
         const { o } = await seed();
         const s1 = sent(o.id, 1);

@@ -1,4 +1,8 @@
-/** set_organization_feature, remove_organization_feature (result: the whole resulting feature list). */
+/**
+ * set_organization_feature, remove_organization_feature (result: the whole resulting feature list).
+ * A FEATURE_NAME_WEBHOOK changed or removed takes the events waiting for its old address with it
+ * (readdressDeliveries, as an endpoint's change does).
+ */
 import { invalidArgument, notFound } from '../../errors.js';
 import { refusedDestination, type WebhookDestinations } from '../../domain/destinations.js';
 import { requireRoot } from '../../domain/principal.js';
@@ -6,6 +10,7 @@ import { FEATURE_NAMES } from '../../domain/enums.js';
 import { featuresRecord } from '../../domain/records.js';
 import { keysFor, type SubmitOperation } from '../types.js';
 import { Validator } from '../../domain/validate.js';
+import { readdressDeliveries, WEBHOOK_FEATURE } from '../../webhooks.js';
 
 type FeatureName = (typeof FEATURE_NAMES)[number];
 
@@ -62,7 +67,10 @@ export const setOrganizationFeature: SubmitOperation<{ name: FeatureName; value:
     requireRoot(p, 'change organization features');
   },
   async execute(ctx, i) {
+    const before = i.name === WEBHOOK_FEATURE ? await ctx.tx.features.get(ctx.organization.id, i.name) : undefined;
     await ctx.tx.features.set(ctx.organization.id, i.name, i.value);
+    // retries queued for the old address go to the new one
+    if (before !== undefined && before !== i.value) await readdressDeliveries(ctx.tx, ctx.organization.id, before, i.value);
     await ctx.tx.organizations.touch(ctx.organization.id, ctx.nowMs);
     return { features: await featuresRecord(ctx.tx, ctx.organization.id) };
   },
@@ -80,7 +88,10 @@ export const removeOrganizationFeature: SubmitOperation<{ name: FeatureName }, {
   },
   authorize(p) { requireRoot(p, 'change organization features'); },
   async execute(ctx, i) {
+    const before = i.name === WEBHOOK_FEATURE ? await ctx.tx.features.get(ctx.organization.id, i.name) : undefined;
     if (!await ctx.tx.features.remove(ctx.organization.id, i.name)) throw notFound(`feature ${i.name} is not set`, 'FEATURE_NOT_FOUND');
+    // retries queued for its address go nowhere
+    if (before !== undefined) await readdressDeliveries(ctx.tx, ctx.organization.id, before);
     await ctx.tx.organizations.touch(ctx.organization.id, ctx.nowMs);
     return { features: await featuresRecord(ctx.tx, ctx.organization.id) };
   },

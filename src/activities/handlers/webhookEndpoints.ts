@@ -2,6 +2,8 @@
  * create_webhook_endpoint, update_webhook_endpoint, delete_webhook_endpoint;
  * list_webhook_endpoints. Deliveries: src/webhooks.ts (ACTIVITY_UPDATES is the event kmas emits;
  * subscriptions to the balance and transaction events are kept but have nothing to announce).
+ * An endpoint deleted, paused or moved takes the events waiting for its old address with it:
+ * dropped, or moved to its new address (readdressDeliveries, in the same transaction).
  */
 import { failedPrecondition, notFound } from '../../errors.js';
 import { requireRoot } from '../../domain/principal.js';
@@ -9,6 +11,7 @@ import type { Tx, WebhookEndpointRow, WebhookSubscription } from '../../storage/
 import { keysFor, type QueryOperation, type SubmitOperation } from '../types.js';
 import { MAX_NAME, Validator, type Obj } from '../../domain/validate.js';
 import { allowedDestination, isHttpUrl } from './features.js';
+import { readdressDeliveries } from '../../webhooks.js';
 
 export const EVENT_TYPES = ['ACTIVITY_UPDATES', 'BALANCE_CONFIRMED_UPDATES', 'BALANCE_FINALIZED_UPDATES', 'SEND_TRANSACTION_STATUS_UPDATES'] as const;
 /** Endpoints per organization at most. */
@@ -69,7 +72,7 @@ export const createWebhookEndpoint: SubmitOperation<CreateEndpoint, { endpointId
     return { url: url!, name: name!, subscriptions };
   },
   // one organization's new endpoints one request at a time (across nodes): the limit holds
-  locks: (_intent, organizationId) => [{ name: 'webhook-endpoints', key: organizationId }],
+  locks: endpointsLock,
   async authorize(p, intent, store, services) {
     allowedDestination(intent.url, services.webhookDestinations, 'url');
     await requireEndpointRoom(store, p.organization.id);
@@ -86,6 +89,11 @@ export const createWebhookEndpoint: SubmitOperation<CreateEndpoint, { endpointId
     return { endpointId: row.id, webhookEndpoint: endpointRecord(row) };
   },
 };
+
+/** One organization's endpoint changes one at a time (across nodes): each reads the endpoint, and the deliveries it moves, as the last change left them. */
+function endpointsLock(_intent: unknown, organizationId: string): { name: 'webhook-endpoints'; key: string }[] {
+  return [{ name: 'webhook-endpoints', key: organizationId }];
+}
 
 async function requireEndpointRoom(tx: Tx, organizationId: string): Promise<void> {
   if ((await tx.webhooks.endpoints(organizationId)).length >= MAX_ENDPOINTS) {
@@ -116,12 +124,15 @@ export const updateWebhookEndpoint: SubmitOperation<UpdateEndpoint, { endpointId
     await requireEndpoint(store, p.organization.id, intent.endpointId);
     requireRoot(p, 'manage webhook endpoints');
   },
+  locks: endpointsLock,
   async execute(ctx, intent) {
     const e = await requireEndpoint(ctx.tx, ctx.organization.id, intent.endpointId);
     const row: WebhookEndpointRow = {
       ...e, url: intent.url ?? e.url, name: intent.name ?? e.name, isActive: intent.isActive ?? e.isActive, updatedMs: ctx.nowMs,
     };
     await ctx.tx.webhooks.updateEndpoint(row);
+    // retries queued for the old address go to the new one, or nowhere once paused
+    if (row.url !== e.url || row.isActive !== e.isActive) await readdressDeliveries(ctx.tx, ctx.organization.id, e.url, row.isActive ? row.url : undefined);
     return { endpointId: row.id, webhookEndpoint: endpointRecord(row) };
   },
 };
@@ -140,10 +151,14 @@ export const deleteWebhookEndpoint: SubmitOperation<{ endpointId: string }, { en
     await requireEndpoint(store, p.organization.id, intent.endpointId);
     requireRoot(p, 'manage webhook endpoints');
   },
+  locks: endpointsLock,
   async execute(ctx, intent) {
+    const e = await requireEndpoint(ctx.tx, ctx.organization.id, intent.endpointId);
     if (!await ctx.tx.webhooks.deleteEndpoint(ctx.organization.id, intent.endpointId)) {
       throw notFound(`webhook endpoint ${intent.endpointId} not found`, 'WEBHOOK_ENDPOINT_NOT_FOUND');
     }
+    // retries queued for its address go nowhere (unless another address of the organization is the same)
+    await readdressDeliveries(ctx.tx, ctx.organization.id, e.url);
     return { endpointId: intent.endpointId };
   },
 };
