@@ -4,7 +4,10 @@
  * follows it until it is mined (EVM) or confirmed (Solana).
  *
  *   INITIALIZED  → the node accepts it (eth_sendRawTransaction, sendTransaction) → BROADCASTING
- *                → the node refuses it (nonce too low, insufficient funds, …) → FAILED
+ *                → the node refuses it (nonce too low, insufficient funds, …) → FAILED, unless
+ *                  it has the transaction (BROADCASTING) or settled it; while it cannot tell,
+ *                  the refusal is kept (INITIALIZED, `error`) and only asked about again, never
+ *                  sent again
  *   BROADCASTING → EVM: a receipt with status 1 → INCLUDED; status 0 → FAILED (reverted)
  *                → Solana: a confirmed or finalized status → INCLUDED; one with an err → FAILED;
  *                  still unseen once its blockhash expired → FAILED
@@ -110,24 +113,40 @@ export class Broadcaster {
     if (!this.chains.has(row.caip2)) {
       // the endpoint was removed from RPC_URLS since: wait for it to come back
       this.log.warn('no RPC endpoint for a sent transaction\'s network', { sendTransactionStatusId: row.id, caip2: row.caip2 });
-      return { ...keep, attempts: row.attempts, nextCheckMs: now + MAX_BACKOFF_MS };
+      return { ...keep, error: row.error, attempts: row.attempts, nextCheckMs: now + MAX_BACKOFF_MS };
     }
     const network = isSolana(row.caip2) ? this.#solana(row) : this.#evm(row);
     if (row.status === 'INITIALIZED') {
-      try {
-        await network.send();
-        return broadcasting;
-      } catch (e) {
-        if (isUnreachable(e) || isRateLimited(e)) {
-          if (row.attempts + 1 >= MAX_SEND_ATTEMPTS) return failed(`the network's RPC endpoint did not ${isUnreachable(e) ? 'answer' : 'take the transaction (rate limited)'} after ${MAX_SEND_ATTEMPTS} attempts`);
-          return retry(row.attempts + 1);
+      // an INITIALIZED row's error: the node's refusal of its send, kept while the node could not tell whether it has it
+      let refusal = row.error;
+      if (refusal === null) {
+        try {
+          await network.send();
+          return broadcasting;
+        } catch (e) {
+          if (isUnreachable(e) || isRateLimited(e)) {
+            if (row.attempts + 1 >= MAX_SEND_ATTEMPTS) return failed(`the network's RPC endpoint did not ${isUnreachable(e) ? 'answer' : 'take the transaction (rate limited)'} after ${MAX_SEND_ATTEMPTS} attempts`);
+            return retry(row.attempts + 1);
+          }
+          refusal = `the network refused the transaction: ${rpcReason(e)}`;
         }
+      }
+      try {
         // Sent before (a restart between the send and its record, or a send that timed out after it
         // reached the node): the node has it, or it is settled.
         const seen = await network.settled();
         if (seen) return seen;
-        if (await network.known(rpcReason(e))) return broadcasting;
-        return failed(`the network refused the transaction: ${rpcReason(e)}`);
+        if (await network.known(refusal)) return broadcasting;
+        return failed(refusal);
+      } catch (e) {
+        // The node refused it but cannot say now whether it has it: the refusal is kept and the
+        // node asked again at the next poll, as for a BROADCASTING row; sending it again would
+        // only be refused again, and once per lease, without end (the attempts did not count).
+        if (!isUnreachable(e)) {
+          this.log.warn('the network refused a transaction and could not tell whether it has it; asking again', { sendTransactionStatusId: row.id, caip2: row.caip2, error: rpcReason(e) });
+        }
+        if (now - row.createdMs > MAX_PENDING_MS) return failed(refusal);
+        return { ...keep, error: refusal, attempts: row.error === null ? row.attempts + 1 : row.attempts, nextCheckMs: now + this.opts.pollMs };
       }
     }
     try {

@@ -127,6 +127,7 @@ export interface SendTransactionRow {
   nonce: number | null;
   signedTransaction: string;
   status: 'INITIALIZED' | 'BROADCASTING' | 'INCLUDED' | 'FAILED';
+  /** why it FAILED; on an INITIALIZED row, the node's refusal of its send while the node cannot tell whether it has it */
   error: string | null;
   blockNumber: string | null;
   attempts: number;

@@ -288,6 +288,59 @@ describe('eth_send_transaction', () => {
     }
   });
 
+  // guards: a refused send whose status lookups fail is not made again at every lease (it had no limit): once, then FAILED with the node's reason when the lookups answer
+  it('a send the node refuses while every status lookup fails is made once, not again at each look; FAILED with the node\'s reason once the lookups answer', async () => {
+    // The relay refuses every eth_sendRawTransaction (as a node does a transaction it will not
+    // take) and answers the receipt and transaction lookups with HTTP 503 until `lookupsDown` is
+    // cleared. RPC_TIMEOUT_MS=100: a row's lease is 3 × 100 ms + 1 s, so a send repeated each
+    // time its lease ended would pass its 20 tries within the 21 looks waited for below.
+    let sends = 0;
+    let lookups = 0;
+    let lookupsDown = true;
+    const relay = await startRelay((body, res) => {
+      const call = JSON.parse(body);
+      const answer = (member: object) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: call.id, ...member }));
+      if (call.method === 'eth_chainId') { answer({ result: '0xaa36a7' }); return true; }
+      if (call.method === 'eth_sendRawTransaction') { sends++; answer({ error: { code: -32000, message: 'insufficient funds for gas * price + value' } }); return true; }
+      if (call.method !== 'eth_getTransactionReceipt' && call.method !== 'eth_getTransactionByHash') return false;
+      if (call.method === 'eth_getTransactionReceipt') lookups++;
+      if (!lookupsDown) return false;
+      res.writeHead(503).end('busy');
+      return true;
+    });
+    const dataDir = ts.dataDir;
+    await ts.stop(true);
+    ts = await startTestServer({ ...serverOpts(), rpcTimeoutMs: 100, rpcUrls: [`${CHAIN}=${relay.url}`], dataDir });
+    try {
+      // nonce, gas and fees given: the only call before the transaction is the chain check, which
+      // a loaded machine may not answer within 100 ms (a 503 that stores nothing): asked again
+      // then, past the recording proxy (which takes any 5xx for a failure of the test)
+      const direct = sdkClient(ts.directUrl, ts.rootKey, ts.orgId);
+      let r: any;
+      for (let i = 0; r === undefined; i++) {
+        r = await direct.ethSendTransaction({ from, caip2: CHAIN, nonce: '0', gasLimit: '21000', maxFeePerGas: '2000000000', maxPriorityFeePerGas: '1000000000', calls: [{ to: RECIPIENT, value: '13', data: '0x' }] } as any)
+          .catch((e: unknown) => { if (i >= 4 || !String(e).includes('RPC_UNAVAILABLE')) throw e; });
+      }
+      const t0 = Date.now();
+      while (lookups < 21 && Date.now() - t0 < 45_000) await new Promise((res) => setTimeout(res, 50));
+      expect(lookups, 'the receipt was looked for again and again').toBeGreaterThanOrEqual(21);
+      expect(sends, 'sends of the refused transaction').toBe(1);
+      const pending = await statusOf(ts, r.sendTransactionStatusId);
+      expect(pending.txStatus).toBe('INITIALIZED');
+      expect(pending.txError).toBeUndefined();
+      lookupsDown = false;
+      const done = await until(ts, r.sendTransactionStatusId, ['BROADCASTING', 'INCLUDED', 'FAILED']);
+      expect(done.txStatus).toBe('FAILED');
+      expect(done.error.message).toMatch(/refused.*insufficient funds/);
+      expect(sends).toBe(1);
+      expect(await rpc('eth_getTransactionByHash', [done.eth.txHash])).toBeNull();
+    } finally {
+      await ts.stop(true);
+      await relay.close();
+      ts = await startTestServer({ ...serverOpts(), dataDir });
+    }
+  }, 60_000);
+
   it('refuses what kmas cannot send, with a 400 naming the field, and stores nothing', async () => {
     const pk: any = await ts.sdk.createPrivateKeys({ privateKeys: [{ privateKeyName: uniqueName('k'), curve: 'CURVE_SECP256K1', privateKeyTags: [], addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] }] } as any);
     const ed: any = await ts.sdk.createWallet({ walletName: uniqueName('sol'), accounts: [{ curve: 'CURVE_ED25519', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/501'/0'/0'", addressFormat: 'ADDRESS_FORMAT_SOLANA' }] });

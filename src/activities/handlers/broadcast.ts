@@ -431,7 +431,8 @@ export const getSendTransactionStatus: QueryOperation<{ sendTransactionStatusId:
     return {
       txStatus: row.status,
       ...txReference(row.caip2, row.txHash),
-      ...(row.error !== null ? { txError: row.error, error: { message: row.error } } : {}),
+      // an error is told once FAILED (an INITIALIZED row may hold a refusal it is still asking the node about)
+      ...(row.status === 'FAILED' && row.error !== null ? { txError: row.error, error: { message: row.error } } : {}),
     };
   },
 };
