@@ -157,8 +157,9 @@ describe('organization features against a model', () => {
     const step = fc.record({
       set: fc.boolean(),
       name: fc.constantFrom(...names),
-      value: fc.oneof(fc.constantFrom('true', 'false', 'https://example.com/a', 'http://127.0.0.1:8/b'), fc.stringMatching(/^https:\/\/[a-z]{1,8}\.example\.com\/[a-z0-9]{0,8}$/)),
+      value: fc.oneof(fc.constantFrom('true', 'false', 'https://example.com/a', 'http://127.0.0.1:8/b', 'https://wallet.example.com'), fc.stringMatching(/^https:\/\/[a-z]{1,8}\.example\.com\/[a-z0-9]{0,8}$/)),
     });
+    const isOrigin = (x: string) => { try { return new URL(x).origin === x; } catch { return false; } };
     const asList = (m: Map<string, string>) => [...m].map(([name, value]) => ({ name, value })).sort((a, b) => a.name.localeCompare(b.name));
     const sorted = (xs: any[]) => [...xs].sort((a, b) => a.name.localeCompare(b.name));
     await fc.assert(fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 10 }), async (steps) => {
@@ -166,6 +167,13 @@ describe('organization features against a model', () => {
         let r: any;
         if (s.set) {
           const value = s.name === 'FEATURE_NAME_WEBHOOK' && !/^https?:\/\//.test(s.value) ? 'https://hook.example.com/x' : s.value;
+          // allowed passkey origins are origins as a browser sends them (no path): anything else is a 400 that changes nothing
+          if (s.name === 'FEATURE_NAME_WEBAUTHN_ORIGINS' && !isOrigin(value)) {
+            r = await ts.sdk.setOrganizationFeature({ timestampMs: nextTs(), name: s.name, value } as any).catch((e: any) => e);
+            expect(r.activity, `${value} was stored as an origin`).toBeUndefined();
+            expect(r.message).toMatch(/^Turnkey error 3:/);
+            continue;
+          }
           r = await ts.sdk.setOrganizationFeature({ timestampMs: nextTs(), name: s.name, value } as any);
           model.set(s.name, value);
         } else {
